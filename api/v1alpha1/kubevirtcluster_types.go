@@ -1,0 +1,170 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// KubevirtClusterSpec is the desired state of the infrastructure of one tenant
+// cluster on the infra cluster.
+type KubevirtClusterSpec struct {
+	// controlPlaneEndpoint is the endpoint the tenant's API server is reached
+	// at. A host or port set by the user is respected and never overwritten.
+	// +optional
+	ControlPlaneEndpoint APIEndpoint `json:"controlPlaneEndpoint,omitempty,omitzero"`
+
+	// controlPlaneServiceTemplate shapes the Service that fronts the
+	// control-plane virtual machines.
+	// +optional
+	ControlPlaneServiceTemplate ControlPlaneServiceTemplate `json:"controlPlaneServiceTemplate,omitempty,omitzero"`
+
+	// sshKeys names where the SSH keys for the cluster's machines are kept.
+	// +optional
+	SSHKeys SSHKeys `json:"sshKeys,omitempty,omitzero"`
+
+	// infraClusterSecretRef references a Secret, in the KubevirtCluster's
+	// namespace unless a namespace is given, holding the kubeconfig of an
+	// external infra cluster under the key "kubeconfig" and optionally the
+	// namespace to use there under the key "namespace". When unset, the
+	// management cluster is the infra cluster. Only kind Secret is allowed.
+	// +optional
+	InfraClusterSecretRef *corev1.ObjectReference `json:"infraClusterSecretRef,omitempty"`
+}
+
+// APIEndpoint is a reachable Kubernetes API endpoint.
+type APIEndpoint struct {
+	// host is the hostname or IP address the API server is serving on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Host string `json:"host,omitempty"`
+
+	// port is the port the API server is serving on.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+}
+
+// IsZero reports whether neither host nor port is set.
+func (e APIEndpoint) IsZero() bool { return e.Host == "" && e.Port == 0 }
+
+// IsValid reports whether both host and port are set.
+func (e APIEndpoint) IsValid() bool { return e.Host != "" && e.Port > 0 }
+
+// ControlPlaneServiceTemplate shapes the control-plane Service.
+type ControlPlaneServiceTemplate struct {
+	// metadata sets labels, annotations and the namespace of the Service. The
+	// namespace defaults to the infra cluster namespace.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +nullable
+	ObjectMeta metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec overrides fields of the Service spec.
+	// +optional
+	Spec ServiceSpecTemplate `json:"spec,omitempty,omitzero"`
+}
+
+// ServiceSpecTemplate holds the Service spec fields a user may set.
+type ServiceSpecTemplate struct {
+	// type is how the Service is exposed: ClusterIP (the default), NodePort or
+	// LoadBalancer.
+	// +optional
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	Type corev1.ServiceType `json:"type,omitempty"`
+}
+
+// SSHKeys names where the SSH keys for the cluster's machines are kept.
+type SSHKeys struct {
+	// configRef references the Secret with the SSH key pair. Only kind Secret
+	// is allowed.
+	// +optional
+	ConfigRef *corev1.ObjectReference `json:"configRef,omitempty"`
+
+	// dataSecretName is the name of the Secret holding the SSH key data.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DataSecretName *string `json:"dataSecretName,omitempty"`
+}
+
+// KubevirtClusterStatus is the observed state of a KubevirtCluster.
+type KubevirtClusterStatus struct {
+	// ready is true when the cluster infrastructure is provisioned. It mirrors
+	// initialization.provisioned for clients of the v1beta1 contract.
+	// +optional
+	Ready bool `json:"ready"`
+
+	// initialization reports when the cluster infrastructure was provisioned.
+	// +optional
+	Initialization KubevirtClusterInitializationStatus `json:"initialization,omitempty,omitzero"`
+
+	// failureDomains lists the failure domains machines can be placed in.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	FailureDomains []clusterv1.FailureDomain `json:"failureDomains,omitempty"`
+
+	// conditions report the state of the KubevirtCluster; Ready summarizes
+	// them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// KubevirtClusterInitializationStatus follows the Cluster API v1beta2 contract.
+// +kubebuilder:validation:MinProperties=1
+type KubevirtClusterInitializationStatus struct {
+	// provisioned is true when the infrastructure of the cluster is ready for
+	// machines.
+	// +optional
+	Provisioned *bool `json:"provisioned,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=kubevirtclusters,scope=Namespaced,categories=cluster-api,shortName=kvc
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",description="Cluster this KubevirtCluster belongs to"
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status",description="Whether the cluster infrastructure is ready"
+// +kubebuilder:printcolumn:name="Endpoint",type="string",JSONPath=".spec.controlPlaneEndpoint.host",description="Control-plane endpoint host"
+// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].reason",priority=1
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+
+// KubevirtCluster is the infrastructure of one tenant cluster on a KubeVirt
+// infra cluster.
+type KubevirtCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	// +optional
+	Spec KubevirtClusterSpec `json:"spec,omitempty"`
+	// status is the observed state.
+	// +optional
+	Status KubevirtClusterStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the conditions, for CAPI's condition utilities.
+func (c *KubevirtCluster) GetConditions() []metav1.Condition { return c.Status.Conditions }
+
+// SetConditions sets the conditions, for CAPI's condition utilities.
+func (c *KubevirtCluster) SetConditions(conditions []metav1.Condition) {
+	c.Status.Conditions = conditions
+}
+
+// +kubebuilder:object:root=true
+
+// KubevirtClusterList is a list of KubevirtClusters.
+type KubevirtClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubevirtCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KubevirtCluster{}, &KubevirtClusterList{})
+}

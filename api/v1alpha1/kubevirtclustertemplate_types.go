@@ -1,0 +1,51 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// KubevirtClusterTemplateSpec holds the template KubevirtClusters are made
+// from by ClusterClass.
+type KubevirtClusterTemplateSpec struct {
+	// template is the KubevirtCluster to create.
+	Template KubevirtClusterTemplateResource `json:"template"`
+}
+
+// KubevirtClusterTemplateResource is the metadata and spec of a
+// KubevirtCluster made from a template.
+type KubevirtClusterTemplateResource struct {
+	// metadata holds labels and annotations added to the KubevirtCluster.
+	// +optional
+	ObjectMeta clusterv1.ObjectMeta `json:"metadata,omitempty,omitzero"`
+	// spec is the spec of the KubevirtCluster.
+	Spec KubevirtClusterSpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=kubevirtclustertemplates,scope=Namespaced,categories=cluster-api,shortName=kvct
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+
+// KubevirtClusterTemplate is a template for KubevirtClusters, used by
+// ClusterClass. Its spec is immutable.
+type KubevirtClusterTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec holds the template.
+	Spec KubevirtClusterTemplateSpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+
+// KubevirtClusterTemplateList is a list of KubevirtClusterTemplates.
+type KubevirtClusterTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubevirtClusterTemplate `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KubevirtClusterTemplate{}, &KubevirtClusterTemplateList{})
+}

@@ -1,0 +1,161 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// ProviderIDPrefix starts every providerID this provider sets. The KubeVirt
+// cloud controller manager in tenant clusters uses the same scheme.
+const ProviderIDPrefix = "kubevirt://"
+
+// Bootstrap check strategies.
+const (
+	// CheckStrategyNone reports the machine bootstrapped as soon as its VM runs.
+	CheckStrategyNone = "none"
+	// CheckStrategySSH is accepted for compatibility with manifests written for
+	// the community provider.
+	CheckStrategySSH = "ssh"
+)
+
+// KubevirtMachineSpec is the desired state of one tenant machine, a KubeVirt
+// VirtualMachine on the infra cluster.
+type KubevirtMachineSpec struct {
+	// virtualMachineTemplate is the VirtualMachine to create, as KubeVirt's
+	// own VirtualMachineSpec. It is honoured as written.
+	// +optional
+	VirtualMachineTemplate VirtualMachineTemplateSpec `json:"virtualMachineTemplate,omitempty,omitzero"`
+
+	// providerID is the ID of the tenant Node of this machine, in the form
+	// kubevirt://<vm name>. It is set by the provider and can be set only once.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ProviderID *string `json:"providerID,omitempty"`
+
+	// virtualMachineBootstrapCheck selects how the provider tells that the
+	// guest finished bootstrapping.
+	// +optional
+	BootstrapCheckSpec VirtualMachineBootstrapCheckSpec `json:"virtualMachineBootstrapCheck,omitempty,omitzero"`
+
+	// infraClusterSecretRef references a Secret with the kubeconfig of an
+	// external infra cluster for this machine, overriding the one of its
+	// KubevirtCluster. Only kind Secret is allowed.
+	// +optional
+	InfraClusterSecretRef *corev1.ObjectReference `json:"infraClusterSecretRef,omitempty"`
+}
+
+// VirtualMachineTemplateSpec is the metadata and spec of the VirtualMachine.
+type VirtualMachineTemplateSpec struct {
+	// metadata holds labels and annotations for the VirtualMachine.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +nullable
+	ObjectMeta metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is KubeVirt's VirtualMachineSpec.
+	// +optional
+	Spec kubevirtv1.VirtualMachineSpec `json:"spec,omitempty"`
+}
+
+// VirtualMachineBootstrapCheckSpec selects the bootstrap check.
+type VirtualMachineBootstrapCheckSpec struct {
+	// checkStrategy is how bootstrap completion is checked. "none" trusts a
+	// running VM; "ssh" is accepted for manifests written for the community
+	// provider.
+	// +optional
+	// +kubebuilder:validation:Enum=none;ssh
+	CheckStrategy string `json:"checkStrategy,omitempty"`
+}
+
+// KubevirtMachineStatus is the observed state of a KubevirtMachine.
+type KubevirtMachineStatus struct {
+	// ready is true when the machine infrastructure is provisioned. It mirrors
+	// initialization.provisioned for clients of the v1beta1 contract.
+	// +optional
+	Ready bool `json:"ready"`
+
+	// initialization reports when the machine infrastructure was provisioned.
+	// +optional
+	Initialization KubevirtMachineInitializationStatus `json:"initialization,omitempty,omitzero"`
+
+	// addresses are the addresses of the machine.
+	// +optional
+	// +kubebuilder:validation:MaxItems=128
+	Addresses []clusterv1.MachineAddress `json:"addresses,omitempty"`
+
+	// failureDomain is the failure domain the machine was placed in.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	FailureDomain string `json:"failureDomain,omitempty"`
+
+	// nodeupdated is true once the tenant Node carries this machine's
+	// providerID.
+	// +optional
+	NodeUpdated bool `json:"nodeupdated,omitempty"`
+
+	// conditions report the state of the KubevirtMachine; Ready summarizes
+	// them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// KubevirtMachineInitializationStatus follows the Cluster API v1beta2
+// contract.
+// +kubebuilder:validation:MinProperties=1
+type KubevirtMachineInitializationStatus struct {
+	// provisioned is true when the virtual machine runs and is ready.
+	// +optional
+	Provisioned *bool `json:"provisioned,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=kubevirtmachines,scope=Namespaced,categories=cluster-api,shortName=kvm
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",description="Cluster this KubevirtMachine belongs to"
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status",description="Whether the machine infrastructure is ready"
+// +kubebuilder:printcolumn:name="VM",type="string",JSONPath=".spec.providerID",description="The VirtualMachine, as a providerID"
+// +kubebuilder:printcolumn:name="Node",type="boolean",JSONPath=".status.nodeupdated",description="Whether the tenant Node carries the providerID"
+// +kubebuilder:printcolumn:name="IP",type="string",JSONPath=".status.addresses[?(@.type=='InternalIP')].address",description="Internal IP addresses"
+// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].reason",priority=1
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+
+// KubevirtMachine is one tenant machine: a KubeVirt VirtualMachine on the
+// infra cluster.
+type KubevirtMachine struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	// +optional
+	Spec KubevirtMachineSpec `json:"spec,omitempty"`
+	// status is the observed state.
+	// +optional
+	Status KubevirtMachineStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the conditions, for CAPI's condition utilities.
+func (m *KubevirtMachine) GetConditions() []metav1.Condition { return m.Status.Conditions }
+
+// SetConditions sets the conditions, for CAPI's condition utilities.
+func (m *KubevirtMachine) SetConditions(conditions []metav1.Condition) {
+	m.Status.Conditions = conditions
+}
+
+// +kubebuilder:object:root=true
+
+// KubevirtMachineList is a list of KubevirtMachines.
+type KubevirtMachineList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubevirtMachine `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KubevirtMachine{}, &KubevirtMachineList{})
+}

@@ -1,0 +1,107 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// KubevirtMachineTemplateSpec holds the template KubevirtMachines are made
+// from, by MachineDeployments, MachineSets and KubeadmControlPlane.
+type KubevirtMachineTemplateSpec struct {
+	// template is the KubevirtMachine to create.
+	Template KubevirtMachineTemplateResource `json:"template"`
+}
+
+// KubevirtMachineTemplateResource is the metadata and spec of a
+// KubevirtMachine made from a template.
+type KubevirtMachineTemplateResource struct {
+	// metadata holds labels and annotations added to the KubevirtMachine.
+	// +optional
+	ObjectMeta clusterv1.ObjectMeta `json:"metadata,omitempty,omitzero"`
+	// spec is the spec of the KubevirtMachine.
+	Spec KubevirtMachineSpec `json:"spec"`
+}
+
+// KubevirtMachineTemplateStatus tells the cluster autoscaler what a machine of
+// this template offers, for scaling from zero.
+type KubevirtMachineTemplateStatus struct {
+	// capacity is the resources of one machine of this template.
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+
+	// nodeInfo is the architecture and operating system of the machines.
+	// +optional
+	NodeInfo NodeInfo `json:"nodeInfo,omitempty,omitzero"`
+
+	// conditions report whether the capacity is known.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Architecture is a CPU architecture of a node.
+// +kubebuilder:validation:Enum=amd64;arm64;s390x;ppc64le
+type Architecture string
+
+// Architectures KubeVirt runs guests on.
+const (
+	ArchitectureAmd64   Architecture = "amd64"
+	ArchitectureArm64   Architecture = "arm64"
+	ArchitectureS390x   Architecture = "s390x"
+	ArchitecturePpc64le Architecture = "ppc64le"
+)
+
+// NodeInfo is the architecture and operating system of a node.
+// +kubebuilder:validation:MinProperties=1
+type NodeInfo struct {
+	// architecture is the CPU architecture of the node.
+	// +optional
+	Architecture Architecture `json:"architecture,omitempty"`
+	// operatingSystem is the operating system of the node, such as linux.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	OperatingSystem string `json:"operatingSystem,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=kubevirtmachinetemplates,scope=Namespaced,categories=cluster-api,shortName=kvmt
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+
+// KubevirtMachineTemplate is a template for KubevirtMachines. Its spec is
+// immutable: roll out a change by creating a new template.
+type KubevirtMachineTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec holds the template.
+	Spec KubevirtMachineTemplateSpec `json:"spec"`
+	// status tells the autoscaler the capacity of a machine.
+	// +optional
+	Status KubevirtMachineTemplateStatus `json:"status,omitempty,omitzero"`
+}
+
+// +kubebuilder:object:root=true
+
+// KubevirtMachineTemplateList is a list of KubevirtMachineTemplates.
+type KubevirtMachineTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubevirtMachineTemplate `json:"items"`
+}
+
+// GetConditions returns the conditions, for CAPI's condition utilities.
+func (t *KubevirtMachineTemplate) GetConditions() []metav1.Condition { return t.Status.Conditions }
+
+// SetConditions sets the conditions, for CAPI's condition utilities.
+func (t *KubevirtMachineTemplate) SetConditions(conditions []metav1.Condition) {
+	t.Status.Conditions = conditions
+}
+
+func init() {
+	SchemeBuilder.Register(&KubevirtMachineTemplate{}, &KubevirtMachineTemplateList{})
+}

@@ -1,0 +1,99 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+)
+
+// conditionedObject is a CAPKV object with conditions.
+type conditionedObject interface {
+	client.Object
+	conditions.Setter
+}
+
+// reportInfraCluster sets the InfraClusterAvailable condition from a check of
+// the infra cluster, and records an Event when its status changes.
+func reportInfraCluster(ctx context.Context, checker *infracluster.Checker, recorder record.EventRecorder,
+	obj conditionedObject, ref *corev1.ObjectReference) infracluster.APIStatus {
+	_, status := checker.Check(ctx, ref, obj.GetNamespace())
+	cond := metav1.Condition{
+		Type:    infrav1.InfraClusterAvailableCondition,
+		Status:  metav1.ConditionFalse,
+		Reason:  status.Reason,
+		Message: status.Message,
+	}
+	if status.Available {
+		cond.Status = metav1.ConditionTrue
+	}
+	if prev := conditions.Get(obj, cond.Type); prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason {
+		eventType := corev1.EventTypeNormal
+		if !status.Available {
+			eventType = corev1.EventTypeWarning
+		}
+		recorder.Event(obj, eventType, status.Reason, status.Message)
+	}
+	conditions.Set(obj, cond)
+	return status
+}
+
+// kubevirtCRDChanged passes events of CustomResourceDefinitions of the KubeVirt
+// and CDI groups, so that installing KubeVirt after the provider triggers a
+// new check without polling.
+var kubevirtCRDChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return isKubevirtCRD(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return isKubevirtCRD(e.ObjectNew) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isKubevirtCRD(e.Object) },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func isKubevirtCRD(obj client.Object) bool {
+	// CRD names are <plural>.<group>.
+	_, group, _ := strings.Cut(obj.GetName(), ".")
+	return infracluster.RequiredGroups.Has(group)
+}
+
+// crdMetadata is the metadata-only watch object for CRDs.
+func crdMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return m
+}
+
+// enqueueAll maps an event to every object of a kind in the cache, for events
+// that concern all of them.
+func enqueueAll(c client.Reader, newList func() client.ObjectList) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := newList()
+		if err := c.List(ctx, list); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing objects to re-check the infra cluster")
+			return nil
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(items))
+		for _, item := range items {
+			if o, ok := item.(client.Object); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+		}
+		return reqs
+	}
+}

@@ -1,0 +1,82 @@
+// Package infracluster finds the infra cluster of a KubevirtCluster or
+// KubevirtMachine (the management cluster itself, or an external cluster
+// reached through a kubeconfig Secret) and checks that it serves the KubeVirt
+// and CDI APIs the provider needs.
+package infracluster
+
+import (
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/discovery"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// requiredAPI is one API group version and the resources of it the provider
+// uses, with the condition reason reported when it is missing.
+type requiredAPI struct {
+	groupVersion string
+	resources    []string
+	product      string
+	reason       string
+}
+
+var requiredAPIs = []requiredAPI{
+	{
+		groupVersion: "kubevirt.io/v1",
+		resources:    []string{"virtualmachines", "virtualmachineinstances"},
+		product:      "KubeVirt",
+		reason:       infrav1.KubeVirtNotInstalledReason,
+	},
+	{
+		groupVersion: "cdi.kubevirt.io/v1beta1",
+		resources:    []string{"datavolumes"},
+		product:      "CDI",
+		reason:       infrav1.CDINotInstalledReason,
+	},
+}
+
+// RequiredGroups are the API groups whose CustomResourceDefinitions the
+// provider depends on; a change to one of them is worth a new check.
+var RequiredGroups = sets.New("kubevirt.io", "cdi.kubevirt.io")
+
+// APIStatus is the outcome of CheckAPIs, ready to become a condition.
+type APIStatus struct {
+	// Available is true when every required API is served.
+	Available bool
+	// Reason is a condition reason: Available, KubeVirtNotInstalled,
+	// CDINotInstalled or InfraClusterUnreachable.
+	Reason string
+	// Message says what is missing, or the error met.
+	Message string
+}
+
+// CheckAPIs asks the infra cluster's discovery endpoint whether it serves the
+// KubeVirt and CDI resources the provider uses.
+func CheckAPIs(client discovery.DiscoveryInterface) APIStatus {
+	for _, api := range requiredAPIs {
+		list, err := client.ServerResourcesForGroupVersion(api.groupVersion)
+		if apierrors.IsNotFound(err) {
+			return APIStatus{Reason: api.reason, Message: fmt.Sprintf(
+				"the infra cluster does not serve %s; install %s there", api.groupVersion, api.product)}
+		}
+		if err != nil {
+			return APIStatus{Reason: infrav1.InfraClusterUnreachableReason, Message: fmt.Sprintf(
+				"discovering %s on the infra cluster: %v", api.groupVersion, err)}
+		}
+		served := sets.New[string]()
+		for _, r := range list.APIResources {
+			served.Insert(r.Name)
+		}
+		if missing := sets.New(api.resources...).Difference(served); missing.Len() > 0 {
+			return APIStatus{Reason: api.reason, Message: fmt.Sprintf(
+				"the infra cluster serves %s without %s; check the %s installation",
+				api.groupVersion, strings.Join(sets.List(missing), ", "), api.product)}
+		}
+	}
+	return APIStatus{Available: true, Reason: infrav1.InfraClusterAvailableReason,
+		Message: "KubeVirt and CDI APIs are served"}
+}

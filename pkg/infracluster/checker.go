@@ -1,0 +1,69 @@
+package infracluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// Checker resolves the infra cluster of an object and checks its APIs.
+type Checker struct {
+	// Reader reads infra cluster Secrets; an uncached reader keeps every
+	// Secret of the management cluster out of the manager's memory.
+	Reader client.Reader
+	// Local reaches the management cluster, the default infra cluster.
+	Local *rest.Config
+
+	localDiscovery discovery.DiscoveryInterface
+}
+
+// NewChecker returns a Checker for the management cluster at local.
+func NewChecker(reader client.Reader, local *rest.Config) (*Checker, error) {
+	d, err := discovery.NewDiscoveryClientForConfig(local)
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	return &Checker{Reader: reader, Local: local, localDiscovery: d}, nil
+}
+
+// Check resolves the infra cluster named by ref (nil: the management cluster)
+// for an object in namespace ns and reports whether it serves the KubeVirt and
+// CDI APIs. A Secret that cannot be read or parsed is reported as
+// InfraClusterUnreachable with the reason in the message.
+func (c *Checker) Check(ctx context.Context, ref *corev1.ObjectReference, ns string) (*Target, APIStatus) {
+	target, err := Resolve(ctx, c.Reader, c.Local, ref, ns)
+	if err != nil {
+		return nil, APIStatus{Reason: infrav1.InfraClusterUnreachableReason, Message: err.Error()}
+	}
+	d := c.localDiscovery
+	if target.External {
+		if d, err = discovery.NewDiscoveryClientForConfig(target.Config); err != nil {
+			return target, APIStatus{Reason: infrav1.InfraClusterUnreachableReason, Message: err.Error()}
+		}
+	}
+	return target, CheckAPIs(d)
+}
+
+// ReaderFor returns an uncached reader for the infra cluster named by ref (nil:
+// the management cluster) and the infra namespace for an object in ns.
+func (c *Checker) ReaderFor(ctx context.Context, ref *corev1.ObjectReference, ns string, scheme *runtime.Scheme) (client.Reader, string, error) {
+	target, err := Resolve(ctx, c.Reader, c.Local, ref, ns)
+	if err != nil {
+		return nil, "", err
+	}
+	if !target.External {
+		return c.Reader, target.Namespace, nil
+	}
+	cl, err := client.New(target.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, "", fmt.Errorf("creating infra cluster client: %w", err)
+	}
+	return cl, target.Namespace, nil
+}

@@ -1,0 +1,164 @@
+// Package manager wires the CAPKV controllers and webhooks into a
+// controller-runtime manager. main.go, the tests and the sandbox all build the
+// manager through New, so what is tested is what runs.
+package manager
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/webhooks"
+)
+
+// Options configures the manager; main.go fills it from flags.
+type Options struct {
+	// Namespace limits the manager to one namespace; empty watches all.
+	Namespace string
+	// WatchFilterValue limits reconciliation to objects labelled
+	// cluster.x-k8s.io/watch-filter with this value.
+	WatchFilterValue string
+	// SyncPeriod is how often every watched object is reconciled again.
+	SyncPeriod time.Duration
+
+	// KubevirtClusterConcurrency is the number of KubevirtClusters reconciled
+	// at once.
+	KubevirtClusterConcurrency int
+	// KubevirtMachineConcurrency is the number of KubevirtMachines reconciled
+	// at once.
+	KubevirtMachineConcurrency int
+	// KubevirtMachineTemplateConcurrency is the number of templates reconciled
+	// at once.
+	KubevirtMachineTemplateConcurrency int
+
+	// LeaderElection makes only one replica reconcile at a time.
+	LeaderElection bool
+	// LeaderElectionID names the Lease.
+	LeaderElectionID string
+	// LeaderElectionNamespace holds the Lease; empty means the manager's own.
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables.
+	HealthProbeBindAddress string
+	// Metrics configures the metrics (diagnostics) server.
+	Metrics metricsserver.Options
+
+	// EnableWebhooks serves the admission webhooks.
+	EnableWebhooks bool
+	// WebhookHost, WebhookPort and WebhookCertDir configure the webhook
+	// server.
+	WebhookHost    string
+	WebhookPort    int
+	WebhookCertDir string
+	// TLSOpts apply to the webhook and metrics servers.
+	TLSOpts []func(*tls.Config)
+
+	// SkipNameValidation allows several managers in one process (tests).
+	SkipNameValidation bool
+}
+
+// New builds a manager with every CAPKV controller, webhook and health check
+// registered. It does not start it.
+func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	s := scheme.New()
+	var defaultNamespaces map[string]cache.Config
+	if o.Namespace != "" {
+		defaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+	}
+	opts := ctrl.Options{
+		Scheme:                     s,
+		LeaderElection:             o.LeaderElection,
+		LeaderElectionID:           o.LeaderElectionID,
+		LeaderElectionNamespace:    o.LeaderElectionNamespace,
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		HealthProbeBindAddress:     o.HealthProbeBindAddress,
+		Metrics:                    o.Metrics,
+		Controller:                 config.Controller{SkipNameValidation: &o.SkipNameValidation},
+		Cache: cache.Options{
+			DefaultNamespaces: defaultNamespaces,
+			SyncPeriod:        &o.SyncPeriod,
+		},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Secrets are read uncached so that the manager does not hold every
+			// Secret of the management cluster in memory.
+			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+		}},
+	}
+	if o.LeaderElection {
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
+	}
+	if o.EnableWebhooks {
+		opts.WebhookServer = webhook.NewServer(webhook.Options{
+			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir, TLSOpts: o.TLSOpts,
+		})
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if o.EnableWebhooks {
+		if err := webhooks.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up webhooks: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddHealthzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
+	}
+	if err := setupControllers(ctx, mgr, o); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	checker, err := infracluster.NewChecker(mgr.GetAPIReader(), mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	if err := (&controllers.KubevirtClusterReconciler{
+		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
+		Recorder: mgr.GetEventRecorderFor("kubevirtcluster-controller"),
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
+		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
+	}
+	if err := (&controllers.KubevirtMachineReconciler{
+		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
+		Recorder: mgr.GetEventRecorderFor("kubevirtmachine-controller"),
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
+		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
+	}
+	if err := (&controllers.KubevirtMachineTemplateReconciler{
+		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineTemplateConcurrency}); err != nil {
+		return fmt.Errorf("setting up KubevirtMachineTemplate controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,470 @@
+package webhooks_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+const testNamespace = "default"
+
+// validVMSpec is a minimal VM spec KubeVirt accepts.
+func validVMSpec() kubevirtv1.VirtualMachineSpec {
+	guest := resource.MustParse("2Gi")
+	return kubevirtv1.VirtualMachineSpec{
+		RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
+		Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{
+				Domain: kubevirtv1.DomainSpec{
+					CPU:    &kubevirtv1.CPU{Cores: 2},
+					Memory: &kubevirtv1.Memory{Guest: &guest},
+					Devices: kubevirtv1.Devices{
+						Disks: []kubevirtv1.Disk{{Name: "root", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: "virtio"}}}},
+						Interfaces: []kubevirtv1.Interface{{Name: "default",
+							InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}},
+					},
+				},
+				Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
+				Volumes: []kubevirtv1.Volume{{Name: "root", VolumeSource: kubevirtv1.VolumeSource{
+					ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "quay.io/containerdisks/ubuntu:22.04"}}}},
+			},
+		},
+	}
+}
+
+func machine(mutate func(m *infrav1.KubevirtMachine)) client.Object {
+	m := &infrav1.KubevirtMachine{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: testNamespace},
+		Spec:       infrav1.KubevirtMachineSpec{VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{Spec: validVMSpec()}},
+	}
+	mutate(m)
+	return m
+}
+
+// vmi mutates the VMI spec of a machine.
+func vmi(mutate func(s *kubevirtv1.VirtualMachineInstanceSpec)) client.Object {
+	return machine(func(m *infrav1.KubevirtMachine) { mutate(&m.Spec.VirtualMachineTemplate.Spec.Template.Spec) })
+}
+
+// withDataVolume replaces the root container disk with a DataVolume template.
+func withDataVolume(mutate func(t *kubevirtv1.DataVolumeTemplateSpec)) client.Object {
+	return machine(func(m *infrav1.KubevirtMachine) {
+		vm := &m.Spec.VirtualMachineTemplate.Spec
+		vm.Template.Spec.Volumes[0].VolumeSource = kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: "root-dv"}}
+		t := kubevirtv1.DataVolumeTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Name: "root-dv"},
+			Spec: cdiv1.DataVolumeSpec{
+				Source:  &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: ptr.To("docker://quay.io/containerdisks/ubuntu:22.04")}},
+				Storage: &cdiv1.StorageSpec{},
+			},
+		}
+		mutate(&t)
+		vm.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{t}
+	})
+}
+
+func cluster(mutate func(c *infrav1.KubevirtCluster)) client.Object {
+	c := &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: testNamespace}}
+	mutate(c)
+	return c
+}
+
+func machineTemplate(mutate func(t *infrav1.KubevirtMachineTemplate)) client.Object {
+	t := &infrav1.KubevirtMachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: testNamespace},
+		Spec: infrav1.KubevirtMachineTemplateSpec{Template: infrav1.KubevirtMachineTemplateResource{
+			Spec: infrav1.KubevirtMachineSpec{VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{Spec: validVMSpec()}},
+		}},
+	}
+	mutate(t)
+	return t
+}
+
+func clusterTemplate(mutate func(t *infrav1.KubevirtClusterTemplate)) client.Object {
+	t := &infrav1.KubevirtClusterTemplate{ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: testNamespace}}
+	mutate(t)
+	return t
+}
+
+const (
+	vmSpec   = "spec.virtualMachineTemplate.spec"
+	vmiSpec  = vmSpec + ".template.spec"
+	disks    = vmiSpec + ".domain.devices.disks"
+	ifaces   = vmiSpec + ".domain.devices.interfaces"
+	networks = vmiSpec + ".networks"
+	dvt      = vmSpec + ".dataVolumeTemplates[0]"
+)
+
+// TestAdmissionRejectsInvalidObjects sends invalid objects of all four kinds
+// to the real API server and checks each is refused with the field path of
+// the mistake.
+func TestAdmissionRejectsInvalidObjects(t *testing.T) {
+	multus := func(name string, def bool) kubevirtv1.Network {
+		return kubevirtv1.Network{Name: name, NetworkSource: kubevirtv1.NetworkSource{
+			Multus: &kubevirtv1.MultusNetwork{NetworkName: "tenants/" + name, Default: def}}}
+	}
+	cases := []struct {
+		name  string
+		obj   client.Object
+		field string
+	}{
+		{"running and runStrategy together", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.VirtualMachineTemplate.Spec.Running = ptr.To(true)
+		}), vmSpec + ".running"},
+		{"unknown run strategy", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.VirtualMachineTemplate.Spec.RunStrategy = ptr.To(kubevirtv1.VirtualMachineRunStrategy("Sometimes"))
+		}), vmSpec + ".runStrategy"},
+		{"no VMI template", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.VirtualMachineTemplate.Spec.Template = nil
+		}), vmSpec + ".template"},
+		{"disk without volume", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Disks[0].Name = "other"
+		}), disks + "[0].name"},
+		{"disk name not a DNS label", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Disks[0].Name, s.Volumes[0].Name = "Root_Disk", "Root_Disk"
+		}), disks + "[0].name"},
+		{"duplicate disk", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Disks = append(s.Domain.Devices.Disks, s.Domain.Devices.Disks[0])
+		}), disks + "[1].name"},
+		{"duplicate volume", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Volumes = append(s.Volumes, s.Volumes[0])
+		}), vmiSpec + ".volumes[1].name"},
+		{"volume with two sources", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Volumes[0].EmptyDisk = &kubevirtv1.EmptyDiskSource{Capacity: resource.MustParse("1Gi")}
+		}), vmiSpec + ".volumes[0]"},
+		{"volume without source", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Volumes[0].VolumeSource = kubevirtv1.VolumeSource{}
+		}), vmiSpec + ".volumes[0]"},
+		{"boot order zero", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Disks[0].BootOrder = ptr.To[uint](0)
+		}), disks + "[0].bootOrder"},
+		{"duplicate boot order", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Disks[0].BootOrder = ptr.To[uint](1)
+			s.Domain.Devices.Disks = append(s.Domain.Devices.Disks, kubevirtv1.Disk{Name: "data", BootOrder: ptr.To[uint](1)})
+			s.Volumes = append(s.Volumes, kubevirtv1.Volume{Name: "data", VolumeSource: kubevirtv1.VolumeSource{
+				EmptyDisk: &kubevirtv1.EmptyDiskSource{Capacity: resource.MustParse("1Gi")}}})
+		}), disks + "[1].bootOrder"},
+		{"IDE bus", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Disks[0].Disk.Bus = "ide"
+		}), disks + "[0].disk.bus"},
+		{"DataVolume template not used by a volume", withDataVolume(func(t *kubevirtv1.DataVolumeTemplateSpec) {
+			t.Name = "unused"
+		}), dvt + ".metadata.name"},
+		{"DataVolume template without name", withDataVolume(func(t *kubevirtv1.DataVolumeTemplateSpec) {
+			t.Name = ""
+		}), dvt + ".metadata.name"},
+		{"DataVolume template with pvc and storage", withDataVolume(func(t *kubevirtv1.DataVolumeTemplateSpec) {
+			t.Spec.PVC = &corev1.PersistentVolumeClaimSpec{}
+		}), dvt + ".spec"},
+		{"DataVolume template without source", withDataVolume(func(t *kubevirtv1.DataVolumeTemplateSpec) {
+			t.Spec.Source = nil
+		}), dvt + ".spec.source"},
+		{"DataVolume template with two sources", withDataVolume(func(t *kubevirtv1.DataVolumeTemplateSpec) {
+			t.Spec.Source.HTTP = &cdiv1.DataVolumeSourceHTTP{URL: "https://images.example.com/ubuntu.qcow2"}
+		}), dvt + ".spec.source"},
+		{"DataVolume sourceRef not a DataSource", withDataVolume(func(t *kubevirtv1.DataVolumeTemplateSpec) {
+			t.Spec.Source = nil
+			t.Spec.SourceRef = &cdiv1.DataVolumeSourceRef{Kind: "PersistentVolumeClaim", Name: "golden"}
+		}), dvt + ".spec.sourceRef.kind"},
+		{"DataVolume template in another namespace", withDataVolume(func(t *kubevirtv1.DataVolumeTemplateSpec) {
+			t.Namespace = "elsewhere"
+		}), dvt + ".metadata.namespace"},
+		{"interface without network", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Networks = nil
+			s.Domain.Devices.Interfaces[0].Name = "default"
+		}), ifaces + "[0].name"},
+		{"network without interface", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Networks = append(s.Networks, multus("storage", false))
+		}), networks + "[1].name"},
+		{"two pod networks", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Networks = append(s.Networks, kubevirtv1.Network{Name: "second", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}})
+			s.Domain.Devices.Interfaces = append(s.Domain.Devices.Interfaces, kubevirtv1.Interface{Name: "second",
+				InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}})
+		}), networks},
+		{"pod network and default Multus network", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Networks = append(s.Networks, multus("primary", true))
+			s.Domain.Devices.Interfaces = append(s.Domain.Devices.Interfaces, kubevirtv1.Interface{Name: "primary",
+				InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}})
+		}), networks},
+		{"interface with two bindings", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Interfaces[0].Masquerade = &kubevirtv1.InterfaceMasquerade{}
+		}), ifaces + "[0]"},
+		{"interface without binding", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Interfaces[0].Bridge = nil
+		}), ifaces + "[0]"},
+		{"masquerade on a Multus network", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Networks[0] = multus("default", false)
+			s.Domain.Devices.Interfaces[0].InterfaceBindingMethod = kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}
+		}), ifaces + "[0].masquerade"},
+		{"removed slirp binding", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Interfaces[0].InterfaceBindingMethod = kubevirtv1.InterfaceBindingMethod{DeprecatedSlirp: &kubevirtv1.DeprecatedInterfaceSlirp{}}
+		}), ifaces + "[0]"},
+		{"instance type with memory request", machine(func(m *infrav1.KubevirtMachine) {
+			vm := &m.Spec.VirtualMachineTemplate.Spec
+			vm.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "u1.medium"}
+			vm.Template.Spec.Domain.CPU, vm.Template.Spec.Domain.Memory = nil, nil
+			vm.Template.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}), vmiSpec + ".domain.resources.requests[memory]"},
+		{"instance type with CPU cores", machine(func(m *infrav1.KubevirtMachine) {
+			vm := &m.Spec.VirtualMachineTemplate.Spec
+			vm.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "u1.medium"}
+			vm.Template.Spec.Domain.Memory = nil
+		}), vmiSpec + ".domain.cpu.cores"},
+		{"instance type with guest memory", machine(func(m *infrav1.KubevirtMachine) {
+			vm := &m.Spec.VirtualMachineTemplate.Spec
+			vm.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "u1.medium"}
+			vm.Template.Spec.Domain.CPU = nil
+		}), vmiSpec + ".domain.memory.guest"},
+		{"no memory", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Memory = nil
+		}), vmiSpec + ".domain.memory.guest"},
+		{"hostname not a DNS label", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Hostname = "node.example.com"
+		}), vmiSpec + ".hostname"},
+		{"unknown eviction strategy", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategy("Drain"))
+		}), vmiSpec + ".evictionStrategy"},
+		{"reserved template label", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.VirtualMachineTemplate.Spec.Template.ObjectMeta.Labels = map[string]string{kubevirtv1.NodeNameLabel: "node-1"}
+		}), vmSpec + ".template.metadata.labels[kubevirt.io/nodeName]"},
+		{"probe with two handlers", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.ReadinessProbe = &kubevirtv1.Probe{Handler: kubevirtv1.Handler{
+				GuestAgentPing: &kubevirtv1.GuestAgentPing{}, Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+		}), vmiSpec + ".readinessProbe"},
+		{"TCP probe without a pod network", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Networks[0] = multus("default", true)
+			s.ReadinessProbe = &kubevirtv1.Probe{Handler: kubevirtv1.Handler{TCPSocket: &corev1.TCPSocketAction{}}}
+		}), vmiSpec + ".readinessProbe"},
+		{"providerID of another provider", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.ProviderID = ptr.To("aws:///us-east-1a/i-0123")
+		}), "spec.providerID"},
+		{"unknown bootstrap check", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.BootstrapCheckSpec.CheckStrategy = "ping"
+		}), "spec.virtualMachineBootstrapCheck.checkStrategy"},
+		{"infra cluster reference to a ConfigMap", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "ConfigMap", Name: "kubeconfig"}
+		}), "spec.infraClusterSecretRef.kind"},
+		{"infra cluster reference without name", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret"}
+		}), "spec.infraClusterSecretRef.name"},
+		{"invalid VM label", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"bad key!": "x"}
+		}), "spec.virtualMachineTemplate.metadata.labels"},
+		{"endpoint host not a DNS name", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.ControlPlaneEndpoint.Host = "api_server!"
+		}), "spec.controlPlaneEndpoint.host"},
+		{"endpoint port out of range", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.ControlPlaneEndpoint.Port = 70000
+		}), "spec.controlPlaneEndpoint.port"},
+		{"ExternalName service", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeExternalName
+		}), "spec.controlPlaneServiceTemplate.spec.type"},
+		{"service namespace not a DNS label", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.ControlPlaneServiceTemplate.ObjectMeta.Namespace = "Tenant_NS"
+		}), "spec.controlPlaneServiceTemplate.metadata.namespace"},
+		{"SSH key reference to a ConfigMap", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.SSHKeys.ConfigRef = &corev1.ObjectReference{Kind: "ConfigMap", Name: "keys"}
+		}), "spec.sshKeys.configRef.kind"},
+		{"SSH key Secret name invalid", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.SSHKeys.DataSecretName = ptr.To("Keys!")
+		}), "spec.sshKeys.dataSecretName"},
+		{"machine template with a providerID", machineTemplate(func(t *infrav1.KubevirtMachineTemplate) {
+			t.Spec.Template.Spec.ProviderID = ptr.To("kubevirt://vm-1")
+		}), "spec.template.spec.providerID"},
+		{"machine template without VMI template", machineTemplate(func(t *infrav1.KubevirtMachineTemplate) {
+			t.Spec.Template.Spec.VirtualMachineTemplate.Spec.Template = nil
+		}), "spec.template.spec.virtualMachineTemplate.spec.template"},
+		{"machine template metadata label invalid", machineTemplate(func(t *infrav1.KubevirtMachineTemplate) {
+			t.Spec.Template.ObjectMeta.Labels = map[string]string{"-bad": "x"}
+		}), "spec.template.metadata.labels"},
+		{"cluster template endpoint host invalid", clusterTemplate(func(t *infrav1.KubevirtClusterTemplate) {
+			t.Spec.Template.Spec.ControlPlaneEndpoint.Host = "-bad-"
+		}), "spec.template.spec.controlPlaneEndpoint.host"},
+		{"cluster template infra reference without name", clusterTemplate(func(t *infrav1.KubevirtClusterTemplate) {
+			t.Spec.Template.Spec.InfraClusterSecretRef = &corev1.ObjectReference{}
+		}), "spec.template.spec.infraClusterSecretRef.name"},
+	}
+	if len(cases) < 30 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := env.Client.Create(context.Background(), tc.obj)
+			expectInvalid(t, err, tc.field)
+		})
+	}
+}
+
+// expectInvalid checks err is an Invalid API error with a cause at field
+// that says what is wrong.
+func expectInvalid(t *testing.T, err error, field string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted; want a rejection at %s", field)
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
+		t.Fatalf("want an Invalid error at %s, got %v", field, err)
+	}
+	var fields []string
+	for _, c := range status.Status().Details.Causes {
+		fields = append(fields, c.Field)
+		if c.Field == field && c.Message != "" {
+			return
+		}
+	}
+	t.Fatalf("rejected, but not at %s; causes at %v: %v", field, fields, err)
+}
+
+// TestAdmissionAcceptsCommunityManifestsUnchanged applies manifests written
+// for the community KubeVirt provider and checks that each is accepted and
+// that every field it sets reads back with the same value.
+func TestAdmissionAcceptsCommunityManifestsUnchanged(t *testing.T) {
+	for name, u := range capkManifests(t) {
+		t.Run(name, func(t *testing.T) {
+			want := u.DeepCopy()
+			obj := u.DeepCopy()
+			obj.SetNamespace(testNamespace)
+			if err := env.Client.Create(context.Background(), obj); err != nil {
+				t.Fatalf("rejected: %v", err)
+			}
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got); err != nil {
+				t.Fatal(err)
+			}
+			if ok, path := isSubset(want.Object["spec"], got.Object["spec"], "spec"); !ok {
+				t.Errorf("field %s changed: wrote %v, read back %v", path, want.Object["spec"], got.Object["spec"])
+			}
+		})
+	}
+}
+
+// TestAdmissionUpdates checks what may change on live objects. The
+// controllers write status concurrently, so each update starts from the
+// latest version and is retried on conflicts.
+func TestAdmissionUpdates(t *testing.T) {
+	ctx := context.Background()
+	create := func(t *testing.T, obj client.Object) {
+		t.Helper()
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("creating: %v", err)
+		}
+	}
+	update := func(obj client.Object, mutate func(), opts ...client.UpdateOption) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+			mutate()
+			return env.Client.Update(ctx, obj, opts...)
+		})
+	}
+
+	t.Run("machine template spec is immutable", func(t *testing.T) {
+		tmpl := machineTemplate(func(*infrav1.KubevirtMachineTemplate) {}).(*infrav1.KubevirtMachineTemplate)
+		create(t, tmpl)
+		expectInvalid(t, update(tmpl, func() { tmpl.Spec.Template.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategyNone }),
+			"spec.template.spec")
+	})
+	t.Run("machine template accepts the topology controller's dry run", func(t *testing.T) {
+		tmpl := machineTemplate(func(*infrav1.KubevirtMachineTemplate) {}).(*infrav1.KubevirtMachineTemplate)
+		create(t, tmpl)
+		err := update(tmpl, func() {
+			tmpl.Annotations = map[string]string{"topology.cluster.x-k8s.io/dry-run": ""}
+			tmpl.Spec.Template.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategyNone
+		}, client.DryRunAll)
+		if err != nil {
+			t.Fatalf("dry run refused: %v", err)
+		}
+		err = update(tmpl, func() { tmpl.Spec.Template.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategyNone }, client.DryRunAll)
+		expectInvalid(t, err, "spec.template.spec")
+	})
+	t.Run("cluster template spec is immutable", func(t *testing.T) {
+		tmpl := clusterTemplate(func(*infrav1.KubevirtClusterTemplate) {}).(*infrav1.KubevirtClusterTemplate)
+		create(t, tmpl)
+		expectInvalid(t, update(tmpl, func() { tmpl.Spec.Template.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeNodePort }),
+			"spec.template.spec")
+	})
+	t.Run("machine providerID can be set once", func(t *testing.T) {
+		m := machine(func(*infrav1.KubevirtMachine) {}).(*infrav1.KubevirtMachine)
+		create(t, m)
+		if err := update(m, func() { m.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + m.Name) }); err != nil {
+			t.Fatalf("setting providerID refused: %v", err)
+		}
+		expectInvalid(t, update(m, func() { m.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + "other") }), "spec.providerID")
+	})
+	t.Run("machine VM template is immutable", func(t *testing.T) {
+		m := machine(func(*infrav1.KubevirtMachine) {}).(*infrav1.KubevirtMachine)
+		create(t, m)
+		expectInvalid(t, update(m, func() { m.Spec.VirtualMachineTemplate.Spec.Template.Spec.Hostname = "renamed" }), "spec")
+	})
+	t.Run("cluster endpoint stays once set", func(t *testing.T) {
+		c := cluster(func(c *infrav1.KubevirtCluster) { c.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "10.0.0.10", Port: 6443} }).(*infrav1.KubevirtCluster)
+		create(t, c)
+		expectInvalid(t, update(c, func() { c.Spec.ControlPlaneEndpoint.Host = "10.0.0.11" }), "spec.controlPlaneEndpoint.host")
+	})
+	t.Run("cluster endpoint can be filled in", func(t *testing.T) {
+		c := cluster(func(*infrav1.KubevirtCluster) {}).(*infrav1.KubevirtCluster)
+		create(t, c)
+		if err := update(c, func() { c.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "10.0.0.12", Port: 6443} }); err != nil {
+			t.Fatalf("setting the endpoint refused: %v", err)
+		}
+	})
+	t.Run("cluster infra reference cannot move", func(t *testing.T) {
+		c := cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Name: "infra-a"}
+		}).(*infrav1.KubevirtCluster)
+		create(t, c)
+		expectInvalid(t, update(c, func() { c.Spec.InfraClusterSecretRef.Name = "infra-b" }), "spec.infraClusterSecretRef")
+	})
+}
+
+// TestAdmissionDefaults checks the defaults the webhooks fill in.
+func TestAdmissionDefaults(t *testing.T) {
+	ctx := context.Background()
+	m := machine(func(m *infrav1.KubevirtMachine) {
+		m.Spec.VirtualMachineTemplate.Spec.RunStrategy = nil
+		m.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Name: "infra"}
+	}).(*infrav1.KubevirtMachine)
+	if err := env.Client.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if rs := m.Spec.VirtualMachineTemplate.Spec.RunStrategy; rs == nil || *rs != kubevirtv1.RunStrategyAlways {
+		t.Errorf("runStrategy = %v, want Always", rs)
+	}
+	if ref := m.Spec.InfraClusterSecretRef; ref.Kind != "Secret" || ref.APIVersion != "v1" {
+		t.Errorf("infraClusterSecretRef = %s/%s, want v1/Secret", ref.APIVersion, ref.Kind)
+	}
+	c := cluster(func(*infrav1.KubevirtCluster) {}).(*infrav1.KubevirtCluster)
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Spec.ControlPlaneServiceTemplate.Spec.Type; got != corev1.ServiceTypeClusterIP {
+		t.Errorf("service type = %q, want ClusterIP", got)
+	}
+	// A legacy "running: true" manifest keeps its field and gets no run strategy.
+	legacy := machine(func(m *infrav1.KubevirtMachine) {
+		m.Spec.VirtualMachineTemplate.Spec.RunStrategy = nil
+		m.Spec.VirtualMachineTemplate.Spec.Running = ptr.To(true)
+	}).(*infrav1.KubevirtMachine)
+	if err := env.Client.Create(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if vm := legacy.Spec.VirtualMachineTemplate.Spec; vm.RunStrategy != nil || vm.Running == nil || !*vm.Running {
+		t.Errorf("legacy running field rewritten: running=%v runStrategy=%v", vm.Running, vm.RunStrategy)
+	}
+}

@@ -1,0 +1,73 @@
+package webhooks
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+var allowedServiceTypes = []string{
+	string(corev1.ServiceTypeClusterIP), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeLoadBalancer),
+}
+
+// defaultClusterSpec fills defaults of a KubevirtClusterSpec.
+func defaultClusterSpec(spec *infrav1.KubevirtClusterSpec) {
+	if spec.ControlPlaneServiceTemplate.Spec.Type == "" {
+		spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeClusterIP
+	}
+	defaultSecretRef(spec.InfraClusterSecretRef)
+	defaultSecretRef(spec.SSHKeys.ConfigRef)
+}
+
+// validateClusterSpec checks a KubevirtClusterSpec on its own.
+func validateClusterSpec(spec *infrav1.KubevirtClusterSpec, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	ep := spec.ControlPlaneEndpoint
+	errs = append(errs, validateHost(ep.Host, fld.Child("controlPlaneEndpoint", "host"))...)
+	if ep.Port < 0 || ep.Port > 65535 {
+		errs = append(errs, field.Invalid(fld.Child("controlPlaneEndpoint", "port"), ep.Port, "must be between 1 and 65535, or 0 to let the provider choose"))
+	}
+
+	svc := fld.Child("controlPlaneServiceTemplate")
+	errs = append(errs, validateMetadata(&spec.ControlPlaneServiceTemplate.ObjectMeta, svc.Child("metadata"))...)
+	if t := spec.ControlPlaneServiceTemplate.Spec.Type; t != "" && !contains(allowedServiceTypes, string(t)) {
+		errs = append(errs, field.NotSupported(svc.Child("spec", "type"), t, allowedServiceTypes))
+	}
+
+	errs = append(errs, validateSecretRef(spec.SSHKeys.ConfigRef, fld.Child("sshKeys", "configRef"))...)
+	if name := spec.SSHKeys.DataSecretName; name != nil {
+		errs = append(errs, dns1123Subdomain(*name, fld.Child("sshKeys", "dataSecretName"))...)
+	}
+	errs = append(errs, validateSecretRef(spec.InfraClusterSecretRef, fld.Child("infraClusterSecretRef"))...)
+	return errs
+}
+
+// validateClusterSpecUpdate checks the transitions allowed on a live
+// KubevirtCluster: a set endpoint stays (tenant certificates are issued for
+// it) and the infra cluster cannot move (what was created there would leak).
+func validateClusterSpecUpdate(oldSpec, newSpec *infrav1.KubevirtClusterSpec, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	oldEP, newEP := oldSpec.ControlPlaneEndpoint, newSpec.ControlPlaneEndpoint
+	if oldEP.Host != "" && oldEP.Host != newEP.Host {
+		errs = append(errs, field.Forbidden(fld.Child("controlPlaneEndpoint", "host"), "cannot be changed once set"))
+	}
+	if oldEP.Port != 0 && oldEP.Port != newEP.Port {
+		errs = append(errs, field.Forbidden(fld.Child("controlPlaneEndpoint", "port"), "cannot be changed once set"))
+	}
+	if !equality.Semantic.DeepEqual(oldSpec.InfraClusterSecretRef, newSpec.InfraClusterSecretRef) {
+		errs = append(errs, field.Forbidden(fld.Child("infraClusterSecretRef"),
+			"cannot be changed: what was created on the old infra cluster would be left behind"))
+	}
+	return errs
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,62 @@
+package webhooks
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+var allowedCheckStrategies = []string{infrav1.CheckStrategyNone, infrav1.CheckStrategySSH}
+
+// defaultMachineSpec fills defaults of a KubevirtMachineSpec.
+func defaultMachineSpec(spec *infrav1.KubevirtMachineSpec) {
+	vm := &spec.VirtualMachineTemplate.Spec
+	// KubeVirt refuses a VM without a run strategy; a tenant node should run.
+	if vm.Running == nil && vm.RunStrategy == nil {
+		always := kubevirtv1.RunStrategyAlways
+		vm.RunStrategy = &always
+	}
+	defaultSecretRef(spec.InfraClusterSecretRef)
+}
+
+// validateMachineSpec checks a KubevirtMachineSpec. namespace is the namespace
+// of the object holding the spec, where the VM goes unless the template names
+// another.
+func validateMachineSpec(spec *infrav1.KubevirtMachineSpec, namespace string, fld *field.Path) field.ErrorList {
+	vmt := fld.Child("virtualMachineTemplate")
+	errs := validateMetadata(&spec.VirtualMachineTemplate.ObjectMeta, vmt.Child("metadata"))
+	vmNamespace := spec.VirtualMachineTemplate.ObjectMeta.Namespace
+	if vmNamespace == "" {
+		vmNamespace = namespace
+	}
+	errs = append(errs, validateVirtualMachineSpec(&spec.VirtualMachineTemplate.Spec, vmNamespace, vmt.Child("spec"))...)
+
+	if id := spec.ProviderID; id != nil && (!strings.HasPrefix(*id, infrav1.ProviderIDPrefix) || len(*id) == len(infrav1.ProviderIDPrefix)) {
+		errs = append(errs, field.Invalid(fld.Child("providerID"), *id, "must have the form kubevirt://<vm name>"))
+	}
+	if s := spec.BootstrapCheckSpec.CheckStrategy; s != "" && !contains(allowedCheckStrategies, s) {
+		errs = append(errs, field.NotSupported(fld.Child("virtualMachineBootstrapCheck", "checkStrategy"), s, allowedCheckStrategies))
+	}
+	errs = append(errs, validateSecretRef(spec.InfraClusterSecretRef, fld.Child("infraClusterSecretRef"))...)
+	return errs
+}
+
+// validateMachineSpecUpdate allows only providerID to go from unset to set:
+// the VM is built from the rest once, so a change would silently do nothing.
+func validateMachineSpecUpdate(oldSpec, newSpec *infrav1.KubevirtMachineSpec, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if oldSpec.ProviderID != nil && !equality.Semantic.DeepEqual(oldSpec.ProviderID, newSpec.ProviderID) {
+		errs = append(errs, field.Forbidden(fld.Child("providerID"), "cannot be changed once set"))
+	}
+	oldRest, newRest := oldSpec.DeepCopy(), newSpec.DeepCopy()
+	oldRest.ProviderID, newRest.ProviderID = nil, nil
+	if !equality.Semantic.DeepEqual(oldRest, newRest) {
+		errs = append(errs, field.Forbidden(fld,
+			"only providerID can be set on a KubevirtMachine; to change the VM, change the KubevirtMachineTemplate so Cluster API replaces the machine"))
+	}
+	return errs
+}

@@ -1,0 +1,205 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/cluster-api/util/topology"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// SetupWithManager registers the defaulting and validating webhooks of all
+// four kinds with the manager's webhook server.
+func SetupWithManager(mgr ctrl.Manager) error {
+	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtCluster{}).
+		WithDefaulter(KubevirtCluster{}).WithValidator(KubevirtCluster{}).Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtClusterTemplate{}).
+		WithDefaulter(KubevirtClusterTemplate{}).WithValidator(KubevirtClusterTemplate{}).Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachine{}).
+		WithDefaulter(KubevirtMachine{}).WithValidator(KubevirtMachine{}).Complete(); err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachineTemplate{}).
+		WithDefaulter(KubevirtMachineTemplate{}).WithValidator(KubevirtMachineTemplate{}).Complete()
+}
+
+// invalid turns a field error list into the API error the server returns.
+func invalid(kind string, obj client.Object, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(infrav1.GroupVersion.WithKind(kind).GroupKind(), obj.GetName(), errs)
+}
+
+// isTopologyDryRun reports whether the request is a server-side-apply dry run
+// sent by Cluster API's topology controller, which must pass immutability
+// checks so ClusterClass can compute its diffs.
+func isTopologyDryRun(ctx context.Context, obj client.Object) (bool, error) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return false, apierrors.NewBadRequest(fmt.Sprintf("expected an admission request in the context: %v", err))
+	}
+	return topology.IsDryRunRequest(req, obj), nil
+}
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtcluster,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters,versions=v1alpha1,name=default.kubevirtcluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtcluster,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters,versions=v1alpha1,name=validation.kubevirtcluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// KubevirtCluster defaults and validates KubevirtClusters.
+type KubevirtCluster struct{}
+
+// Default fills defaults.
+func (KubevirtCluster) Default(_ context.Context, c *infrav1.KubevirtCluster) error {
+	defaultClusterSpec(&c.Spec)
+	return nil
+}
+
+// ValidateCreate validates a new KubevirtCluster.
+func (KubevirtCluster) ValidateCreate(_ context.Context, c *infrav1.KubevirtCluster) (admission.Warnings, error) {
+	return nil, invalid("KubevirtCluster", c, validateClusterSpec(&c.Spec, field.NewPath("spec")))
+}
+
+// ValidateUpdate validates a changed KubevirtCluster.
+func (KubevirtCluster) ValidateUpdate(_ context.Context, oldC, newC *infrav1.KubevirtCluster) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	errs := validateClusterSpec(&newC.Spec, spec)
+	errs = append(errs, validateClusterSpecUpdate(&oldC.Spec, &newC.Spec, spec)...)
+	return nil, invalid("KubevirtCluster", newC, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (KubevirtCluster) ValidateDelete(context.Context, *infrav1.KubevirtCluster) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtclustertemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclustertemplates,versions=v1alpha1,name=default.kubevirtclustertemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtclustertemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclustertemplates,versions=v1alpha1,name=validation.kubevirtclustertemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// KubevirtClusterTemplate defaults and validates KubevirtClusterTemplates.
+type KubevirtClusterTemplate struct{}
+
+// Default fills defaults of the templated spec.
+func (KubevirtClusterTemplate) Default(_ context.Context, t *infrav1.KubevirtClusterTemplate) error {
+	defaultClusterSpec(&t.Spec.Template.Spec)
+	return nil
+}
+
+// ValidateCreate validates a new KubevirtClusterTemplate.
+func (KubevirtClusterTemplate) ValidateCreate(_ context.Context, t *infrav1.KubevirtClusterTemplate) (admission.Warnings, error) {
+	return nil, invalid("KubevirtClusterTemplate", t, validateClusterTemplate(t))
+}
+
+// ValidateUpdate keeps the template immutable, except for the topology
+// controller's dry runs.
+func (KubevirtClusterTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.KubevirtClusterTemplate) (admission.Warnings, error) {
+	errs := validateClusterTemplate(newT)
+	dryRun, err := isTopologyDryRun(ctx, newT)
+	if err != nil {
+		return nil, err
+	}
+	if !dryRun && !equality.Semantic.DeepEqual(oldT.Spec.Template.Spec, newT.Spec.Template.Spec) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "template", "spec"),
+			"is immutable: create a new KubevirtClusterTemplate and point the ClusterClass at it"))
+	}
+	return nil, invalid("KubevirtClusterTemplate", newT, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (KubevirtClusterTemplate) ValidateDelete(context.Context, *infrav1.KubevirtClusterTemplate) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validateClusterTemplate(t *infrav1.KubevirtClusterTemplate) field.ErrorList {
+	tmpl := field.NewPath("spec", "template")
+	errs := t.Spec.Template.ObjectMeta.Validate(tmpl.Child("metadata"))
+	return append(errs, validateClusterSpec(&t.Spec.Template.Spec, tmpl.Child("spec"))...)
+}
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachine,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines,versions=v1alpha1,name=default.kubevirtmachine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachine,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines,versions=v1alpha1,name=validation.kubevirtmachine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// KubevirtMachine defaults and validates KubevirtMachines.
+type KubevirtMachine struct{}
+
+// Default fills defaults.
+func (KubevirtMachine) Default(_ context.Context, m *infrav1.KubevirtMachine) error {
+	defaultMachineSpec(&m.Spec)
+	return nil
+}
+
+// ValidateCreate validates a new KubevirtMachine.
+func (KubevirtMachine) ValidateCreate(_ context.Context, m *infrav1.KubevirtMachine) (admission.Warnings, error) {
+	return nil, invalid("KubevirtMachine", m, validateMachineSpec(&m.Spec, m.Namespace, field.NewPath("spec")))
+}
+
+// ValidateUpdate validates a changed KubevirtMachine.
+func (KubevirtMachine) ValidateUpdate(_ context.Context, oldM, newM *infrav1.KubevirtMachine) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	errs := validateMachineSpec(&newM.Spec, newM.Namespace, spec)
+	errs = append(errs, validateMachineSpecUpdate(&oldM.Spec, &newM.Spec, spec)...)
+	return nil, invalid("KubevirtMachine", newM, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (KubevirtMachine) ValidateDelete(context.Context, *infrav1.KubevirtMachine) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachinetemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinetemplates,versions=v1alpha1,name=default.kubevirtmachinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachinetemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinetemplates,versions=v1alpha1,name=validation.kubevirtmachinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// KubevirtMachineTemplate defaults and validates KubevirtMachineTemplates.
+type KubevirtMachineTemplate struct{}
+
+// Default fills defaults of the templated spec.
+func (KubevirtMachineTemplate) Default(_ context.Context, t *infrav1.KubevirtMachineTemplate) error {
+	defaultMachineSpec(&t.Spec.Template.Spec)
+	return nil
+}
+
+// ValidateCreate validates a new KubevirtMachineTemplate.
+func (KubevirtMachineTemplate) ValidateCreate(_ context.Context, t *infrav1.KubevirtMachineTemplate) (admission.Warnings, error) {
+	return nil, invalid("KubevirtMachineTemplate", t, validateMachineTemplate(t))
+}
+
+// ValidateUpdate keeps the template immutable, except for the topology
+// controller's dry runs.
+func (KubevirtMachineTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.KubevirtMachineTemplate) (admission.Warnings, error) {
+	errs := validateMachineTemplate(newT)
+	dryRun, err := isTopologyDryRun(ctx, newT)
+	if err != nil {
+		return nil, err
+	}
+	if !dryRun && !equality.Semantic.DeepEqual(oldT.Spec.Template.Spec, newT.Spec.Template.Spec) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "template", "spec"),
+			"is immutable: create a new KubevirtMachineTemplate and point the MachineDeployment or KubeadmControlPlane at it"))
+	}
+	return nil, invalid("KubevirtMachineTemplate", newT, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (KubevirtMachineTemplate) ValidateDelete(context.Context, *infrav1.KubevirtMachineTemplate) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validateMachineTemplate(t *infrav1.KubevirtMachineTemplate) field.ErrorList {
+	tmpl := field.NewPath("spec", "template")
+	errs := t.Spec.Template.ObjectMeta.Validate(tmpl.Child("metadata"))
+	errs = append(errs, validateMachineSpec(&t.Spec.Template.Spec, t.Namespace, tmpl.Child("spec"))...)
+	if t.Spec.Template.Spec.ProviderID != nil {
+		errs = append(errs, field.Forbidden(tmpl.Child("spec", "providerID"),
+			"is set by the provider on each KubevirtMachine; a template must leave it empty"))
+	}
+	return errs
+}

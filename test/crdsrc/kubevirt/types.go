@@ -1,0 +1,46 @@
+// Package kubevirt wraps kubevirt.io/v1 types for CRD generation.
+//
+// +groupName=kubevirt.io
+// +versionName=v1
+package kubevirt
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// VirtualMachine wraps kubevirtv1.VirtualMachine.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=virtualmachines,scope=Namespaced,shortName=vm;vms,categories=all
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+type VirtualMachine struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              kubevirtv1.VirtualMachineSpec   `json:"spec"`
+	Status            kubevirtv1.VirtualMachineStatus `json:"status,omitempty"`
+}
+
+// VirtualMachineInstance wraps kubevirtv1.VirtualMachineInstance.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=virtualmachineinstances,scope=Namespaced,shortName=vmi;vmis,categories=all
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+type VirtualMachineInstance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              kubevirtv1.VirtualMachineInstanceSpec   `json:"spec"`
+	Status            kubevirtv1.VirtualMachineInstanceStatus `json:"status,omitempty"`
+}
+
+// VirtualMachineInstanceMigration wraps kubevirtv1.VirtualMachineInstanceMigration.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=virtualmachineinstancemigrations,scope=Namespaced,shortName=vmim;vmims,categories=all
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+type VirtualMachineInstanceMigration struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              kubevirtv1.VirtualMachineInstanceMigrationSpec   `json:"spec"`
+	Status            kubevirtv1.VirtualMachineInstanceMigrationStatus `json:"status,omitempty"`
+}

@@ -1,0 +1,166 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
+)
+
+// ContractLabels are the labels that map Cluster API contracts to CAPKV API
+// versions; kustomize adds them in config/crd, the environment adds them
+// here.
+var ContractLabels = map[string]string{
+	"cluster.x-k8s.io/v1beta1": "v1alpha1",
+	"cluster.x-k8s.io/v1beta2": "v1alpha1",
+}
+
+// Options selects what the environment installs.
+type Options struct {
+	// WithoutKubeVirtCRDs leaves out the KubeVirt, CDI and Multus CRDs, as on
+	// an infra cluster where KubeVirt is not installed.
+	WithoutKubeVirtCRDs bool
+	// WithCAPKVWebhooks installs CAPKV's webhook configurations, pointed at
+	// the local serving host, port and certificates in
+	// Environment.WebhookInstallOptions.
+	WithCAPKVWebhooks bool
+}
+
+// Env is a running API server with the CRDs installed.
+type Env struct {
+	*envtest.Environment
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Client is a direct (uncached) client with the full scheme.
+	Client client.Client
+	// Scheme has every kind of the test world.
+	Scheme *runtime.Scheme
+}
+
+// Start starts etcd and kube-apiserver from BinDir and installs the CRDs.
+func Start(o Options) (*Env, error) {
+	bin := BinDir()
+	if err := checkBinaries(bin, "kube-apiserver", "etcd"); err != nil {
+		return nil, err
+	}
+	crds, err := CRDs(!o.WithoutKubeVirtCRDs)
+	if err != nil {
+		return nil, err
+	}
+	s := scheme.New()
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    bin,
+		CRDs:                     crds,
+		Scheme:                   s,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+		AttachControlPlaneOutput: os.Getenv("TESTENV_VERBOSE") != "",
+	}
+	if o.WithCAPKVWebhooks {
+		env.WebhookInstallOptions.Paths = []string{filepath.Join(RepoRoot(), "config", "webhook", "manifests.yaml")}
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	// Tests create many objects quickly; the default client limits would
+	// make them wait on the client, not on the server.
+	cfg.QPS, cfg.Burst = 200, 400
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &Env{Environment: env, Config: cfg, Client: c, Scheme: s}, nil
+}
+
+// Stop stops the API server and etcd and removes their data.
+func (e *Env) Stop() error { return e.Environment.Stop() }
+
+// CRDs reads every CRD of the test world: CAPKV's with the contract labels,
+// Cluster API's, and, when withKubeVirt is set, KubeVirt's, CDI's and
+// Multus's.
+func CRDs(withKubeVirt bool) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	root := RepoRoot()
+	ours, err := readCRDs(filepath.Join(root, "config", "crd", "bases"))
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range ours {
+		if crd.Labels == nil {
+			crd.Labels = map[string]string{}
+		}
+		for k, v := range ContractLabels {
+			crd.Labels[k] = v
+		}
+	}
+	all := ours
+	capi, err := ModuleDir("sigs.k8s.io/cluster-api")
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{"core", "bootstrap/kubeadm", "controlplane/kubeadm"} {
+		crds, err := readCRDs(filepath.Join(capi, dir, "config", "crd", "bases"))
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, crds...)
+	}
+	if withKubeVirt {
+		crds, err := readCRDs(filepath.Join(root, "test", "crds"))
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, crds...)
+	}
+	return all, nil
+}
+
+func readCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s", dir)
+	}
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(files))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", f, err)
+		}
+		dropDuplicateVersions(crd)
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// dropDuplicateVersions keeps the first of several versions with one name.
+// CDI's own package marks DataImportCron as a CRD root without a status
+// subresource; controller-gen then emits it next to our wrapper (which has
+// the subresource, as the CRD CDI installs does), under the same version.
+func dropDuplicateVersions(crd *apiextensionsv1.CustomResourceDefinition) {
+	seen := map[string]bool{}
+	kept := crd.Spec.Versions[:0]
+	for _, v := range crd.Spec.Versions {
+		if !seen[v.Name] {
+			kept = append(kept, v)
+		}
+		seen[v.Name] = true
+	}
+	crd.Spec.Versions = kept
+}

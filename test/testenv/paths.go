@@ -1,0 +1,67 @@
+// Package testenv starts the test world on a real kube-apiserver and etcd,
+// built from the pinned hack/tools/kube module, with every CRD the provider
+// and Cluster API need installed: CAPKV's, Cluster API's (core, kubeadm
+// bootstrap, kubeadm control plane, read from the module cache), and those of
+// KubeVirt, CDI and Multus from test/crds.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// RepoRoot is the root of this repository.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// BinDir is where the kube-apiserver, etcd, kube-scheduler and
+// kube-controller-manager binaries are: $KUBE_BIN_DIR, else bin/.
+func BinDir() string {
+	if dir := os.Getenv("KUBE_BIN_DIR"); dir != "" {
+		return dir
+	}
+	return filepath.Join(RepoRoot(), "bin")
+}
+
+var (
+	moduleDirs   = map[string]string{}
+	moduleDirsMu sync.Mutex
+)
+
+// ModuleDir returns the module cache directory of a module the repository
+// depends on, at the version go.mod pins.
+func ModuleDir(module string) (string, error) {
+	moduleDirsMu.Lock()
+	defer moduleDirsMu.Unlock()
+	if dir, ok := moduleDirs[module]; ok {
+		return dir, nil
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating module %s: %w", module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("module %s is not in the module cache; run 'go mod download'", module)
+	}
+	moduleDirs[module] = dir
+	return dir, nil
+}
+
+func checkBinaries(dir string, names ...string) error {
+	for _, name := range names {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("%s not found in %s: run 'make kube-binaries' (or 'make test', which does)", name, dir)
+		}
+	}
+	return nil
+}
