@@ -38,9 +38,12 @@ help: ## Show the targets.
 build: ## Build the manager binary into bin/manager.
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/manager .
 
+WEBHOOK_CERT_DIR ?=
+
 .PHONY: run
-run: ## Run the manager against $$KUBECONFIG (webhooks off unless certificates are in WEBHOOK_CERT_DIR).
-	go run -ldflags "$(LDFLAGS)" . $(RUN_ARGS)
+run: ## Run the manager against $$KUBECONFIG (webhooks only when WEBHOOK_CERT_DIR holds tls.crt and tls.key).
+	go run -ldflags "$(LDFLAGS)" . --insecure-diagnostics \
+		$(if $(WEBHOOK_CERT_DIR),--webhook-cert-dir=$(WEBHOOK_CERT_DIR),--enable-webhooks=false) $(RUN_ARGS)
 
 ##@ Generate
 

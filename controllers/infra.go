@@ -4,16 +4,16 @@ import (
 	"context"
 	"strings"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -29,8 +29,8 @@ type conditionedObject interface {
 
 // reportInfraCluster sets the InfraClusterAvailable condition from a check of
 // the infra cluster, and records an Event when its status changes.
-func reportInfraCluster(ctx context.Context, checker *infracluster.Checker, recorder record.EventRecorder,
-	obj conditionedObject, ref *corev1.ObjectReference) infracluster.APIStatus {
+func reportInfraCluster(ctx context.Context, checker *infracluster.Checker, recorder events.EventRecorder,
+	obj conditionedObject, ref *corev1.ObjectReference) {
 	_, status := checker.Check(ctx, ref, obj.GetNamespace())
 	cond := metav1.Condition{
 		Type:    infrav1.InfraClusterAvailableCondition,
@@ -46,10 +46,9 @@ func reportInfraCluster(ctx context.Context, checker *infracluster.Checker, reco
 		if !status.Available {
 			eventType = corev1.EventTypeWarning
 		}
-		recorder.Event(obj, eventType, status.Reason, status.Message)
+		recorder.Eventf(obj, nil, eventType, status.Reason, "CheckInfraCluster", "%s", status.Message)
 	}
 	conditions.Set(obj, cond)
-	return status
 }
 
 // kubevirtCRDChanged passes events of CustomResourceDefinitions of the KubeVirt

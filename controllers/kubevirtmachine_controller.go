@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -31,7 +31,7 @@ import (
 type KubevirtMachineReconciler struct {
 	Client   client.Client
 	Checker  *infracluster.Checker
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 	// WatchFilterValue limits reconciliation to objects labelled
 	// cluster.x-k8s.io/watch-filter with this value.
 	WatchFilterValue string

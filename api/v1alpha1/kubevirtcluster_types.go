@@ -166,5 +166,5 @@ type KubevirtClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KubevirtCluster{}, &KubevirtClusterList{})
+	objectTypes = append(objectTypes, &KubevirtCluster{}, &KubevirtClusterList{})
 }

@@ -47,5 +47,5 @@ type KubevirtClusterTemplateList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KubevirtClusterTemplate{}, &KubevirtClusterTemplateList{})
+	objectTypes = append(objectTypes, &KubevirtClusterTemplate{}, &KubevirtClusterTemplateList{})
 }

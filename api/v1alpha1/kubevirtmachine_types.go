@@ -157,5 +157,5 @@ type KubevirtMachineList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KubevirtMachine{}, &KubevirtMachineList{})
+	objectTypes = append(objectTypes, &KubevirtMachine{}, &KubevirtMachineList{})
 }

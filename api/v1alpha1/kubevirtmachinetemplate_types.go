@@ -103,5 +103,5 @@ func (t *KubevirtMachineTemplate) SetConditions(conditions []metav1.Condition) {
 }
 
 func init() {
-	SchemeBuilder.Register(&KubevirtMachineTemplate{}, &KubevirtMachineTemplateList{})
+	objectTypes = append(objectTypes, &KubevirtMachineTemplate{}, &KubevirtMachineTemplateList{})
 }

@@ -145,13 +145,13 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&controllers.KubevirtClusterReconciler{
 		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
-		Recorder: mgr.GetEventRecorderFor("kubevirtcluster-controller"),
+		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
 	if err := (&controllers.KubevirtMachineReconciler{
 		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
-		Recorder: mgr.GetEventRecorderFor("kubevirtmachine-controller"),
+		Recorder: mgr.GetEventRecorder("kubevirtmachine-controller"),
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
 	}

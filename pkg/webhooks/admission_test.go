@@ -413,7 +413,9 @@ func TestAdmissionUpdates(t *testing.T) {
 		expectInvalid(t, update(m, func() { m.Spec.VirtualMachineTemplate.Spec.Template.Spec.Hostname = "renamed" }), "spec")
 	})
 	t.Run("cluster endpoint stays once set", func(t *testing.T) {
-		c := cluster(func(c *infrav1.KubevirtCluster) { c.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "10.0.0.10", Port: 6443} }).(*infrav1.KubevirtCluster)
+		c := cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "10.0.0.10", Port: 6443}
+		}).(*infrav1.KubevirtCluster)
 		create(t, c)
 		expectInvalid(t, update(c, func() { c.Spec.ControlPlaneEndpoint.Host = "10.0.0.11" }), "spec.controlPlaneEndpoint.host")
 	})

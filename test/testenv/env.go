@@ -135,7 +135,7 @@ func readCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	}
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(files))
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := os.ReadFile(f) //nolint:gosec // CRD files of this repository and the module cache
 		if err != nil {
 			return nil, err
 		}
@@ -163,4 +163,46 @@ func dropDuplicateVersions(crd *apiextensionsv1.CustomResourceDefinition) {
 		seen[v.Name] = true
 	}
 	crd.Spec.Versions = kept
+}
+
+// InstallCRDsOf installs the test world's third-party CRDs of the given API
+// groups (for example "kubevirt.io") into a running environment and waits
+// until they are served, as when KubeVirt is installed on an infra cluster
+// after the provider.
+func (e *Env) InstallCRDsOf(groups ...string) error {
+	selected, err := thirdPartyCRDs(groups)
+	if err != nil {
+		return err
+	}
+	_, err = envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: selected})
+	return err
+}
+
+// UninstallCRDsOf removes what InstallCRDsOf installed, so that a test that
+// installs KubeVirt leaves the environment as it found it.
+func (e *Env) UninstallCRDsOf(groups ...string) error {
+	selected, err := thirdPartyCRDs(groups)
+	if err != nil {
+		return err
+	}
+	return envtest.UninstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: selected})
+}
+
+func thirdPartyCRDs(groups []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	all, err := readCRDs(filepath.Join(RepoRoot(), "test", "crds"))
+	if err != nil {
+		return nil, err
+	}
+	var selected []*apiextensionsv1.CustomResourceDefinition
+	for _, crd := range all {
+		for _, g := range groups {
+			if crd.Spec.Group == g {
+				selected = append(selected, crd)
+			}
+		}
+	}
+	if len(selected) == 0 {
+		return nil, fmt.Errorf("no CRDs of groups %v in test/crds", groups)
+	}
+	return selected, nil
 }

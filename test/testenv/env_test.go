@@ -42,7 +42,7 @@ func TestEnvironmentServesEveryKind(t *testing.T) {
 	always := kubevirtv1.RunStrategyAlways
 	vm := &kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{Name: "vm", Namespace: "default"},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &always, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: &always, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
 	}
 	if err := env.Client.Create(ctx, vm); err != nil {
 		t.Fatalf("creating a VirtualMachine: %v", err)

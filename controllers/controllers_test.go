@@ -1,0 +1,324 @@
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+)
+
+const watchFilterLabel = clusterv1.WatchLabel
+
+// tenant is a Cluster with its KubevirtCluster, and one Machine with its
+// KubevirtMachine, owned the way Cluster API owns them.
+type tenant struct {
+	cluster *clusterv1.Cluster
+	kc      *infrav1.KubevirtCluster
+	machine *clusterv1.Machine
+	km      *infrav1.KubevirtMachine
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ctrl-"}}
+	NewWithT(t).Expect(env.Client.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
+
+func ownerRef(obj client.Object, kind string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: kind, Name: obj.GetName(), UID: obj.GetUID()}
+}
+
+// createTenant creates the four objects in ns, labelled for watchFilter.
+func createTenant(t *testing.T, ns, watchFilter string, mutate func(*tenant)) *tenant {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	labels := map[string]string{}
+	if watchFilter != "" {
+		labels[watchFilterLabel] = watchFilter
+	}
+	tn := &tenant{
+		cluster: &clusterv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns, Labels: labels},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "KubevirtCluster", Name: "tenant"}},
+		},
+		kc: &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns, Labels: labels}},
+		km: &infrav1.KubevirtMachine{
+			ObjectMeta: metav1.ObjectMeta{Name: "tenant-md-0", Namespace: ns, Labels: labels},
+			Spec: infrav1.KubevirtMachineSpec{VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{
+				Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
+					Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}}}},
+		},
+	}
+	machineLabels := map[string]string{clusterv1.ClusterNameLabel: "tenant"}
+	for k, v := range labels {
+		machineLabels[k] = v
+	}
+	tn.machine = &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant-md-0", Namespace: ns, Labels: machineLabels},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: "tenant",
+			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "KubevirtMachine", Name: "tenant-md-0"},
+		},
+	}
+	if mutate != nil {
+		mutate(tn)
+	}
+	g.Expect(env.Client.Create(ctx, tn.cluster)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, tn.machine)).To(Succeed())
+	tn.kc.OwnerReferences = []metav1.OwnerReference{ownerRef(tn.cluster, "Cluster")}
+	tn.km.OwnerReferences = []metav1.OwnerReference{ownerRef(tn.machine, "Machine")}
+	g.Expect(env.Client.Create(ctx, tn.kc)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, tn.km)).To(Succeed())
+	return tn
+}
+
+// condition reads a condition of obj from the API server.
+func condition(obj conditions.Setter, conditionType string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		o := obj.(client.Object)
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+			return nil
+		}
+		return conditions.Get(obj, conditionType)
+	}
+}
+
+func haveReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
+	return And(Not(BeNil()),
+		WithTransform(func(c *metav1.Condition) metav1.ConditionStatus { return c.Status }, Equal(status)),
+		WithTransform(func(c *metav1.Condition) string { return c.Reason }, Equal(reason)))
+}
+
+// TestInfraClusterAvailability starts the manager on an API server without
+// KubeVirt, checks that it stays healthy and reports the missing APIs on its
+// objects, then installs KubeVirt and CDI and checks the report follows,
+// driven by the CRD watch alone.
+func TestInfraClusterAvailability(t *testing.T) {
+	g := NewWithT(t)
+	rm := startManager(t, manager.Options{WatchFilterValue: "availability"})
+	ns := newNamespace(t)
+	tn := createTenant(t, ns, "availability", nil)
+
+	for _, obj := range []conditions.Setter{tn.kc, tn.km} {
+		g.Eventually(condition(obj, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+			Should(haveReason(metav1.ConditionFalse, infrav1.KubeVirtNotInstalledReason))
+		g.Expect(conditions.Get(obj, infrav1.InfraClusterAvailableCondition).Message).To(ContainSubstring("kubevirt.io/v1"))
+	}
+	g.Consistently(rm.healthy, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+
+	events := &corev1.EventList{}
+	g.Eventually(func() []string {
+		_ = env.Client.List(context.Background(), events, client.InNamespace(ns))
+		var reasons []string
+		for _, e := range events.Items {
+			reasons = append(reasons, e.InvolvedObject.Kind+"/"+e.Reason)
+		}
+		return reasons
+	}, 10*time.Second).Should(ContainElements("KubevirtCluster/KubeVirtNotInstalled", "KubevirtMachine/KubeVirtNotInstalled"))
+
+	groups := []string{"kubevirt.io", "cdi.kubevirt.io", "instancetype.kubevirt.io", "k8s.cni.cncf.io"}
+	t.Cleanup(func() {
+		if err := env.UninstallCRDsOf(groups...); err != nil {
+			t.Errorf("uninstalling KubeVirt CRDs: %v", err)
+		}
+	})
+	g.Expect(env.InstallCRDsOf("kubevirt.io")).To(Succeed())
+	g.Eventually(condition(tn.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionFalse, infrav1.CDINotInstalledReason))
+
+	g.Expect(env.InstallCRDsOf(groups[1:]...)).To(Succeed())
+	for _, obj := range []conditions.Setter{tn.kc, tn.km} {
+		g.Eventually(condition(obj, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+			Should(haveReason(metav1.ConditionTrue, infrav1.InfraClusterAvailableReason))
+	}
+	g.Expect(rm.healthy()).To(Succeed())
+
+	t.Run("external infra cluster through a kubeconfig Secret", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "infra", Namespace: ns},
+			Data:       map[string][]byte{infrav1.InfraClusterSecretKubeconfigKey: env.KubeConfig},
+		}
+		g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+		broken := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: ns},
+			Data:       map[string][]byte{infrav1.InfraClusterSecretKubeconfigKey: []byte("token: s3cr3t-value\n:::")},
+		}
+		g.Expect(env.Client.Create(ctx, broken)).To(Succeed())
+
+		ext := createTenant(t, newNamespace(t), "availability", func(tn *tenant) {
+			tn.kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "infra", Namespace: ns}
+			tn.km.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "broken", Namespace: ns}
+		})
+		g.Eventually(condition(ext.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+			Should(haveReason(metav1.ConditionTrue, infrav1.InfraClusterAvailableReason))
+		g.Eventually(condition(ext.km, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+			Should(haveReason(metav1.ConditionFalse, infrav1.InfraClusterUnreachableReason))
+		msg := conditions.Get(ext.km, infrav1.InfraClusterAvailableCondition).Message
+		g.Expect(msg).To(ContainSubstring("is not a valid kubeconfig"))
+		g.Expect(msg).NotTo(ContainSubstring("s3cr3t"), "the Secret's content leaked into the condition")
+
+		missing := createTenant(t, newNamespace(t), "availability", func(tn *tenant) {
+			tn.kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "absent"}
+		})
+		g.Eventually(condition(missing.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+			Should(haveReason(metav1.ConditionFalse, infrav1.InfraClusterUnreachableReason))
+		g.Expect(conditions.Get(missing.kc, infrav1.InfraClusterAvailableCondition).Message).
+			To(ContainSubstring("reading infra cluster Secret"))
+	})
+}
+
+// TestPausedAndOwnerless checks the Paused condition follows the Cluster and
+// that an object without a Cluster API owner says it waits for one.
+func TestPausedAndOwnerless(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startManager(t, manager.Options{WatchFilterValue: "paused"})
+	ns := newNamespace(t)
+	tn := createTenant(t, ns, "paused", nil)
+
+	g.Eventually(condition(tn.kc, infrav1.PausedCondition), 30*time.Second).Should(haveReason(metav1.ConditionFalse, clusterv1.NotPausedReason))
+	patch := client.MergeFrom(tn.cluster.DeepCopy())
+	tn.cluster.Spec.Paused = ptr.To(true)
+	g.Expect(env.Client.Patch(ctx, tn.cluster, patch)).To(Succeed())
+	for _, obj := range []conditions.Setter{tn.kc, tn.km} {
+		g.Eventually(condition(obj, infrav1.PausedCondition), 30*time.Second).Should(haveReason(metav1.ConditionTrue, clusterv1.PausedReason))
+	}
+
+	orphan := &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: ns,
+		Labels: map[string]string{watchFilterLabel: "paused"}}}
+	g.Expect(env.Client.Create(ctx, orphan)).To(Succeed())
+	g.Eventually(condition(orphan, infrav1.ReadyCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionFalse, infrav1.WaitingForOwnerReason))
+}
+
+// TestWatchFilterAndNamespace checks that --watch-filter and --namespace keep
+// the manager away from objects that are not its own.
+func TestWatchFilterAndNamespace(t *testing.T) {
+	g := NewWithT(t)
+	mine, other := newNamespace(t), newNamespace(t)
+	startManager(t, manager.Options{WatchFilterValue: "scoped", Namespace: mine})
+
+	inScope := createTenant(t, mine, "scoped", nil)
+	otherNamespace := createTenant(t, other, "scoped", nil)
+	otherFilter := &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Name: "other-filter", Namespace: mine,
+		Labels: map[string]string{watchFilterLabel: "someone-else"}}}
+	g.Expect(env.Client.Create(context.Background(), otherFilter)).To(Succeed())
+
+	g.Eventually(condition(inScope.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).ShouldNot(BeNil())
+	g.Eventually(condition(inScope.km, infrav1.InfraClusterAvailableCondition), 30*time.Second).ShouldNot(BeNil())
+	g.Consistently(func() int {
+		n := 0
+		for _, o := range []client.Object{otherNamespace.kc, otherNamespace.km, otherFilter} {
+			_ = env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o)
+			if strings.Contains(toConditionsString(o), infrav1.InfraClusterAvailableCondition) {
+				n++
+			}
+		}
+		return n
+	}, 3*time.Second, 500*time.Millisecond).Should(BeZero())
+}
+
+func toConditionsString(o client.Object) string {
+	var types []string
+	if s, ok := o.(conditions.Setter); ok {
+		for _, c := range s.GetConditions() {
+			types = append(types, c.Type)
+		}
+	}
+	return strings.Join(types, ",")
+}
+
+// TestMachineTemplateCapacity checks status.capacity and status.nodeInfo for
+// autoscaling from zero, from the VM template and from an instance type.
+func TestMachineTemplateCapacity(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(env.InstallCRDsOf("instancetype.kubevirt.io")).To(Succeed())
+	t.Cleanup(func() {
+		if err := env.UninstallCRDsOf("instancetype.kubevirt.io"); err != nil {
+			t.Errorf("uninstalling instance type CRDs: %v", err)
+		}
+	})
+	startManager(t, manager.Options{WatchFilterValue: "capacity"})
+	ns := newNamespace(t)
+	labels := map[string]string{watchFilterLabel: "capacity"}
+	guest := resource.MustParse("8Gi")
+
+	fromTemplate := &infrav1.KubevirtMachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "sized", Namespace: ns, Labels: labels},
+		Spec: infrav1.KubevirtMachineTemplateSpec{Template: infrav1.KubevirtMachineTemplateResource{Spec: infrav1.KubevirtMachineSpec{
+			VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{Spec: kubevirtv1.VirtualMachineSpec{
+				RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
+				Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
+					Architecture: "arm64",
+					Domain:       kubevirtv1.DomainSpec{CPU: &kubevirtv1.CPU{Cores: 2, Sockets: 2}, Memory: &kubevirtv1.Memory{Guest: &guest}},
+				}},
+			}},
+		}}},
+	}
+	g.Expect(env.Client.Create(ctx, fromTemplate)).To(Succeed())
+	g.Eventually(condition(fromTemplate, infrav1.CapacityKnownCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionTrue, infrav1.CapacityFromTemplateReason))
+	// The patch helper writes conditions and the rest of status in separate
+	// calls, so the capacity may land just after the condition.
+	g.Eventually(cpuOf(fromTemplate), 10*time.Second).Should(BeEquivalentTo(4))
+	g.Expect(fromTemplate.Status.Capacity.Memory().Equal(guest)).To(BeTrue())
+	g.Expect(fromTemplate.Status.NodeInfo).To(Equal(infrav1.NodeInfo{Architecture: infrav1.ArchitectureArm64, OperatingSystem: "linux"}))
+
+	withInstancetype := fromTemplate.DeepCopy()
+	withInstancetype.ObjectMeta = metav1.ObjectMeta{Name: "typed", Namespace: ns, Labels: labels}
+	vm := &withInstancetype.Spec.Template.Spec.VirtualMachineTemplate.Spec
+	vm.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "u1.large"}
+	vm.Template.Spec.Domain = kubevirtv1.DomainSpec{}
+	g.Expect(env.Client.Create(ctx, withInstancetype)).To(Succeed())
+	g.Eventually(condition(withInstancetype, infrav1.CapacityKnownCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionFalse, infrav1.CapacityUnknownReason))
+	g.Expect(conditions.Get(withInstancetype, infrav1.CapacityKnownCondition).Message).To(ContainSubstring(`"u1.large" was not found`))
+
+	it := &instancetypev1beta1.VirtualMachineClusterInstancetype{
+		ObjectMeta: metav1.ObjectMeta{Name: "u1.medium"},
+		Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{
+			CPU:    instancetypev1beta1.CPUInstancetype{Guest: 2},
+			Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("4Gi")},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, it)).To(Succeed())
+	typed := withInstancetype.DeepCopy()
+	typed.ObjectMeta = metav1.ObjectMeta{Name: "typed-found", Namespace: ns, Labels: labels}
+	typed.Spec.Template.Spec.VirtualMachineTemplate.Spec.Instancetype.Name = "u1.medium"
+	g.Expect(env.Client.Create(ctx, typed)).To(Succeed())
+	g.Eventually(condition(typed, infrav1.CapacityKnownCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionTrue, infrav1.CapacityFromInstancetypeReason))
+	g.Eventually(cpuOf(typed), 10*time.Second).Should(BeEquivalentTo(2))
+	g.Expect(typed.Status.Capacity.Memory().String()).To(Equal("4Gi"))
+}
+
+func cpuOf(t *infrav1.KubevirtMachineTemplate) func() int64 {
+	return func() int64 {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(t), t); err != nil {
+			return -1
+		}
+		return t.Status.Capacity.Cpu().Value()
+	}
+}

@@ -1,0 +1,28 @@
+package manager
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// AddFlags binds the manager's command-line flags to o.
+func AddFlags(fs *pflag.FlagSet, o *Options) {
+	fs.StringVar(&o.Namespace, "namespace", "", "Namespace to watch; empty watches every namespace.")
+	fs.StringVar(&o.WatchFilterValue, "watch-filter", "",
+		"Only reconcile objects labelled cluster.x-k8s.io/watch-filter with this value; empty reconciles all.")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "How often every watched object is reconciled again.")
+	fs.IntVar(&o.KubevirtClusterConcurrency, "kubevirtcluster-concurrency", 10, "KubevirtClusters reconciled at once.")
+	fs.IntVar(&o.KubevirtMachineConcurrency, "kubevirtmachine-concurrency", 10, "KubevirtMachines reconciled at once.")
+	fs.IntVar(&o.KubevirtMachineTemplateConcurrency, "kubevirtmachinetemplate-concurrency", 2, "KubevirtMachineTemplates reconciled at once.")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
+	fs.StringVar(&o.LeaderElectionID, "leader-elect-id", "controller-leader-election-capkv", "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-elect-namespace", "", "Namespace of the leader election Lease; empty uses the manager's own.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "Leader election lease duration.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "Leader election renew deadline.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "Leader election retry period.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-addr", ":9440", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", true, "Serve the admission webhooks (needs tls.crt and tls.key in --webhook-cert-dir).")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/", "Directory with tls.crt and tls.key for the webhook server.")
+}

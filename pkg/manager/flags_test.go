@@ -1,0 +1,38 @@
+package manager
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestAddFlags(t *testing.T) {
+	var o Options
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	AddFlags(fs, &o)
+	err := fs.Parse([]string{
+		"--namespace=tenants", "--watch-filter=blue", "--sync-period=3m",
+		"--kubevirtmachine-concurrency=25", "--kubevirtcluster-concurrency=4", "--kubevirtmachinetemplate-concurrency=3",
+		"--leader-elect", "--leader-elect-id=capkv-test", "--health-addr=:19440",
+		"--enable-webhooks=false", "--webhook-port=19443", "--webhook-cert-dir=/certs",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Options{
+		Namespace: "tenants", WatchFilterValue: "blue", SyncPeriod: 3 * time.Minute,
+		KubevirtMachineConcurrency: 25, KubevirtClusterConcurrency: 4, KubevirtMachineTemplateConcurrency: 3,
+		LeaderElection: true, LeaderElectionID: "capkv-test", HealthProbeBindAddress: ":19440",
+		EnableWebhooks: false, WebhookPort: 19443, WebhookCertDir: "/certs",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+	}
+	if o.Namespace != want.Namespace || o.WatchFilterValue != want.WatchFilterValue || o.SyncPeriod != want.SyncPeriod ||
+		o.KubevirtMachineConcurrency != want.KubevirtMachineConcurrency || o.KubevirtClusterConcurrency != want.KubevirtClusterConcurrency ||
+		o.KubevirtMachineTemplateConcurrency != want.KubevirtMachineTemplateConcurrency || o.LeaderElection != want.LeaderElection ||
+		o.LeaderElectionID != want.LeaderElectionID || o.HealthProbeBindAddress != want.HealthProbeBindAddress ||
+		o.EnableWebhooks != want.EnableWebhooks || o.WebhookPort != want.WebhookPort || o.WebhookCertDir != want.WebhookCertDir ||
+		o.LeaseDuration != want.LeaseDuration || o.RenewDeadline != want.RenewDeadline || o.RetryPeriod != want.RetryPeriod {
+		t.Errorf("parsed %+v\nwant   %+v", o, want)
+	}
+}
