@@ -92,8 +92,8 @@ test: verify-gen kube-binaries release-manifests ## Run every test: generation c
 
 .PHONY: fuzz
 fuzz: ## Fuzz webhook defaulting and validation for FUZZ_TIME (60s) per target.
-	go test ./pkg/webhooks -run '^$$' -fuzz '^FuzzKubevirtMachineWebhook$$' -fuzztime $(FUZZ_TIME)
-	go test ./pkg/webhooks -run '^$$' -fuzz '^FuzzKubevirtClusterWebhook$$' -fuzztime $(FUZZ_TIME)
+	go test ./pkg/webhooks -run '^$$' -fuzz '^FuzzKubevirtMachineWebhook$$' -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s
+	go test ./pkg/webhooks -run '^$$' -fuzz '^FuzzKubevirtClusterWebhook$$' -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s
 
 .PHONY: lint
 lint: ## Run golangci-lint.
