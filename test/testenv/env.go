@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,9 @@ type Options struct {
 	// WithoutKubeVirtCRDs leaves out the KubeVirt, CDI and Multus CRDs, as on
 	// an infra cluster where KubeVirt is not installed.
 	WithoutKubeVirtCRDs bool
+	// WithKubeComponents starts the real kube-scheduler and
+	// kube-controller-manager too.
+	WithKubeComponents bool
 	// WithCAPKVWebhooks installs CAPKV's webhook configurations, pointed at
 	// the local serving host, port and certificates in
 	// Environment.WebhookInstallOptions.
@@ -44,6 +48,9 @@ type Env struct {
 	Client client.Client
 	// Scheme has every kind of the test world.
 	Scheme *runtime.Scheme
+
+	processes     []*process
+	componentsDir string
 }
 
 // Start starts etcd and kube-apiserver from BinDir and installs the CRDs.
@@ -80,11 +87,21 @@ func Start(o Options) (*Env, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Env{Environment: env, Config: cfg, Client: c, Scheme: s}, nil
+	e := &Env{Environment: env, Config: cfg, Client: c, Scheme: s}
+	if o.WithKubeComponents {
+		if err := e.StartKubeComponents(); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
-// Stop stops the API server and etcd and removes their data.
-func (e *Env) Stop() error { return e.Environment.Stop() }
+// Stop stops the scheduler and controller-manager if they run, then the API
+// server and etcd, and removes their data.
+func (e *Env) Stop() error {
+	return errors.Join(e.stopProcesses(), e.Environment.Stop())
+}
 
 // CRDs reads every CRD of the test world: CAPKV's with the contract labels,
 // Cluster API's, and, when withKubeVirt is set, KubeVirt's, CDI's and

@@ -1,0 +1,71 @@
+package sim
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Counters count what the simulated KubeVirt and CDI did, for tests and for
+// the benchmark; they are also Prometheus metrics.
+type Counters struct {
+	mu     sync.Mutex
+	values map[string]int64
+	vec    *prometheus.CounterVec
+}
+
+// Counter names.
+const (
+	Imports             = "imports"
+	ImportBytes         = "import_bytes"
+	Clones              = "clones"
+	SmartClones         = "smart_clones"
+	HostAssistedClones  = "host_assisted_clones"
+	CloneBytes          = "clone_bytes"
+	VMsCreated          = "vms_created"
+	VMsDeleted          = "vms_deleted"
+	VMIsCreated         = "vmis_created"
+	AdmissionRejections = "admission_rejections"
+	GuestsJoined        = "guests_joined"
+	GuestBootFailures   = "guest_boot_failures"
+)
+
+// NewCounters returns zeroed counters.
+func NewCounters() *Counters {
+	return &Counters{
+		values: map[string]int64{},
+		vec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capkv_sim_events_total",
+			Help: "What the simulated KubeVirt and CDI did, by kind of event.",
+		}, []string{"event"}),
+	}
+}
+
+// Add adds n to a counter.
+func (c *Counters) Add(name string, n int64) {
+	c.mu.Lock()
+	c.values[name] += n
+	c.mu.Unlock()
+	c.vec.WithLabelValues(name).Add(float64(n))
+}
+
+// Get reads a counter.
+func (c *Counters) Get(name string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.values[name]
+}
+
+// Snapshot copies every counter.
+func (c *Counters) Snapshot() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.values))
+	for k, v := range c.values {
+		out[k] = v
+	}
+	return out
+}
+
+// Collector exposes the counters to a Prometheus registry.
+func (c *Counters) Collector() prometheus.Collector { return c.vec }

@@ -1,0 +1,218 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/mail"
+	"strings"
+	"time"
+
+	ignition "github.com/coreos/ignition/v2/config"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
+)
+
+// GuestAnnotation records on the VMI what the simulated guest did with its
+// bootstrap data: "joined", "no-bootstrap-data" or "bootstrap-failed: why".
+const GuestAnnotation = "sim.capkv.io/guest"
+
+// Bootstrap is the data a guest booted with.
+type Bootstrap struct {
+	// Format is "cloud-config" or "ignition".
+	Format string
+	// Data is the user data as the guest read it.
+	Data []byte
+}
+
+// Joiner makes a booted guest join its workload cluster: a Node with its
+// provider ID, and for control-plane machines what kubeadm would start.
+type Joiner interface {
+	Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, data Bootstrap) error
+}
+
+// bootGuest simulates the guest OS once the VMI runs: after the boot delay it
+// reads its user data the way cloud-init or Ignition would, and with valid
+// data joins its cluster. Invalid data leaves a running VM that never joins,
+// as in real life.
+func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (reconcile.Result, error) {
+	if _, done := vmi.Annotations[GuestAnnotation]; done {
+		return reconcile.Result{}, nil
+	}
+	if wait := s.scaled(s.opts.BootDelay) - time.Since(runningSince(vmi)); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	data, err := s.userData(ctx, vmi)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	outcome := "joined"
+	if data == nil {
+		outcome = "no-bootstrap-data"
+	} else {
+		if verr := validateUserData(data); verr != nil {
+			outcome = "bootstrap-failed: " + verr.Error()
+			s.Counters.Add(GuestBootFailures, 1)
+		} else if s.Joiner != nil {
+			if err := s.Joiner.Join(ctx, vmi, *data); err != nil {
+				return reconcile.Result{}, fmt.Errorf("guest of %s joining its cluster: %w", vmi.Name, err)
+			}
+			s.Counters.Add(GuestsJoined, 1)
+		}
+	}
+	before := vmi.DeepCopy()
+	if vmi.Annotations == nil {
+		vmi.Annotations = map[string]string{}
+	}
+	vmi.Annotations[GuestAnnotation] = outcome
+	status := vmi.Status
+	if err := s.client.Patch(ctx, vmi, client.MergeFrom(before)); err != nil {
+		return reconcile.Result{}, err
+	}
+	vmi.Status = status
+	setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue})
+	if p := vmi.Spec.ReadinessProbe; p != nil && (p.GuestAgentPing != nil || p.Exec != nil && outcome == "joined") {
+		setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue})
+	}
+	return reconcile.Result{}, s.client.Status().Update(ctx, vmi)
+}
+
+func runningSince(vmi *kubevirtv1.VirtualMachineInstance) time.Time {
+	for _, t := range vmi.Status.PhaseTransitionTimestamps {
+		if t.Phase == kubevirtv1.Running {
+			return t.PhaseTransitionTimestamp.Time
+		}
+	}
+	return time.Now()
+}
+
+// userData finds the bootstrap data: the Ignition annotation (D1), else the
+// first NoCloud or ConfigDrive volume in list order (A4), from inline data or
+// its Secret (E1, E2).
+func (s *Simulator) userData(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*Bootstrap, error) {
+	if ign, ok := vmi.Annotations["kubevirt.io/ignitiondata"]; ok && strings.Contains(ign, "ignition") {
+		return &Bootstrap{Format: "ignition", Data: []byte(ign)}, nil
+	}
+	for _, v := range vmi.Spec.Volumes {
+		var inline, inline64 string
+		var ref *corev1.LocalObjectReference
+		switch {
+		case v.CloudInitNoCloud != nil:
+			inline, inline64, ref = v.CloudInitNoCloud.UserData, v.CloudInitNoCloud.UserDataBase64, v.CloudInitNoCloud.UserDataSecretRef
+		case v.CloudInitConfigDrive != nil:
+			inline, inline64, ref = v.CloudInitConfigDrive.UserData, v.CloudInitConfigDrive.UserDataBase64, v.CloudInitConfigDrive.UserDataSecretRef
+		default:
+			continue
+		}
+		var data []byte
+		switch {
+		case ref != nil:
+			secret := &corev1.Secret{}
+			if err := s.client.Get(ctx, types.NamespacedName{Namespace: vmi.Namespace, Name: ref.Name}, secret); err != nil {
+				return nil, fmt.Errorf("reading user data Secret %s: %w", ref.Name, err)
+			}
+			var ok bool
+			if data, ok = secret.Data["userdata"]; !ok {
+				data, ok = secret.Data["userData"]
+			}
+			if !ok {
+				// E2: the launcher fails without either key.
+				return &Bootstrap{Format: "none"}, nil
+			}
+		case inline64 != "":
+			decoded, err := base64.StdEncoding.DecodeString(inline64)
+			if err != nil {
+				return &Bootstrap{Format: "none"}, nil
+			}
+			data = decoded
+		default:
+			data = []byte(inline)
+		}
+		return &Bootstrap{Format: formatOf(data), Data: data}, nil
+	}
+	return nil, nil
+}
+
+func formatOf(data []byte) string {
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return "ignition"
+	}
+	return "cloud-config"
+}
+
+// validateUserData parses the data as the guest would: #cloud-config as
+// YAML, Ignition with the Ignition config parser, multipart MIME part by
+// part, shell scripts as they are.
+func validateUserData(b *Bootstrap) error {
+	switch b.Format {
+	case "none":
+		return errors.New("no cloud-init data-source found")
+	case "ignition":
+		if _, rpt, err := ignition.Parse(b.Data); err != nil {
+			return fmt.Errorf("invalid Ignition config: %w %s", err, rpt.String())
+		}
+		return nil
+	}
+	return validateCloudInitPart(b.Data, "")
+}
+
+func validateCloudInitPart(data []byte, contentType string) error {
+	text := strings.TrimLeft(string(data), " \t\r\n")
+	switch {
+	case strings.HasPrefix(text, "#cloud-config") || contentType == "text/cloud-config":
+		var doc map[string]any
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return fmt.Errorf("cloud-config is not valid YAML: %w", err)
+		}
+		return nil
+	case strings.HasPrefix(text, "#!") || contentType == "text/x-shellscript":
+		return nil
+	case strings.HasPrefix(strings.ToLower(text), "content-type:") || strings.HasPrefix(strings.ToLower(text), "mime-version:"):
+		return validateMultipart(data)
+	}
+	return errors.New("user data is neither #cloud-config, a script, nor multipart MIME")
+}
+
+func validateMultipart(data []byte) error {
+	msg, err := mail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("multipart user data: %w", err)
+	}
+	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || !strings.HasPrefix(mediaType, "multipart/") {
+		return fmt.Errorf("multipart user data has content type %q", msg.Header.Get("Content-Type"))
+	}
+	r := multipart.NewReader(msg.Body, params["boundary"])
+	parts := 0
+	for {
+		part, err := r.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("multipart user data: %w", err)
+		}
+		body, err := io.ReadAll(part)
+		if err != nil {
+			return err
+		}
+		ct, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+		if err := validateCloudInitPart(body, ct); err != nil {
+			return fmt.Errorf("part %d: %w", parts+1, err)
+		}
+		parts++
+	}
+	if parts == 0 {
+		return errors.New("multipart user data has no parts")
+	}
+	return nil
+}

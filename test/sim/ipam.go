@@ -1,0 +1,56 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"sync"
+)
+
+// ipAllocator hands out addresses: pod IPs from one CIDR, and for each
+// Multus network a /24 of another.
+type ipAllocator struct {
+	mu       sync.Mutex
+	pod      *net.IPNet
+	multus   *net.IPNet
+	next     map[string]uint32
+	networks map[string]uint32
+}
+
+func newIPAllocator(podCIDR, multusCIDR string) *ipAllocator {
+	_, pod, err := net.ParseCIDR(podCIDR)
+	if err != nil {
+		panic(fmt.Sprintf("sim: bad pod CIDR %q: %v", podCIDR, err))
+	}
+	_, multus, err := net.ParseCIDR(multusCIDR)
+	if err != nil {
+		panic(fmt.Sprintf("sim: bad Multus CIDR %q: %v", multusCIDR, err))
+	}
+	return &ipAllocator{pod: pod, multus: multus, next: map[string]uint32{}, networks: map[string]uint32{}}
+}
+
+func (a *ipAllocator) podIP() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.allocate("pod", a.pod, 0)
+}
+
+// networkIP allocates in the /24 of a Multus network (namespace/name).
+func (a *ipAllocator) networkIP(network string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	idx, ok := a.networks[network]
+	if !ok {
+		idx = uint32(len(a.networks)) + 1
+		a.networks[network] = idx
+	}
+	return a.allocate(network, a.multus, idx<<8)
+}
+
+func (a *ipAllocator) allocate(key string, cidr *net.IPNet, offset uint32) string {
+	a.next[key]++
+	base := binary.BigEndian.Uint32(cidr.IP.To4())
+	ip := make(net.IP, 4)
+	binary.BigEndian.PutUint32(ip, base+offset+1+a.next[key])
+	return ip.String()
+}

@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+const launcherImage = "quay.io/kubevirt/virt-launcher:v1.9.0"
+
+// launcherPod finds the virt-launcher pod of a VMI.
+func (s *Simulator) launcherPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := s.client.List(ctx, pods, client.InNamespace(vmi.Namespace),
+		client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)}); err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		if metav1.IsControlledBy(&pods.Items[i], vmi) {
+			return &pods.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// createLauncherPod creates the virt-launcher pod with what B3 and B4 say
+// KubeVirt puts there, so that the real scheduler places it as it would.
+func (s *Simulator) createLauncherPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+	labels := map[string]string{}
+	for k, v := range vmi.Labels {
+		labels[k] = v
+	}
+	labels[kubevirtv1.AppLabel] = "virt-launcher"
+	labels[kubevirtv1.CreatedByLabel] = string(vmi.UID)
+	hostname := vmi.Spec.Hostname
+	if hostname == "" {
+		hostname = vmi.Name
+	}
+	labels["vm.kubevirt.io/name"] = hostname
+	annotations := map[string]string{"kubevirt.io/domain": vmi.Name}
+	for k, v := range vmi.Annotations {
+		annotations[k] = v
+	}
+	nodeSelector := map[string]string{kubevirtv1.NodeSchedulable: "true", corev1.LabelArchStable: "amd64"}
+	for k, v := range vmi.Spec.NodeSelector {
+		nodeSelector[k] = v
+	}
+	var volumes []corev1.Volume
+	for _, claim := range claimNames(vmi) {
+		volumes = append(volumes, corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "virt-launcher-" + vmi.Name + "-", Namespace: vmi.Namespace, Labels: labels, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "compute", Image: launcherImage,
+				Resources: corev1.ResourceRequirements{Requests: launcherRequests(vmi)},
+			}},
+			NodeSelector:                  nodeSelector,
+			Affinity:                      vmi.Spec.Affinity,
+			Tolerations:                   vmi.Spec.Tolerations,
+			TopologySpreadConstraints:     vmi.Spec.TopologySpreadConstraints,
+			SchedulerName:                 vmi.Spec.SchedulerName,
+			PriorityClassName:             vmi.Spec.PriorityClassName,
+			DNSPolicy:                     vmi.Spec.DNSPolicy,
+			DNSConfig:                     vmi.Spec.DNSConfig,
+			Hostname:                      hostname,
+			Subdomain:                     vmi.Spec.Subdomain,
+			Volumes:                       volumes,
+			AutomountServiceAccountToken:  new(bool),
+			TerminationGracePeriodSeconds: new(int64),
+			RestartPolicy:                 corev1.RestartPolicyNever,
+		},
+	}
+	if err := controllerutil.SetControllerReference(vmi, pod, s.client.Scheme()); err != nil {
+		return err
+	}
+	return s.client.Create(ctx, pod)
+}
+
+// launcherRequests follows B4: memory is the guest's plus an overhead, CPU
+// the request or 100m per vCPU.
+func launcherRequests(vmi *kubevirtv1.VirtualMachineInstance) corev1.ResourceList {
+	d := vmi.Spec.Domain
+	memory := resource.Quantity{}
+	switch {
+	case d.Resources.Requests.Memory() != nil && !d.Resources.Requests.Memory().IsZero():
+		memory = d.Resources.Requests.Memory().DeepCopy()
+	case d.Memory != nil && d.Memory.Guest != nil:
+		memory = d.Memory.Guest.DeepCopy()
+	case d.Resources.Limits.Memory() != nil:
+		memory = d.Resources.Limits.Memory().DeepCopy()
+	}
+	vcpus := int64(1)
+	if c := d.CPU; c != nil {
+		vcpus = int64(max(c.Sockets, 1)) * int64(max(c.Cores, 1)) * int64(max(c.Threads, 1))
+	}
+	overhead := memory.Value()/512 + vcpus*8<<20 + 8<<20 + 32<<20 + 180<<20
+	memory.Add(*resource.NewQuantity(overhead, resource.BinarySI))
+	cpu := resource.NewMilliQuantity(vcpus*100, resource.DecimalSI)
+	if r, ok := d.Resources.Requests[corev1.ResourceCPU]; ok {
+		cpu = &r
+	}
+	return corev1.ResourceList{corev1.ResourceMemory: memory, corev1.ResourceCPU: *cpu}
+}
+
+// setupLauncherController acts for the kubelet the simulated nodes do not
+// have: a virt-launcher pod bound to a node becomes Running and Ready with a
+// pod IP.
+func (s *Simulator) setupLauncherController(mgr ctrl.Manager) error {
+	bound := predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return isBoundLauncher(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return isBoundLauncher(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("sim-kubelet").
+		For(&corev1.Pod{}, builder.WithPredicates(bound)).
+		WithOptions(concurrency()).
+		Complete(reconcile.Func(s.reconcileLauncher))
+}
+
+func isBoundLauncher(o client.Object) bool {
+	pod, ok := o.(*corev1.Pod)
+	return ok && pod.Labels[kubevirtv1.AppLabel] == "virt-launcher" && pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodRunning
+}
+
+func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := s.client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !isBoundLauncher(pod) || !pod.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	now := metav1.NewTime(time.Now())
+	ip := s.ips.podIP()
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+	pod.Status.StartTime = &now
+	for _, t := range []corev1.PodConditionType{corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
+		setPodCondition(pod, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: "compute", Image: launcherImage, Ready: true, Started: new(bool),
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+	}}
+	*pod.Status.ContainerStatuses[0].Started = true
+	return reconcile.Result{}, s.client.Status().Update(ctx, pod)
+}
+
+func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == c.Type {
+			pod.Status.Conditions[i] = c
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, c)
+}

@@ -1,0 +1,95 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// NodeSpec describes one simulated infra node.
+type NodeSpec struct {
+	Name   string
+	Zone   string
+	CPU    string
+	Memory string
+	Labels map[string]string
+	Taints []corev1.Taint
+}
+
+// CreateNodes creates infra Nodes with capacity, zone and hostname labels,
+// KubeVirt's schedulable label and a Ready condition. There is no kubelet:
+// the simulator acts for it on the pods bound to these nodes.
+func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error {
+	for i, spec := range specs {
+		labels := map[string]string{
+			corev1.LabelHostname:      spec.Name,
+			corev1.LabelTopologyZone:  spec.Zone,
+			corev1.LabelArchStable:    "amd64",
+			corev1.LabelOSStable:      "linux",
+			"kubevirt.io/schedulable": "true",
+		}
+		for k, v := range spec.Labels {
+			labels[k] = v
+		}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: labels},
+			Spec:       corev1.NodeSpec{Taints: spec.Taints},
+		}
+		if err := c.Create(ctx, node); err != nil {
+			return fmt.Errorf("creating node %s: %w", spec.Name, err)
+		}
+		capacity := corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse(spec.CPU),
+			corev1.ResourceMemory: resource.MustParse(spec.Memory),
+			corev1.ResourcePods:   resource.MustParse("250"),
+		}
+		now := metav1.Now()
+		node.Status = corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "simulated node", LastHeartbeatTime: now, LastTransitionTime: now,
+			}},
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("172.30.0.%d", i+10)},
+				{Type: corev1.NodeHostName, Address: spec.Name},
+			},
+		}
+		if err := c.Status().Update(ctx, node); err != nil {
+			return fmt.Errorf("setting status of node %s: %w", spec.Name, err)
+		}
+		// The API server taints new nodes not-ready; the node lifecycle
+		// controller, which the test world does not run because there is no
+		// kubelet heartbeat, would lift it once the node is Ready.
+		var taints []corev1.Taint
+		for _, t := range node.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				taints = append(taints, t)
+			}
+		}
+		taints = append(taints, spec.Taints...)
+		node.Spec.Taints = dedupTaints(taints)
+		if err := c.Update(ctx, node); err != nil {
+			return fmt.Errorf("lifting the not-ready taint of node %s: %w", spec.Name, err)
+		}
+	}
+	return nil
+}
+
+func dedupTaints(taints []corev1.Taint) []corev1.Taint {
+	seen := map[string]bool{}
+	var out []corev1.Taint
+	for _, t := range taints {
+		key := t.Key + "/" + string(t.Effect)
+		if !seen[key] {
+			out = append(out, t)
+		}
+		seen[key] = true
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+// Package sim simulates KubeVirt (virt-api admission, virt-controller,
+// virt-handler, the guest) and CDI (import and clone of DataVolumes) on a real
+// API server, so that the provider can be tested against their documented
+// behaviour where no hypervisor can run. virt-launcher pods are scheduled by
+// the real kube-scheduler onto simulated Nodes; the real
+// kube-controller-manager binds volumes and collects garbage. Every rule is
+// listed in docs/simulator.md with its source in ../shared/KUBEVIRT-FACTS.md.
+package sim
+
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Options tune the simulation.
+type Options struct {
+	// TimeScale multiplies every simulated latency; 0 makes them all
+	// instant, 1 is real time.
+	TimeScale float64
+	// BootDelay is how long a guest takes from Running to joining its
+	// cluster, before scaling.
+	BootDelay time.Duration
+	// ImportBytesPerSecond is the download rate of a CDI import, before
+	// scaling.
+	ImportBytesPerSecond int64
+	// ImageSize is the size of every simulated image.
+	ImageSize int64
+	// PodCIDR is where virt-launcher pod IPs come from.
+	PodCIDR string
+	// MultusCIDR is where secondary network IPs come from; each
+	// NetworkAttachmentDefinition gets its own /24 in it.
+	MultusCIDR string
+}
+
+// DefaultOptions are quick, but not instant, latencies.
+func DefaultOptions() Options {
+	return Options{
+		TimeScale:            0.01,
+		BootDelay:            30 * time.Second,
+		ImportBytesPerSecond: 50 << 20,
+		ImageSize:            600 << 20,
+		PodCIDR:              "10.244.0.0/16",
+		MultusCIDR:           "192.168.0.0/16",
+	}
+}
+
+// Simulator plays KubeVirt and CDI against one (infra) API server.
+type Simulator struct {
+	opts     Options
+	client   client.Client
+	log      logr.Logger
+	Counters *Counters
+	ips      *ipAllocator
+	// Joiner makes a guest with valid bootstrap data join its cluster; nil
+	// means guests boot but join nothing.
+	Joiner Joiner
+}
+
+// New returns a simulator; call SetupWithManager to run it.
+func New(opts Options) *Simulator {
+	return &Simulator{opts: opts, Counters: NewCounters(), ips: newIPAllocator(opts.PodCIDR, opts.MultusCIDR)}
+}
+
+// scaled converts a simulated latency into wall-clock time.
+func (s *Simulator) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * s.opts.TimeScale)
+}
+
+// SetupWithManager registers the simulator's controllers and its admission
+// webhook with mgr, whose client reaches the infra API server.
+func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
+	s.client = mgr.GetClient()
+	s.log = mgr.GetLogger().WithName("sim")
+	for _, setup := range []func(ctrl.Manager) error{
+		s.setupAdmission, s.setupVMController, s.setupVMIController, s.setupLauncherController,
+		s.setupDataVolumeController, s.setupProvisioner, s.setupVolumeReclaimer, s.setupStorageProfiles,
+	} {
+		if err := setup(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+const (
+	annCloneStrategy      = "cdi.kubevirt.io/clone-strategy"
+	annImmediateBinding   = "cdi.kubevirt.io/storage.bind.immediate.requested"
+	annSelectedNode       = "volume.kubernetes.io/selected-node"
+	annProvisionedBy      = "pv.kubernetes.io/provisioned-by"
+	annDefaultClass       = "storageclass.kubernetes.io/is-default-class"
+	annContent            = "sim.capkv.io/content"
+	annCloneType          = "cdi.kubevirt.io/cloneType"
+	annCloneFallback      = "cdi.kubevirt.io/cloneFallbackReason"
+	volumeSnapshotClasses = "volumesnapshotclasses"
+)
+
+var volumeSnapshotClassGVK = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotClassList"}
+
+// setupStorageProfiles keeps one StorageProfile per StorageClass, as CDI does.
+func (s *Simulator) setupStorageProfiles(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("sim-storageprofile").
+		For(&storagev1.StorageClass{}).
+		Complete(reconcile.Func(s.reconcileStorageProfile))
+}
+
+func (s *Simulator) reconcileStorageProfile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	sc := &storagev1.StorageClass{}
+	if err := s.client.Get(ctx, req.NamespacedName, sc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	sp := &cdiv1.StorageProfile{}
+	err := s.client.Get(ctx, types.NamespacedName{Name: sc.Name}, sp)
+	if apierrors.IsNotFound(err) {
+		sp = &cdiv1.StorageProfile{ObjectMeta: metav1.ObjectMeta{Name: sc.Name}}
+		if err := s.client.Create(ctx, sp); err != nil {
+			return reconcile.Result{}, err
+		}
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	before := sp.Status.DeepCopy()
+	strategy, err := s.cloneStrategyFor(ctx, sc, sp)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	name, provisioner := sc.Name, sc.Provisioner
+	sp.Status.StorageClass, sp.Status.Provisioner, sp.Status.CloneStrategy = &name, &provisioner, &strategy
+	fs := corev1.PersistentVolumeFilesystem
+	sp.Status.ClaimPropertySets = []cdiv1.ClaimPropertySet{{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: &fs}}
+	if equality.Semantic.DeepEqual(before, &sp.Status) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, s.client.Status().Update(ctx, sp)
+}
+
+// cloneStrategyFor follows C4: the profile's spec, else the class
+// annotation, else snapshot when a VolumeSnapshotClass exists for the
+// driver, else copy.
+func (s *Simulator) cloneStrategyFor(ctx context.Context, sc *storagev1.StorageClass, sp *cdiv1.StorageProfile) (cdiv1.CDICloneStrategy, error) {
+	if sp.Spec.CloneStrategy != nil {
+		return *sp.Spec.CloneStrategy, nil
+	}
+	if v, ok := sc.Annotations[annCloneStrategy]; ok {
+		return cdiv1.CDICloneStrategy(v), nil
+	}
+	ok, err := s.hasSnapshotClass(ctx, sc.Provisioner)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		return cdiv1.CloneStrategySnapshot, nil
+	}
+	return cdiv1.CloneStrategyHostAssisted, nil
+}
+
+func (s *Simulator) hasSnapshotClass(ctx context.Context, driver string) (bool, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(volumeSnapshotClassGVK)
+	if err := s.client.List(ctx, list); err != nil {
+		if apierrors.IsNotFound(err) || isNoMatch(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("listing %s: %w", volumeSnapshotClasses, err)
+	}
+	for _, item := range list.Items {
+		if d, _, _ := unstructured.NestedString(item.Object, "driver"); d == driver {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// setupProvisioner plays the CSI external provisioner of every storage
+// class: a claim gets a volume as soon as it may bind (Immediate classes, or
+// once the scheduler picked a node for a WaitForFirstConsumer claim, or when
+// CDI asked for immediate binding), and volumes of deleted claims go away.
+func (s *Simulator) setupProvisioner(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("sim-provisioner").
+		For(&corev1.PersistentVolumeClaim{}).
+		WithOptions(concurrency()).
+		Complete(reconcile.Func(s.reconcileClaim))
+}
+
+func (s *Simulator) reconcileClaim(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := s.client.Get(ctx, req.NamespacedName, pvc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if pvc.Spec.VolumeName != "" || !pvc.DeletionTimestamp.IsZero() || pvc.Spec.StorageClassName == nil {
+		return reconcile.Result{}, nil
+	}
+	sc := &storagev1.StorageClass{}
+	if err := s.client.Get(ctx, types.NamespacedName{Name: *pvc.Spec.StorageClassName}, sc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	wffc := sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
+	if wffc && pvc.Annotations[annSelectedNode] == "" && pvc.Annotations[annImmediateBinding] == "" {
+		return reconcile.Result{}, nil
+	}
+	pvName := "pvc-" + string(pvc.UID)
+	mode := corev1.PersistentVolumeFilesystem
+	if pvc.Spec.VolumeMode != nil {
+		mode = *pvc.Spec.VolumeMode
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Annotations: map[string]string{annProvisionedBy: sc.Provisioner}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: pvc.Spec.Resources.Requests[corev1.ResourceStorage]},
+			AccessModes:                   pvc.Spec.AccessModes,
+			VolumeMode:                    &mode,
+			StorageClassName:              sc.Name,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: sc.Provisioner, VolumeHandle: string(pvc.UID)}},
+		},
+	}
+	if err := s.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, nil
+}
+
+// setupVolumeReclaimer deletes released volumes the simulator provisioned,
+// as the external provisioner does for the Delete reclaim policy.
+func (s *Simulator) setupVolumeReclaimer(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("sim-reclaimer").
+		For(&corev1.PersistentVolume{}).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			pv := &corev1.PersistentVolume{}
+			if err := s.client.Get(ctx, req.NamespacedName, pv); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			if pv.Status.Phase == corev1.VolumeReleased && pv.Annotations[annProvisionedBy] != "" &&
+				pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
+				return reconcile.Result{}, client.IgnoreNotFound(s.client.Delete(ctx, pv))
+			}
+			return reconcile.Result{}, nil
+		}))
+}
+
+func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }

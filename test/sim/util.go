@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+)
+
+// workers is how many objects of a kind the simulator handles at once.
+const workers = 4
+
+func concurrency() controller.Options { return controller.Options{MaxConcurrentReconciles: workers} }
+
+// event records a Kubernetes Event as KubeVirt or CDI would.
+func (s *Simulator) event(ctx context.Context, obj client.Object, eventType, reason, message string) {
+	gvk, err := s.client.GroupVersionKindFor(obj)
+	if err != nil {
+		return
+	}
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: obj.GetName() + ".", Namespace: obj.GetNamespace()},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: obj.GetName(),
+			Namespace: obj.GetNamespace(), UID: obj.GetUID(),
+		},
+		Type: eventType, Reason: reason, Message: message,
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		Source: corev1.EventSource{Component: "sim"},
+	}
+	if err := s.client.Create(ctx, ev); err != nil {
+		s.log.V(1).Info("recording event", "reason", reason, "error", fmt.Sprint(err))
+	}
+}
+
+func setVMCondition(vm *kubevirtv1.VirtualMachine, c kubevirtv1.VirtualMachineCondition) {
+	for i := range vm.Status.Conditions {
+		if vm.Status.Conditions[i].Type == c.Type {
+			if vm.Status.Conditions[i].Status != c.Status {
+				c.LastTransitionTime = metav1.Now()
+			} else {
+				c.LastTransitionTime = vm.Status.Conditions[i].LastTransitionTime
+			}
+			vm.Status.Conditions[i] = c
+			return
+		}
+	}
+	c.LastTransitionTime = metav1.Now()
+	vm.Status.Conditions = append(vm.Status.Conditions, c)
+}
+
+func setVMICondition(vmi *kubevirtv1.VirtualMachineInstance, c kubevirtv1.VirtualMachineInstanceCondition) {
+	for i := range vmi.Status.Conditions {
+		if vmi.Status.Conditions[i].Type == c.Type {
+			if vmi.Status.Conditions[i].Status != c.Status {
+				c.LastTransitionTime = metav1.Now()
+			} else {
+				c.LastTransitionTime = vmi.Status.Conditions[i].LastTransitionTime
+			}
+			vmi.Status.Conditions[i] = c
+			return
+		}
+	}
+	c.LastTransitionTime = metav1.Now()
+	vmi.Status.Conditions = append(vmi.Status.Conditions, c)
+}
+
+func equalVMStatus(a, b *kubevirtv1.VirtualMachineStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}

@@ -1,0 +1,127 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// kubeControllers are the kube-controller-manager controllers the test world
+// runs: garbage collection and namespace deletion (so that nothing owned
+// outlives its owner), service accounts (pods need the default one), the
+// volume binder and claim protection (CDI's claims bind as on a real
+// cluster), and ReplicaSets and Deployments (so plain workloads behave).
+// The node lifecycle controller is left out: simulated nodes have no kubelet
+// heartbeat and would be tainted unreachable.
+var kubeControllers = []string{
+	"garbage-collector-controller",
+	"namespace-controller",
+	"serviceaccount-controller",
+	"persistentvolume-binder-controller",
+	"persistentvolumeclaim-protection-controller",
+	"persistentvolume-protection-controller",
+	"replicaset-controller",
+	"deployment-controller",
+}
+
+// process is a control-plane binary started by the environment.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  *os.File
+}
+
+// StartKubeComponents starts the real kube-scheduler and
+// kube-controller-manager against the environment's API server. They log
+// to files in a temporary directory (kept when TESTENV_VERBOSE is set) and
+// die with the test process.
+func (e *Env) StartKubeComponents() error {
+	bin := BinDir()
+	if err := checkBinaries(bin, "kube-scheduler", "kube-controller-manager"); err != nil {
+		return err
+	}
+	user, err := e.ControlPlane.AddUser(envtest.User{Name: "kube-components", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("creating a user for the scheduler and controller-manager: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "capkv-kube-components-")
+	if err != nil {
+		return err
+	}
+	e.componentsDir = dir
+	kubeconfigPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	common := []string{"--kubeconfig=" + kubeconfigPath, "--leader-elect=false", "--secure-port=0", "--v=1"}
+	if err := e.startProcess(bin, "kube-scheduler", common); err != nil {
+		return err
+	}
+	return e.startProcess(bin, "kube-controller-manager", append(common,
+		"--controllers="+strings.Join(kubeControllers, ","),
+		"--concurrent-gc-syncs=10",
+		"--use-service-account-credentials=false",
+	))
+}
+
+func (e *Env) startProcess(bin, name string, args []string) error {
+	log, err := os.Create(filepath.Join(e.componentsDir, name+".log")) //nolint:gosec // a temporary directory of our own
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(bin, name), args...) //nolint:gosec // binaries built by this repository
+	cmd.Stdout, cmd.Stderr = log, log
+	// The kernel kills the component if the test process dies first, so no
+	// process outlives a crashed or interrupted test run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	e.processes = append(e.processes, &process{name: name, cmd: cmd, log: log})
+	return nil
+}
+
+// stopProcesses stops the components started by StartKubeComponents.
+func (e *Env) stopProcesses() error {
+	var errs []error
+	for _, p := range e.processes {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() {
+			_ = p.cmd.Wait() // the exit status after SIGTERM says nothing useful
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-done
+			errs = append(errs, fmt.Errorf("%s did not stop within 10s and was killed", p.name))
+		}
+		_ = p.log.Close()
+	}
+	e.processes = nil
+	if e.componentsDir != "" && os.Getenv("TESTENV_VERBOSE") == "" {
+		_ = os.RemoveAll(e.componentsDir)
+	}
+	return errors.Join(errs...)
+}
+
+// ComponentLog returns what a component (kube-scheduler,
+// kube-controller-manager) has logged so far, for failure messages.
+func (e *Env) ComponentLog(name string) string {
+	data, _ := os.ReadFile(filepath.Join(e.componentsDir, name+".log")) //nolint:gosec // our own log file
+	return string(data)
+}

@@ -1,0 +1,307 @@
+package world_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+)
+
+var w *world.World
+
+func TestMain(m *testing.M) {
+	var err error
+	w, err = world.Start(world.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := w.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+func namespace(t *testing.T) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sim-"}}
+	NewWithT(t).Expect(w.Env.Client.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
+
+// vm is a small VM with a container disk on the pod network.
+func vm(ns, name string, mutate func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+	mem := resource.MustParse("1Gi")
+	v := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: kubevirtv1.VirtualMachineSpec{
+			RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
+			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "fidelity"}},
+				Spec: kubevirtv1.VirtualMachineInstanceSpec{
+					Domain: kubevirtv1.DomainSpec{Memory: &kubevirtv1.Memory{Guest: &mem},
+						Devices: kubevirtv1.Devices{Disks: []kubevirtv1.Disk{{Name: "root"}}}},
+					Volumes: []kubevirtv1.Volume{{Name: "root", VolumeSource: kubevirtv1.VolumeSource{
+						ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "quay.io/containerdisks/ubuntu:22.04"}}}},
+				},
+			},
+		},
+	}
+	if mutate != nil {
+		mutate(v)
+	}
+	return v
+}
+
+func vmiOf(g Gomega, v *kubevirtv1.VirtualMachine) func() *kubevirtv1.VirtualMachineInstance {
+	return func() *kubevirtv1.VirtualMachineInstance {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if err := w.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(v), vmi); err != nil {
+			return nil
+		}
+		return vmi
+	}
+}
+
+func phase(p kubevirtv1.VirtualMachineInstancePhase) OmegaMatcher {
+	return And(Not(BeNil()), WithTransform(func(v *kubevirtv1.VirtualMachineInstance) kubevirtv1.VirtualMachineInstancePhase {
+		return v.Status.Phase
+	}, Equal(p)))
+}
+
+// TestAdmissionRefusesWhatKubeVirtRefuses checks the simulated virt-api
+// refuses VMs with the reasons real KubeVirt gives (KUBEVIRT-FACTS A).
+func TestAdmissionRefusesWhatKubeVirtRefuses(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	before := w.Sim.Counters.Get(sim.AdmissionRejections)
+	cases := map[string]struct {
+		mutate func(*kubevirtv1.VirtualMachine)
+		reason string
+	}{
+		"running and runStrategy": {func(v *kubevirtv1.VirtualMachine) { v.Spec.Running = ptr.To(true) }, "mutually exclusive"},
+		"no run strategy":         {func(v *kubevirtv1.VirtualMachine) { v.Spec.RunStrategy = nil }, "RunStrategy must be specified"},
+		"disk without volume": {func(v *kubevirtv1.VirtualMachine) {
+			v.Spec.Template.Spec.Domain.Devices.Disks = append(v.Spec.Template.Spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "data"})
+		}, "'data' not found"},
+		"unused DataVolume template": {func(v *kubevirtv1.VirtualMachine) {
+			v.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: "orphan"},
+				Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}, Storage: &cdiv1.StorageSpec{}}}}
+		}, "must be referenced in the VMI template's 'volumes' list"},
+		"interface with two bindings": {func(v *kubevirtv1.VirtualMachine) {
+			v.Spec.Template.Spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
+			v.Spec.Template.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{
+				Bridge: &kubevirtv1.InterfaceBridge{}, Masquerade: &kubevirtv1.InterfaceMasquerade{}}}}
+		}, "must have exactly one binding method"},
+		"instancetype conflict": {func(v *kubevirtv1.VirtualMachine) {
+			v.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "u1.small"}
+		}, "conflicts with selected instance type"},
+	}
+	for name, tc := range cases {
+		err := w.Env.Client.Create(context.Background(), vm(ns, strings.ReplaceAll(strings.ToLower(name), " ", "-"), tc.mutate))
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
+		g.Expect(err.Error()).To(ContainSubstring(tc.reason), name)
+	}
+	g.Expect(w.Sim.Counters.Get(sim.AdmissionRejections) - before).To(BeEquivalentTo(len(cases)))
+	// A volume without a disk is not refused; KubeVirt adds the disk.
+	ok := vm(ns, "volume-without-disk", func(v *kubevirtv1.VirtualMachine) { v.Spec.Template.Spec.Domain.Devices.Disks = nil })
+	g.Expect(w.Env.Client.Create(context.Background(), ok)).To(Succeed())
+	g.Eventually(vmiOf(g, ok), 30*time.Second).Should(phase(kubevirtv1.Running))
+	g.Expect(vmiOf(g, ok)().Spec.Domain.Devices.Disks).To(HaveLen(1))
+}
+
+func nodesOf(g Gomega, ns string, names ...string) func() []string {
+	return func() []string {
+		var nodes []string
+		for _, n := range names {
+			vmi := &kubevirtv1.VirtualMachineInstance{}
+			if err := w.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, vmi); err != nil || vmi.Status.Phase != kubevirtv1.Running {
+				return nil
+			}
+			nodes = append(nodes, vmi.Status.NodeName)
+		}
+		return nodes
+	}
+}
+
+// TestSchedulingByTheRealScheduler checks virt-launcher pods carry the VMI's
+// placement rules to the real kube-scheduler: required node affinity, and
+// topology spread with maxSkew 1 over three nodes.
+func TestSchedulingByTheRealScheduler(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	var affine []string
+	for i := range 3 {
+		name := fmt.Sprintf("affine-%d", i)
+		affine = append(affine, name)
+		g.Expect(w.Env.Client.Create(context.Background(), vm(ns, name, func(v *kubevirtv1.VirtualMachine) {
+			v.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b"}}},
+				}}}}}
+		}))).To(Succeed())
+	}
+	g.Eventually(nodesOf(g, ns, affine...), 60*time.Second).Should(HaveEach("infra-b"))
+
+	var spread []string
+	for i := range 6 {
+		name := fmt.Sprintf("spread-%d", i)
+		spread = append(spread, name)
+		g.Expect(w.Env.Client.Create(context.Background(), vm(ns, name, func(v *kubevirtv1.VirtualMachine) {
+			v.Spec.Template.ObjectMeta.Labels = map[string]string{"spread": "yes"}
+			v.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"spread": "yes"}},
+			}}
+		}))).To(Succeed())
+	}
+	g.Eventually(nodesOf(g, ns, spread...), 60*time.Second).Should(HaveLen(6))
+	perNode := map[string]int{}
+	for _, n := range nodesOf(g, ns, spread...)() {
+		perNode[n]++
+	}
+	g.Expect(perNode).To(Equal(map[string]int{"infra-a": 2, "infra-b": 2, "infra-c": 2}))
+}
+
+// TestGuestBootstrap checks a valid cloud-config boots and an invalid one
+// leaves a running VM that never joins.
+func TestGuestBootstrap(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	withUserData := func(name, data string) *kubevirtv1.VirtualMachine {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-userdata", Namespace: ns}, Data: map[string][]byte{"userdata": []byte(data)}}
+		g.Expect(w.Env.Client.Create(context.Background(), secret)).To(Succeed())
+		v := vm(ns, name, func(v *kubevirtv1.VirtualMachine) {
+			v.Spec.Template.Spec.Volumes = append(v.Spec.Template.Spec.Volumes, kubevirtv1.Volume{Name: "cloudinit", VolumeSource: kubevirtv1.VolumeSource{
+				CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserDataSecretRef: &corev1.LocalObjectReference{Name: secret.Name}}}})
+		})
+		g.Expect(w.Env.Client.Create(context.Background(), v)).To(Succeed())
+		return v
+	}
+	good := withUserData("good", "#cloud-config\nruncmd:\n- kubeadm join\n")
+	bad := withUserData("bad", "#cloud-config\nruncmd: [unclosed\n")
+	guest := func(v *kubevirtv1.VirtualMachine) func() string {
+		return func() string {
+			vmi := vmiOf(g, v)()
+			if vmi == nil {
+				return ""
+			}
+			return vmi.Annotations[sim.GuestAnnotation]
+		}
+	}
+	g.Eventually(guest(good), 30*time.Second).Should(Equal("joined"))
+	g.Eventually(guest(bad), 30*time.Second).Should(HavePrefix("bootstrap-failed: cloud-config is not valid YAML"))
+	g.Expect(vmiOf(g, bad)()).To(phase(kubevirtv1.Running), "a guest with bad data still runs")
+}
+
+func dataVolume(ns, name string, storageClass string, source *cdiv1.DataVolumeSource) *cdiv1.DataVolume {
+	return &cdiv1.DataVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: cdiv1.DataVolumeSpec{Source: source, Storage: &cdiv1.StorageSpec{StorageClassName: &storageClass,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}},
+	}
+}
+
+func dvPhase(g Gomega, dv *cdiv1.DataVolume) func() cdiv1.DataVolumePhase {
+	return func() cdiv1.DataVolumePhase {
+		got := &cdiv1.DataVolume{}
+		if err := w.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(dv), got); err != nil {
+			return ""
+		}
+		return got.Status.Phase
+	}
+}
+
+// TestCloneStrategyFollowsStorageProfile imports a golden image once and
+// clones it into a class whose profile allows CSI clones (smart) and into
+// one without (host-assisted copy), and checks WaitForFirstConsumer.
+func TestCloneStrategyFollowsStorageProfile(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	smart := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "smart-" + ns, Annotations: map[string]string{"cdi.kubevirt.io/clone-strategy": "csi-clone"}},
+		Provisioner: world.Provisioner, AllowVolumeExpansion: ptr.To(true)}
+	g.Expect(w.Env.Client.Create(ctx, smart)).To(Succeed())
+	g.Eventually(func() string {
+		sp := &cdiv1.StorageProfile{}
+		if err := w.Env.Client.Get(ctx, client.ObjectKey{Name: smart.Name}, sp); err != nil || sp.Status.CloneStrategy == nil {
+			return ""
+		}
+		return string(*sp.Status.CloneStrategy)
+	}, 30*time.Second).Should(Equal("csi-clone"))
+
+	imports := w.Sim.Counters.Get(sim.Imports)
+	golden := dataVolume(ns, "golden", smart.Name, &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: ptr.To("docker://quay.io/containerdisks/ubuntu:22.04")}})
+	g.Expect(w.Env.Client.Create(ctx, golden)).To(Succeed())
+	g.Eventually(dvPhase(g, golden), 30*time.Second).Should(Equal(cdiv1.Succeeded))
+	g.Expect(w.Sim.Counters.Get(sim.Imports) - imports).To(BeEquivalentTo(1))
+
+	source := &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: ns, Name: "golden"}}
+	smartClone := dataVolume(ns, "smart-clone", smart.Name, source)
+	copyClone := dataVolume(ns, "copy-clone", world.StandardClass, source)
+	smartBefore, copyBefore := w.Sim.Counters.Get(sim.SmartClones), w.Sim.Counters.Get(sim.HostAssistedClones)
+	g.Expect(w.Env.Client.Create(ctx, smartClone)).To(Succeed())
+	g.Expect(w.Env.Client.Create(ctx, copyClone)).To(Succeed())
+	g.Eventually(dvPhase(g, smartClone), 30*time.Second).Should(Equal(cdiv1.Succeeded))
+	g.Eventually(dvPhase(g, copyClone), 30*time.Second).Should(Equal(cdiv1.Succeeded))
+	cloneType := func(dv *cdiv1.DataVolume) string {
+		pvc := &corev1.PersistentVolumeClaim{}
+		g.Expect(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(dv), pvc)).To(Succeed())
+		return pvc.Annotations["cdi.kubevirt.io/cloneType"]
+	}
+	g.Expect(cloneType(smartClone)).To(Equal("csi-clone"))
+	g.Expect(cloneType(copyClone)).To(Equal("copy"))
+	g.Expect(w.Sim.Counters.Get(sim.SmartClones) - smartBefore).To(BeEquivalentTo(1))
+	g.Expect(w.Sim.Counters.Get(sim.HostAssistedClones) - copyBefore).To(BeEquivalentTo(1))
+
+	waiting := dataVolume(ns, "wffc", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
+	g.Expect(w.Env.Client.Create(ctx, waiting)).To(Succeed())
+	g.Eventually(dvPhase(g, waiting), 30*time.Second).Should(Equal(cdiv1.WaitForFirstConsumer))
+	g.Consistently(dvPhase(g, waiting), 2*time.Second).Should(Equal(cdiv1.WaitForFirstConsumer))
+	immediate := dataVolume(ns, "wffc-immediate", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
+	immediate.Annotations = map[string]string{"cdi.kubevirt.io/storage.bind.immediate.requested": "true"}
+	g.Expect(w.Env.Client.Create(ctx, immediate)).To(Succeed())
+	g.Eventually(dvPhase(g, immediate), 30*time.Second).Should(Equal(cdiv1.Succeeded))
+}
+
+// TestDeletedVMTakesItsDataVolumes checks a VM's DataVolumes go with it
+// through the real garbage collector, and that a WaitForFirstConsumer disk
+// binds once the VM's pod is scheduled.
+func TestDeletedVMTakesItsDataVolumes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	v := vm(ns, "with-disk", func(v *kubevirtv1.VirtualMachine) {
+		v.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: "with-disk-root"},
+			Spec: dataVolume(ns, "", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}).Spec}}
+		v.Spec.Template.Spec.Volumes[0].VolumeSource = kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: "with-disk-root"}}
+	})
+	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
+	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "with-disk-root", Namespace: ns}}
+	g.Eventually(dvPhase(g, dv), 30*time.Second).Should(Equal(cdiv1.Succeeded))
+
+	g.Expect(w.Env.Client.Delete(ctx, v)).To(Succeed())
+	gone := func(obj client.Object) func() bool {
+		return func() bool { return apierrors.IsNotFound(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }
+	}
+	g.Eventually(gone(dv), 60*time.Second).Should(BeTrue(), "the garbage collector did not delete the DataVolume")
+	g.Eventually(gone(&corev1.PersistentVolumeClaim{ObjectMeta: dv.ObjectMeta}), 60*time.Second).Should(BeTrue())
+	g.Eventually(gone(&kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: ns}}), 60*time.Second).Should(BeTrue())
+}
