@@ -62,10 +62,14 @@ manifests: ## Generate CRDs, RBAC and webhook manifests.
 	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./test/crdsrc/... output:crd:artifacts:config=test/crds
 
 .PHONY: verify-gen
-verify-gen: generate ## Fail when generated files are stale.
-	@if [ -n "$$(git status --porcelain -- api config test/crds)" ]; then \
-		echo "generated files are stale; run 'make generate' and commit:"; \
-		git status --porcelain -- api config test/crds; git diff --stat -- api config test/crds; exit 1; fi
+verify-gen: ## Fail when generated files differ from what the generators write.
+	@before=$$(mktemp); after=$$(mktemp); \
+	find api config test/crds -type f | sort | xargs sha256sum > $$before; \
+	$(MAKE) --no-print-directory generate >/dev/null; \
+	find api config test/crds -type f | sort | xargs sha256sum > $$after; \
+	if ! diff -u $$before $$after; then \
+		echo "generated files were stale; 'make generate' has now rewritten them: review and commit"; rm -f $$before $$after; exit 1; fi; \
+	rm -f $$before $$after
 	@echo ">> generated files are up to date"
 
 ##@ Release

@@ -1,17 +1,20 @@
 package sim
 
 import (
+	"net/http"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Counters count what the simulated KubeVirt and CDI did, for tests and for
 // the benchmark; they are also Prometheus metrics.
 type Counters struct {
-	mu     sync.Mutex
-	values map[string]int64
-	vec    *prometheus.CounterVec
+	mu       sync.Mutex
+	values   map[string]int64
+	vec      *prometheus.CounterVec
+	registry *prometheus.Registry
 }
 
 // Counter names.
@@ -32,13 +35,16 @@ const (
 
 // NewCounters returns zeroed counters.
 func NewCounters() *Counters {
-	return &Counters{
+	c := &Counters{
 		values: map[string]int64{},
 		vec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "capkv_sim_events_total",
 			Help: "What the simulated KubeVirt and CDI did, by kind of event.",
 		}, []string{"event"}),
+		registry: prometheus.NewRegistry(),
 	}
+	c.registry.MustRegister(c.vec)
+	return c
 }
 
 // Add adds n to a counter.
@@ -67,5 +73,8 @@ func (c *Counters) Snapshot() map[string]int64 {
 	return out
 }
 
-// Collector exposes the counters to a Prometheus registry.
-func (c *Counters) Collector() prometheus.Collector { return c.vec }
+// Handler serves the counters in the Prometheus text format. Each simulator
+// has its own registry, so several worlds can run in one process.
+func (c *Counters) Handler() http.Handler {
+	return promhttp.HandlerFor(c.registry, promhttp.HandlerOpts{})
+}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,12 @@ func (s *Simulator) createLauncherPod(ctx context.Context, vmi *kubevirtv1.Virtu
 	annotations := map[string]string{"kubevirt.io/domain": vmi.Name}
 	for k, v := range vmi.Annotations {
 		annotations[k] = v
+	}
+	if networks := multusNetworks(vmi); networks != "" {
+		annotations[multusNetworksAnnotation] = networks
+	}
+	if def := multusDefault(vmi); def != "" {
+		annotations[multusDefaultAnnotation] = def
 	}
 	nodeSelector := map[string]string{kubevirtv1.NodeSchedulable: "true", corev1.LabelArchStable: "amd64"}
 	for k, v := range vmi.Spec.NodeSelector {
@@ -144,6 +151,15 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 	}
 	if !isBoundLauncher(pod) || !pod.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
+	}
+	if missing, err := s.missingNetwork(ctx, pod); err != nil || missing != "" {
+		if missing != "" {
+			// Multus cannot set up the sandbox; the kubelet retries.
+			s.event(ctx, pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", fmt.Sprintf(
+				"Failed to create pod sandbox: error adding pod %s to CNI network \"multus-cni-network\": "+
+					"cannot find a network-attachment-definition (%s)", pod.Name, missing))
+		}
+		return reconcile.Result{RequeueAfter: s.scaled(10*time.Second) + 100*time.Millisecond}, err
 	}
 	now := metav1.NewTime(time.Now())
 	ip := s.ips.podIP()

@@ -57,11 +57,14 @@ type Simulator struct {
 	// Joiner makes a guest with valid bootstrap data join its cluster; nil
 	// means guests boot but join nothing.
 	Joiner Joiner
+	// LBBackend routes load balancer traffic; nil leaves it unrouted.
+	LBBackend LoadBalancerBackend
+	lb        *loadBalancer
 }
 
 // New returns a simulator; call SetupWithManager to run it.
 func New(opts Options) *Simulator {
-	return &Simulator{opts: opts, Counters: NewCounters(), ips: newIPAllocator(opts.PodCIDR, opts.MultusCIDR)}
+	return &Simulator{opts: opts, Counters: NewCounters(), ips: newIPAllocator(opts.PodCIDR, opts.MultusCIDR), lb: newLoadBalancer()}
 }
 
 // scaled converts a simulated latency into wall-clock time.
@@ -76,7 +79,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	s.log = mgr.GetLogger().WithName("sim")
 	for _, setup := range []func(ctrl.Manager) error{
 		s.setupAdmission, s.setupVMController, s.setupVMIController, s.setupLauncherController,
-		s.setupDataVolumeController, s.setupProvisioner, s.setupVolumeReclaimer, s.setupStorageProfiles,
+		s.setupDataVolumeController, s.setupProvisioner, s.setupVolumeReclaimer, s.setupStorageProfiles, s.setupLoadBalancer,
 	} {
 		if err := setup(mgr); err != nil {
 			return err
@@ -84,3 +87,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return nil
 }
+
+// Close releases what the simulator holds outside the API server: the load
+// balancer's listeners.
+func (s *Simulator) Close() error { return s.lb.Close() }

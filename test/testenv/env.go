@@ -10,6 +10,14 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	bootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1" //nolint:staticcheck // v1beta1 manifests must still convert
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1" //nolint:staticcheck // v1beta1 manifests must still convert
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // v1beta1 manifests must still convert
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -33,6 +41,11 @@ type Options struct {
 	// WithKubeComponents starts the real kube-scheduler and
 	// kube-controller-manager too.
 	WithKubeComponents bool
+	// WithCAPIWebhooks installs Cluster API's admission webhooks and points
+	// the conversion of every CRD at the local serving host, port and
+	// certificates in Environment.WebhookInstallOptions, for an in-process
+	// webhook server to serve. It excludes WithCAPKVWebhooks.
+	WithCAPIWebhooks bool
 	// WithCAPKVWebhooks installs CAPKV's webhook configurations, pointed at
 	// the local serving host, port and certificates in
 	// Environment.WebhookInstallOptions.
@@ -63,7 +76,7 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := scheme.New()
+	s := NewScheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
 		CRDs:                     crds,
@@ -71,6 +84,14 @@ func Start(o Options) (*Env, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 		AttachControlPlaneOutput: os.Getenv("TESTENV_VERBOSE") != "",
+	}
+	if o.WithCAPIWebhooks && o.WithCAPKVWebhooks {
+		return nil, errors.New("WithCAPIWebhooks and WithCAPKVWebhooks need separate servers; install CAPKV's with InstallWebhooks")
+	}
+	if o.WithCAPIWebhooks {
+		if env.WebhookInstallOptions, err = capiWebhookInstallOptions(); err != nil {
+			return nil, err
+		}
 	}
 	if o.WithCAPKVWebhooks {
 		env.WebhookInstallOptions.Paths = []string{filepath.Join(RepoRoot(), "config", "webhook", "manifests.yaml")}
@@ -113,12 +134,7 @@ func CRDs(withKubeVirt bool) ([]*apiextensionsv1.CustomResourceDefinition, error
 		return nil, err
 	}
 	for _, crd := range ours {
-		if crd.Labels == nil {
-			crd.Labels = map[string]string{}
-		}
-		for k, v := range ContractLabels {
-			crd.Labels[k] = v
-		}
+		addLabels(crd, ContractLabels)
 	}
 	all := ours
 	capi, err := ModuleDir("sigs.k8s.io/cluster-api")
@@ -129,6 +145,12 @@ func CRDs(withKubeVirt bool) ([]*apiextensionsv1.CustomResourceDefinition, error
 		crds, err := readCRDs(filepath.Join(capi, dir, "config", "crd", "bases"))
 		if err != nil {
 			return nil, err
+		}
+		if dir != "core" {
+			// The kubeadm providers' kustomizations add these contract labels.
+			for _, crd := range crds {
+				addLabels(crd, map[string]string{"cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta2"})
+			}
 		}
 		all = append(all, crds...)
 	}
@@ -222,4 +244,31 @@ func thirdPartyCRDs(groups []string) ([]*apiextensionsv1.CustomResourceDefinitio
 		return nil, fmt.Errorf("no CRDs of groups %v in test/crds", groups)
 	}
 	return selected, nil
+}
+
+func yamlOf(obj map[string]any) ([]byte, error) { return yaml.Marshal(obj) }
+
+func addLabels(crd *apiextensionsv1.CustomResourceDefinition, labels map[string]string) {
+	if crd.Labels == nil {
+		crd.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		crd.Labels[k] = v
+	}
+}
+
+// NewScheme is the provider's scheme plus the kinds of the kubeadm
+// providers and the older Cluster API versions, which the test world's
+// Cluster API controllers and converters need.
+func NewScheme() *runtime.Scheme {
+	s := scheme.New()
+	for _, add := range []func(*runtime.Scheme) error{
+		clusterv1beta1.AddToScheme, bootstrapv1.AddToScheme, bootstrapv1beta1.AddToScheme,
+		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme, runtimev1.AddToScheme, addonsv1.AddToScheme, ipamv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
 }

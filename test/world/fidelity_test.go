@@ -26,8 +26,9 @@ import (
 var w *world.World
 
 func TestMain(m *testing.M) {
+	world.QuietLogs()
 	var err error
-	w, err = world.Start(world.Options{})
+	w, err = world.Start(world.Options{WithCAPI: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

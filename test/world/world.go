@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -40,15 +43,37 @@ type Options struct {
 	Sim *sim.Options
 	// Nodes are the infra nodes; nil means three nodes in three zones.
 	Nodes []sim.NodeSpec
+	// ExternalInfra starts a second API server (with its own scheduler,
+	// controller-manager and nodes) as the infra cluster: KubeVirt and CDI
+	// are simulated there, Cluster API runs on the management one.
+	ExternalInfra bool
+	// WithCAPI runs the real Cluster API controllers and webhooks in-process
+	// (core, ClusterClass and topology, kubeadm bootstrap, kubeadm control
+	// plane) with in-memory workload clusters for their machines to join.
+	WithCAPI bool
 }
 
 // World is a running test world.
 type World struct {
+	// Env is the management cluster.
 	Env *testenv.Env
-	Sim *sim.Simulator
+	// Infra is the infra cluster, where KubeVirt and CDI are simulated: Env
+	// itself unless ExternalInfra was set.
+	Infra *testenv.Env
+	Sim   *sim.Simulator
+	// SimMetricsURL serves the simulator's counters for Prometheus.
+	SimMetricsURL string
+	// Workloads are the in-memory workload clusters (with WithCAPI).
+	Workloads *Workloads
 
+	metrics *http.Server
+	ctx     context.Context
 	cancel  context.CancelFunc
 	stopped chan error
+	capi    *capiManagers
+	// extraManagers run beside the simulator's, all stopped together.
+	extraManagers []ctrl.Manager
+	simWebhooks   *envtest.WebhookInstallOptions
 }
 
 // DefaultNodes are three 16-CPU, 64Gi nodes in zones a, b and c.
@@ -60,35 +85,59 @@ func DefaultNodes() []sim.NodeSpec {
 	}
 }
 
-// Start builds and starts a world.
-func Start(o Options) (w *World, err error) {
-	env, err := testenv.Start(testenv.Options{WithKubeComponents: true})
+// Start builds and starts a world. On failure everything already started
+// is stopped again.
+func Start(o Options) (*World, error) {
+	env, err := testenv.Start(testenv.Options{WithKubeComponents: true, WithCAPIWebhooks: o.WithCAPI})
 	if err != nil {
 		return nil, err
 	}
-	w = &World{Env: env}
-	defer func() {
-		if err != nil {
-			_ = w.Stop()
+	w := &World{Env: env, Infra: env}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	if err := w.build(o); err != nil {
+		return nil, errors.Join(err, w.Stop())
+	}
+	return w, nil
+}
+
+func (w *World) build(o Options) error {
+	var err error
+	if o.ExternalInfra {
+		if w.Infra, err = testenv.Start(testenv.Options{WithKubeComponents: true}); err != nil {
+			w.Infra = w.Env
+			return err
 		}
-	}()
+	}
 	opts := sim.DefaultOptions()
 	if o.Sim != nil {
 		opts = *o.Sim
 	}
 	w.Sim = sim.New(opts)
+	if o.WithCAPI {
+		if w.Workloads, err = newWorkloads(w.ctx, w.Env.Client); err != nil {
+			return err
+		}
+	}
 	if err := w.startSimulator(); err != nil {
-		return nil, err
+		return err
+	}
+	if o.WithCAPI {
+		if w.capi, err = startCAPI(w.Env); err != nil {
+			return err
+		}
+	}
+	if err := w.serveMetrics(); err != nil {
+		return err
 	}
 	ctx := context.Background()
 	nodes := o.Nodes
 	if nodes == nil {
 		nodes = DefaultNodes()
 	}
-	if err := sim.CreateNodes(ctx, env.Client, nodes...); err != nil {
-		return nil, err
+	if err := sim.CreateNodes(ctx, w.Infra.Client, nodes...); err != nil {
+		return err
 	}
-	return w, createStorageClasses(ctx, env)
+	return createStorageClasses(ctx, w.Infra)
 }
 
 // startSimulator runs the simulator in its own manager, with its admission
@@ -114,11 +163,13 @@ func (w *World) startSimulator() error {
 			}},
 		}},
 	}
-	if err := install.Install(w.Env.Config); err != nil {
+	if err := install.Install(w.Infra.Config); err != nil {
 		return fmt.Errorf("installing the simulated virt-api webhook: %w", err)
 	}
-	mgr, err := ctrl.NewManager(w.Env.Config, ctrl.Options{
-		Scheme:                 w.Env.Scheme,
+	w.simWebhooks = install
+	mgr, err := ctrl.NewManager(w.Infra.Config, ctrl.Options{
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		Scheme:                 w.Infra.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -130,9 +181,26 @@ func (w *World) startSimulator() error {
 	if err := w.Sim.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel, w.stopped = cancel, make(chan error, 1)
-	go func() { w.stopped <- mgr.Start(ctx) }()
+	if w.Workloads != nil {
+		infraMgr := mgr
+		if w.Infra != w.Env {
+			// The test-only machines live on the management cluster.
+			if infraMgr, err = ctrl.NewManager(w.Env.Config, ctrl.Options{Scheme: w.Env.Scheme,
+				Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+				Metrics:    metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}); err != nil {
+				return err
+			}
+			w.extraManagers = append(w.extraManagers, infraMgr)
+		}
+		if err := (&testInfra{client: infraMgr.GetClient(), workloads: w.Workloads}).setup(infraMgr); err != nil {
+			return err
+		}
+	}
+	managers := append([]ctrl.Manager{mgr}, w.extraManagers...)
+	w.stopped = make(chan error, len(managers))
+	for _, m := range managers {
+		go func() { w.stopped <- m.Start(w.ctx) }()
+	}
 	return waitForWebhook(mgr, w.stopped)
 }
 
@@ -169,14 +237,48 @@ func createStorageClasses(ctx context.Context, env *testenv.Env) error {
 // Stop stops the simulator, the kube components, the API server and etcd.
 func (w *World) Stop() error {
 	var errs []error
+	if w.capi != nil {
+		errs = append(errs, w.capi.stop())
+	}
 	if w.cancel != nil {
 		w.cancel()
-		if err := <-w.stopped; err != nil {
-			errs = append(errs, fmt.Errorf("simulator: %w", err))
+	}
+	if w.stopped != nil {
+		for range 1 + len(w.extraManagers) {
+			if err := <-w.stopped; err != nil {
+				errs = append(errs, fmt.Errorf("simulator: %w", err))
+			}
 		}
+		errs = append(errs, w.Sim.Close())
+	}
+	if w.metrics != nil {
+		errs = append(errs, w.metrics.Close())
+	}
+	if w.simWebhooks != nil {
+		errs = append(errs, w.simWebhooks.Cleanup())
+	}
+	if w.Workloads != nil {
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, w.Workloads.shutdown(shutdown))
+		cancel()
+	}
+	if w.Infra != nil && w.Infra != w.Env {
+		errs = append(errs, w.Infra.Stop())
 	}
 	if w.Env != nil {
 		errs = append(errs, w.Env.Stop())
 	}
 	return errors.Join(errs...)
+}
+
+// serveMetrics serves the simulator's counters on a free loopback port.
+func (w *World) serveMetrics() error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	w.metrics = &http.Server{Handler: w.Sim.Counters.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	w.SimMetricsURL = "http://" + l.Addr().String() + "/metrics"
+	go func() { _ = w.metrics.Serve(l) }()
+	return nil
 }

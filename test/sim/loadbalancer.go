@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// LoadBalancerBackend tells the simulated load balancer where the traffic
+// of a Service port goes: the world maps a tenant's control-plane Service to
+// that tenant's in-memory API server. ok is false while there is no backend.
+type LoadBalancerBackend interface {
+	Backend(ctx context.Context, svc *corev1.Service, port corev1.ServicePort) (addr string, ok bool)
+}
+
+// loadBalancer gives each LoadBalancer Service its own loopback address
+// (all of 127.0.0.0/8 is loopback on Linux) and forwards each of its ports
+// to the backend, as a cloud load balancer would.
+type loadBalancer struct {
+	mu        sync.Mutex
+	addresses map[types.NamespacedName]string
+	listeners map[string]net.Listener // by address:port
+	next      int
+}
+
+func newLoadBalancer() *loadBalancer {
+	return &loadBalancer{addresses: map[types.NamespacedName]string{}, listeners: map[string]net.Listener{}}
+}
+
+func (s *Simulator) setupLoadBalancer(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("sim-loadbalancer").
+		For(&corev1.Service{}).
+		Complete(reconcile.Func(s.reconcileService))
+}
+
+func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	svc := &corev1.Service{}
+	err := s.client.Get(ctx, req.NamespacedName, svc)
+	if client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, err
+	}
+	if err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !svc.DeletionTimestamp.IsZero() {
+		s.lb.release(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	ip := s.lb.address(req.NamespacedName)
+	for _, port := range svc.Spec.Ports {
+		if err := s.lb.listen(ctx, ip, port, func(ctx context.Context) (string, bool) {
+			if s.LBBackend == nil {
+				return "", false
+			}
+			current := &corev1.Service{}
+			if err := s.client.Get(ctx, req.NamespacedName, current); err != nil {
+				return "", false
+			}
+			return s.LBBackend.Backend(ctx, current, port)
+		}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	before := svc.Status.DeepCopy()
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	if equality.Semantic.DeepEqual(before, &svc.Status) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, s.client.Status().Update(ctx, svc)
+}
+
+// address returns the Service's loopback address, 127.1.x.y, allocating one
+// on first use.
+func (lb *loadBalancer) address(key types.NamespacedName) string {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if ip, ok := lb.addresses[key]; ok {
+		return ip
+	}
+	lb.next++
+	ip := fmt.Sprintf("127.1.%d.%d", lb.next/250, lb.next%250+1)
+	lb.addresses[key] = ip
+	return ip
+}
+
+func (lb *loadBalancer) listen(ctx context.Context, ip string, port corev1.ServicePort, backend func(context.Context) (string, bool)) error {
+	addr := net.JoinHostPort(ip, fmt.Sprint(port.Port))
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if _, ok := lb.listeners[addr]; ok {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("load balancer listening on %s: %w", addr, err)
+	}
+	lb.listeners[addr] = l
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go forward(ctx, conn, backend)
+		}
+	}()
+	return nil
+}
+
+func forward(ctx context.Context, conn net.Conn, backend func(context.Context) (string, bool)) {
+	defer conn.Close()
+	target, ok := backend(ctx)
+	if !ok {
+		return
+	}
+	up, err := (&net.Dialer{}).DialContext(ctx, "tcp", target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, conn); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(conn, up); done <- struct{}{} }()
+	<-done
+}
+
+// release closes the listeners of a Service that is gone or no longer a
+// LoadBalancer.
+func (lb *loadBalancer) release(key types.NamespacedName) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	ip, ok := lb.addresses[key]
+	if !ok {
+		return
+	}
+	for addr, l := range lb.listeners {
+		if host, _, _ := net.SplitHostPort(addr); host == ip {
+			_ = l.Close()
+			delete(lb.listeners, addr)
+		}
+	}
+	delete(lb.addresses, key)
+}
+
+// Close stops every load balancer listener.
+func (lb *loadBalancer) Close() error {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	var errs []error
+	for addr, l := range lb.listeners {
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+		delete(lb.listeners, addr)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,211 @@
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
+	bootstrapsetup "sigs.k8s.io/cluster-api/bootstrap/kubeadm/setup"
+	bootstrapadmission "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks/admission"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/controlplane/kubeadm/reconcilers/kubeadmcontrolplane"
+	controlplanesetup "sigs.k8s.io/cluster-api/controlplane/kubeadm/setup"
+	controlplaneadmission "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks/admission"
+	controlplaneconversion "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks/conversion"
+	"sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	"sigs.k8s.io/cluster-api/core/reconcilers/clusterclass"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machineset"
+	topologycluster "sigs.k8s.io/cluster-api/core/reconcilers/topology/cluster"
+	topologymachinedeployment "sigs.k8s.io/cluster-api/core/reconcilers/topology/machinedeployment"
+	topologymachineset "sigs.k8s.io/cluster-api/core/reconcilers/topology/machineset"
+	coresetup "sigs.k8s.io/cluster-api/core/setup"
+	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
+	coreconversion "sigs.k8s.io/cluster-api/core/webhooks/conversion"
+	"sigs.k8s.io/cluster-api/feature"
+	"sigs.k8s.io/cluster-api/util/index"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+)
+
+// contractVersion finds the API version implementing the current contract
+// for a group and kind from its CRD's contract label, as Cluster API does.
+func contractVersion(c client.Reader) func(context.Context, schema.GroupKind) (string, error) {
+	return func(ctx context.Context, gk schema.GroupKind) (string, error) {
+		list := &apiextensionsv1.CustomResourceDefinitionList{}
+		if err := c.List(ctx, list); err != nil {
+			return "", err
+		}
+		for _, crd := range list.Items {
+			if crd.Spec.Group == gk.Group && crd.Spec.Names.Kind == gk.Kind {
+				versions := strings.Split(crd.Labels[clusterv1.GroupVersion.Group+"/"+clusterv1.GroupVersion.Version], "_")
+				if v := versions[len(versions)-1]; v != "" {
+					return schema.GroupVersion{Group: gk.Group, Version: v}.String(), nil
+				}
+				return "", fmt.Errorf("CRD %s has no contract label for %s", crd.Name, clusterv1.GroupVersion.Version)
+			}
+		}
+		return "", fmt.Errorf("no CRD for %s", gk)
+	}
+}
+
+// capiManagers are the in-process Cluster API controllers: core, the kubeadm
+// bootstrap provider and the kubeadm control plane, each in its own manager
+// as in a real installation. The core manager serves every Cluster API
+// webhook at the address testenv configured for them.
+type capiManagers struct {
+	cancel  context.CancelFunc
+	stopped []chan error
+}
+
+func startCAPI(env *testenv.Env) (*capiManagers, error) {
+	if err := feature.MutableGates.Set("ClusterTopology=true"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &capiManagers{cancel: cancel}
+	fail := func(err error) (*capiManagers, error) { return nil, errors.Join(err, m.stop()) }
+	wh := env.WebhookInstallOptions
+	s := env.Scheme
+	type setupFn func(context.Context, ctrl.Manager, clustercache.ClusterCache) error
+	for _, p := range []struct {
+		name    string
+		cache   func() ctrl.Options
+		cc      clustercache.CacheOptions
+		setup   setupFn
+		webhook bool
+	}{
+		{"capi-controller-manager", func() ctrl.Options {
+			return ctrl.Options{Cache: coresetup.ManagerCacheOptions(s, "capi-controller-manager", "", 10*time.Minute), Client: coresetup.ManagerClientOptions()}
+		}, coresetup.ClusterCacheCacheOptions(), setupCore, true},
+		{"capi-kubeadm-bootstrap-controller-manager", func() ctrl.Options {
+			return ctrl.Options{Cache: bootstrapsetup.ManagerCacheOptions(s, "capi-kubeadm-bootstrap-controller-manager", "", 10*time.Minute), Client: bootstrapsetup.ManagerClientOptions()}
+		}, bootstrapsetup.ClusterCacheCacheOptions(), setupBootstrap, false},
+		{"capi-kubeadm-control-plane-controller-manager", func() ctrl.Options {
+			return ctrl.Options{Cache: controlplanesetup.ManagerCacheOptions(s, "capi-kubeadm-control-plane-controller-manager", "", 10*time.Minute), Client: controlplanesetup.ManagerClientOptions()}
+		}, controlplanesetup.ClusterCacheCacheOptions(), setupControlPlane, false},
+	} {
+		opts := p.cache()
+		opts.Scheme = s
+		opts.Metrics = metricsserver.Options{BindAddress: "0"}
+		opts.HealthProbeBindAddress = "0"
+		skip := true
+		opts.Controller.SkipNameValidation = &skip
+		if p.webhook {
+			opts.WebhookServer = webhook.NewServer(webhook.Options{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir})
+		}
+		mgr, err := ctrl.NewManager(env.Config, opts)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", p.name, err))
+		}
+		if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
+			return fail(err)
+		}
+		secretClient, err := coresetup.CreateSecretCachingClient(mgr)
+		if err != nil {
+			return fail(err)
+		}
+		cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+			SecretClient: secretClient, Cache: p.cc,
+			Client: clustercache.ClientOptions{QPS: 50, Burst: 100, UserAgent: p.name, Cache: clustercache.ClientCacheOptions{}},
+		}, controller.Options{MaxConcurrentReconciles: 10})
+		if err != nil {
+			return fail(err)
+		}
+		if err := p.setup(ctx, mgr, cc); err != nil {
+			return fail(fmt.Errorf("%s: %w", p.name, err))
+		}
+		if p.webhook {
+			if err := setupCAPIWebhooks(mgr, cc); err != nil {
+				return fail(err)
+			}
+		}
+		stopped := make(chan error, 1)
+		m.stopped = append(m.stopped, stopped)
+		go func() { stopped <- mgr.Start(ctx) }()
+	}
+	return m, nil
+}
+
+func concurrency(n int) controller.Options { return controller.Options{MaxConcurrentReconciles: n} }
+
+func setupCore(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+	c, r := mgr.GetClient(), mgr.GetAPIReader()
+	return errors.Join(
+		(&clusterclass.Reconciler{Client: c}).SetupWithManager(ctx, mgr, concurrency(5)),
+		(&topologycluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(5)),
+		(&topologymachinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(5)),
+		(&topologymachineset.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(5)),
+		(&cluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc, RemoteConnectionGracePeriod: 50 * time.Second}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&machine.Reconciler{Client: c, APIReader: r, ClusterCache: cc, RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&machineset.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&machinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&machinehealthcheck.Reconciler{Client: c, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
+	)
+}
+
+func setupBootstrap(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+	secretClient, err := bootstrapsetup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return err
+	}
+	return (&kubeadmconfig.Reconciler{Client: mgr.GetClient(), SecretCachingClient: secretClient, APIReader: mgr.GetAPIReader(),
+		ClusterCache: cc, TokenTTL: 15 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10))
+}
+
+func setupControlPlane(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+	secretClient, err := controlplanesetup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return err
+	}
+	return (&kubeadmcontrolplane.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretCachingClient: secretClient,
+		ClusterCache: cc, EtcdDialTimeout: 10 * time.Second, EtcdCallTimeout: 15 * time.Second,
+		RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10))
+}
+
+// setupCAPIWebhooks registers every Cluster API admission and conversion
+// webhook on the core manager's server.
+func setupCAPIWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+	coreconversion.SetAPIVersionGetter(contractVersion(mgr.GetClient()))
+	controlplaneconversion.SetAPIVersionGetter(contractVersion(mgr.GetClient()))
+	c := mgr.GetClient()
+	return errors.Join(
+		(&coreadmission.ClusterClass{Client: c}).SetupWebhookWithManager(mgr),
+		(&coreadmission.Cluster{Client: c, ClusterCacheReader: cc}).SetupWebhookWithManager(mgr),
+		(&coreadmission.Machine{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.MachineSet{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.MachineDeployment{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.MachineDrainRule{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.MachineHealthCheck{}).SetupWebhookWithManager(mgr),
+		(&bootstrapadmission.KubeadmConfig{}).SetupWebhookWithManager(mgr),
+		(&bootstrapadmission.KubeadmConfigTemplate{}).SetupWebhookWithManager(mgr),
+		(&controlplaneadmission.KubeadmControlPlane{}).SetupWebhookWithManager(mgr),
+		(&controlplaneadmission.ScaleValidator{Client: c}).SetupWebhookWithManager(mgr),
+		(&controlplaneadmission.KubeadmControlPlaneTemplate{}).SetupWebhookWithManager(mgr),
+	)
+}
+
+func (m *capiManagers) stop() error {
+	m.cancel()
+	var errs []error
+	for _, s := range m.stopped {
+		if err := <-s; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.stopped = nil
+	return errors.Join(errs...)
+}

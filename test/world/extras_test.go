@@ -1,0 +1,150 @@
+package world_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+)
+
+// echoBackend routes every load balancer port to one TCP server that greets
+// with a fixed line.
+type echoBackend struct{ addr string }
+
+func (e echoBackend) Backend(context.Context, *corev1.Service, corev1.ServicePort) (string, bool) {
+	return e.addr, true
+}
+
+// TestLoadBalancerGivesEachServiceItsOwnAddress checks a LoadBalancer Service
+// gets a loopback ingress address whose port forwards to the backend.
+func TestLoadBalancerGivesEachServiceItsOwnAddress(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(conn, "hello from the backend\n")
+			_ = conn.Close()
+		}
+	}()
+	w.Sim.LBBackend = echoBackend{addr: l.Addr().String()}
+	defer func() { w.Sim.LBBackend = nil }()
+
+	ns := namespace(t)
+	ingress := func(name string) func() string {
+		return func() string {
+			svc := &corev1.Service{}
+			if err := w.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc); err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
+				return ""
+			}
+			return svc.Status.LoadBalancer.Ingress[0].IP
+		}
+	}
+	for _, name := range []string{"api-a", "api-b"} {
+		g.Expect(w.Env.Client.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+				Ports: []corev1.ServicePort{{Port: 6443, Protocol: corev1.ProtocolTCP}}},
+		})).To(Succeed())
+	}
+	g.Eventually(ingress("api-a"), 30*time.Second).Should(HavePrefix("127."))
+	g.Eventually(ingress("api-b"), 30*time.Second).Should(HavePrefix("127."))
+	g.Expect(ingress("api-a")()).NotTo(Equal(ingress("api-b")()))
+
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ingress("api-a")(), "6443"), 5*time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer conn.Close()
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(line).To(Equal("hello from the backend\n"))
+}
+
+// TestMultusNetworks checks a VM on a secondary network needs its
+// NetworkAttachmentDefinition, and gets an address on it once it exists.
+func TestMultusNetworks(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	v := vm(ns, "multus", func(v *kubevirtv1.VirtualMachine) {
+		spec := &v.Spec.Template.Spec
+		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork(),
+			{Name: "storage", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage-vlan"}}}}
+		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultBridgeNetworkInterface(),
+			{Name: "storage", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
+	})
+	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
+	g.Consistently(vmiOf(g, v), 2*time.Second).ShouldNot(phase(kubevirtv1.Running), "started without its network")
+
+	nad := &unstructured.Unstructured{}
+	nad.SetAPIVersion("k8s.cni.cncf.io/v1")
+	nad.SetKind("NetworkAttachmentDefinition")
+	nad.SetNamespace(ns)
+	nad.SetName("storage-vlan")
+	g.Expect(unstructured.SetNestedField(nad.Object, `{"cniVersion":"0.3.1","type":"bridge","bridge":"br-storage","vlan":42}`, "spec", "config")).To(Succeed())
+	g.Expect(w.Env.Client.Create(ctx, nad)).To(Succeed())
+	g.Eventually(vmiOf(g, v), 30*time.Second).Should(phase(kubevirtv1.Running))
+	ifaces := vmiOf(g, v)().Status.Interfaces
+	g.Expect(ifaces).To(HaveLen(2))
+	g.Expect(ifaces[0].Name).To(Equal("default"), "the pod network comes first")
+	g.Expect(ifaces[1].Name).To(Equal("storage"))
+	g.Expect(ifaces[1].IP).To(HavePrefix("192.168."))
+}
+
+// TestSimulatorMetrics checks the counters are served for Prometheus.
+func TestSimulatorMetrics(t *testing.T) {
+	g := NewWithT(t)
+	g.Eventually(func() string {
+		resp, err := http.Get(w.SimMetricsURL)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}, 10*time.Second).Should(ContainSubstring(`capkv_sim_events_total{event="vms_created"}`))
+}
+
+// TestExternalInfraCluster starts a world whose KubeVirt runs on a second
+// API server, and checks a VM runs there and not on the management cluster.
+func TestExternalInfraCluster(t *testing.T) {
+	g := NewWithT(t)
+	ext, err := world.Start(world.Options{ExternalInfra: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(ext.Stop()).To(Succeed()) }()
+	g.Expect(ext.Infra).NotTo(BeIdenticalTo(ext.Env))
+	ctx := context.Background()
+	v := vm("default", "remote", nil)
+	g.Expect(ext.Infra.Client.Create(ctx, v)).To(Succeed())
+	g.Eventually(func() kubevirtv1.VirtualMachineInstancePhase {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if err := ext.Infra.Client.Get(ctx, client.ObjectKeyFromObject(v), vmi); err != nil {
+			return ""
+		}
+		return vmi.Status.Phase
+	}, 60*time.Second).Should(Equal(kubevirtv1.Running))
+	nodes := &corev1.NodeList{}
+	g.Expect(ext.Env.Client.List(ctx, nodes)).To(Succeed())
+	g.Expect(nodes.Items).To(BeEmpty(), "infra nodes belong to the infra cluster only")
+	g.Expect(fmt.Sprint(ext.Infra.Config.Host)).NotTo(Equal(ext.Env.Config.Host))
+	g.Expect(strings.HasPrefix(ext.SimMetricsURL, "http://127.0.0.1:")).To(BeTrue())
+}

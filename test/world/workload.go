@@ -1,0 +1,314 @@
+package world
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	cloudv1 "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/cloud/api/v1alpha1"
+	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+	inmemoryserver "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server"
+	"sigs.k8s.io/cluster-api/util/certs"
+	"sigs.k8s.io/cluster-api/util/secret"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Workloads are the tenant (workload) clusters of the world: Cluster API's
+// in-memory API servers and etcd, one listener per cluster on loopback.
+// Joining a machine creates what kubeadm and the kubelet would: the Node
+// with its provider ID and, on control-plane machines, the static pods, an
+// etcd member and an API server backend.
+type Workloads struct {
+	mgmt     client.Client
+	mgr      inmemoryruntime.Manager
+	mux      *inmemoryserver.WorkloadClustersMux
+	mu       sync.Mutex
+	clusters map[string]bool
+}
+
+func newWorkloads(ctx context.Context, mgmt client.Client) (*Workloads, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	mgr := inmemoryruntime.NewManager(s)
+	if err := mgr.Start(ctx); err != nil {
+		return nil, err
+	}
+	mux, err := inmemoryserver.NewWorkloadClustersMux(mgr, "127.0.0.1", inmemoryserver.CustomPorts{DebugPort: 0})
+	if err != nil {
+		return nil, err
+	}
+	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, clusters: map[string]bool{}}, nil
+}
+
+func groupName(cluster types.NamespacedName) string { return cluster.Namespace + "/" + cluster.Name }
+
+// EnsureCluster creates the workload cluster's API endpoint and returns
+// where it listens.
+func (w *Workloads) EnsureCluster(ctx context.Context, cluster types.NamespacedName) (string, int32, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	name := groupName(cluster)
+	w.mgr.AddResourceGroup(name)
+	c := w.mgr.GetResourceGroup(name).GetClient()
+	for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespacePublic, metav1.NamespaceSystem} {
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}}}
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", 0, err
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", 0, err
+	}
+	l, err := w.mux.InitWorkloadClusterListener(name, port)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := w.mux.RegisterResourceGroup(name, name); err != nil {
+		return "", 0, err
+	}
+	w.clusters[name] = true
+	return l.Host(), l.Port(), nil
+}
+
+// freePort asks the kernel for a free loopback port; the mux does not check
+// its own range, and parallel test processes would collide in it.
+func freePort() (int32, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return int32(l.Addr().(*net.TCPAddr).Port), nil
+}
+
+// Member is one machine joining a workload cluster.
+type Member struct {
+	Cluster      types.NamespacedName
+	NodeName     string
+	ProviderID   string
+	Version      string
+	ControlPlane bool
+}
+
+// Join makes a machine a Node of its cluster, with the control-plane pieces
+// kubeadm would start on a control-plane machine.
+func (w *Workloads) Join(ctx context.Context, m Member) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	name := groupName(m.Cluster)
+	c := w.mgr.GetResourceGroup(name).GetClient()
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: m.NodeName, Labels: map[string]string{corev1.LabelHostname: m.NodeName}},
+		Spec:       corev1.NodeSpec{ProviderID: m.ProviderID},
+		Status: corev1.NodeStatus{
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: m.Version},
+			Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: metav1.Now()},
+				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastTransitionTime: metav1.Now()},
+				{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", LastTransitionTime: metav1.Now()},
+				{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastTransitionTime: metav1.Now()},
+			},
+		},
+	}
+	if m.ControlPlane {
+		node.Labels["node-role.kubernetes.io/control-plane"] = ""
+		node.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	if err := c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating node %s: %w", m.NodeName, err)
+	}
+	if !m.ControlPlane {
+		return nil
+	}
+	if err := w.startEtcd(ctx, c, name, m); err != nil {
+		return err
+	}
+	for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		if err := c.Create(ctx, staticPod(component, m.NodeName, nil)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	ca, key, err := w.caOf(ctx, m.Cluster, secret.ClusterCA)
+	if err != nil {
+		return err
+	}
+	if !w.mux.HasAPIServer(name, "kube-apiserver-"+m.NodeName) {
+		if err := w.mux.AddAPIServer(name, "kube-apiserver-"+m.NodeName, ca, key); err != nil {
+			return err
+		}
+	}
+	return createKubeadmObjects(ctx, c, m.Version)
+}
+
+func (w *Workloads) startEtcd(ctx context.Context, c inmemoryruntime.Client, name string, m Member) error {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{"component": "etcd"}); err != nil {
+		return err
+	}
+	// Identifiers of simulated etcd members need no cryptographic strength.
+	clusterID := fmt.Sprint(rand.Uint32N(1<<31) + 1)                                                          //nolint:gosec // see above
+	annotations := map[string]string{cloudv1.EtcdMemberIDAnnotationName: fmt.Sprint(rand.Uint32N(1<<31) + 1)} //nolint:gosec // see above
+	if len(pods.Items) == 0 {
+		annotations[cloudv1.EtcdLeaderFromAnnotationName] = time.Now().Format(time.RFC3339)
+	} else {
+		clusterID = pods.Items[0].Annotations[cloudv1.EtcdClusterIDAnnotationName]
+	}
+	annotations[cloudv1.EtcdClusterIDAnnotationName] = clusterID
+	pod := staticPod("etcd", m.NodeName, annotations)
+	if err := c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if w.mux.HasEtcdMember(name, pod.Name) {
+		return nil
+	}
+	ca, key, err := w.caOf(ctx, m.Cluster, secret.EtcdCA)
+	if err != nil {
+		return err
+	}
+	return w.mux.AddEtcdMember(name, pod.Name, ca, key)
+}
+
+// Leave removes a machine from its cluster: Node, static pods, etcd member
+// and API server backend.
+func (w *Workloads) Leave(ctx context.Context, cluster types.NamespacedName, nodeName string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	name := groupName(cluster)
+	rg := w.mgr.GetResourceGroup(name)
+	if rg == nil {
+		return nil
+	}
+	c := rg.GetClient()
+	for _, component := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: component + "-" + nodeName}}
+		if err := c.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if w.mux.HasAPIServer(name, "kube-apiserver-"+nodeName) {
+		if err := w.mux.DeleteAPIServer(name, "kube-apiserver-"+nodeName); err != nil {
+			return err
+		}
+	}
+	if w.mux.HasEtcdMember(name, "etcd-"+nodeName) {
+		if err := w.mux.DeleteEtcdMember(name, "etcd-"+nodeName); err != nil {
+			return err
+		}
+	}
+	err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// DeleteCluster stops the cluster's listener and drops its objects.
+func (w *Workloads) DeleteCluster(cluster types.NamespacedName) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	name := groupName(cluster)
+	if err := w.mux.DeleteWorkloadClusterListener(name); err != nil {
+		return err
+	}
+	w.mgr.DeleteResourceGroup(name)
+	delete(w.clusters, name)
+	return nil
+}
+
+// shutdown closes every cluster's listener and its open connections, then
+// the mux.
+func (w *Workloads) shutdown(ctx context.Context) error {
+	w.mu.Lock()
+	var errs []error
+	for name := range w.clusters {
+		errs = append(errs, w.mux.DeleteWorkloadClusterListener(name))
+	}
+	w.clusters = map[string]bool{}
+	w.mu.Unlock()
+	return errors.Join(append(errs, w.mux.Shutdown(ctx))...)
+}
+
+func (w *Workloads) caOf(ctx context.Context, cluster types.NamespacedName, purpose secret.Purpose) (*x509.Certificate, *rsa.PrivateKey, error) {
+	s, err := secret.Get(ctx, w.mgmt, cluster, purpose)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s of %s: %w", purpose, cluster, err)
+	}
+	cert, err := certs.DecodeCertPEM(s.Data[secret.TLSCrtDataName])
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := certs.DecodePrivateKeyPEM(s.Data[secret.TLSKeyDataName])
+	if err != nil {
+		return nil, nil, err
+	}
+	rsaKey, ok := key.(*rsa.PrivateKey)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s of %s is not an RSA key", purpose, cluster)
+	}
+	return cert, rsaKey, nil
+}
+
+func staticPod(component, node string, annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: component + "-" + node, Annotations: annotations,
+			Labels: map[string]string{"component": component, "tier": "control-plane"}},
+		Spec: corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+// createKubeadmObjects creates what "kubeadm init" leaves for Cluster API:
+// the node-listing role for joining nodes, kubeadm-config, kube-proxy and
+// CoreDNS.
+func createKubeadmObjects(ctx context.Context, c inmemoryruntime.Client, version string) error {
+	objs := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:get-nodes"},
+			Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"nodes"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:get-nodes"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubeadm:get-nodes"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "system:bootstrappers:kubeadm:default-node-token"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: metav1.NamespaceSystem},
+			Data: map[string]string{"ClusterConfiguration": ""}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: metav1.NamespaceSystem, Labels: map[string]string{"component": "kube-proxy"}},
+			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:" + ociTag(version)}}}}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: metav1.NamespaceSystem}, Data: map[string]string{"Corefile": ".:53 {}"}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: metav1.NamespaceSystem},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "coredns", Image: "registry.k8s.io/coredns/coredns:v1.12.0"}}}}}},
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func ociTag(version string) string {
+	out := []byte(version)
+	for i, b := range out {
+		if b == '+' {
+			out[i] = '_'
+		}
+	}
+	return string(out)
+}
