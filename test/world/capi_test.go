@@ -98,3 +98,29 @@ func TestClusterAPIWorld(t *testing.T) {
 		g.Expect(m.Status.NodeRef.IsDefined()).To(BeTrue(), "machine %s has no NodeRef", m.Name)
 	}
 }
+
+// TestV1Beta1ManifestsConvert applies a Cluster written against Cluster
+// API's older v1beta1 API, as many existing manifests are, and reads it back
+// as v1beta2 through the conversion webhook the world serves.
+func TestV1Beta1ManifestsConvert(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	old := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta1",
+		"kind":       "Cluster",
+		"metadata":   map[string]any{"name": "legacy", "namespace": ns},
+		"spec": map[string]any{
+			"clusterNetwork": map[string]any{"pods": map[string]any{"cidrBlocks": []any{"10.243.0.0/16"}}},
+			"infrastructureRef": map[string]any{
+				"apiVersion": worldGroup + "/v1alpha1", "kind": "WorldCluster", "name": "legacy",
+			},
+		},
+	}}
+	g.Expect(w.Env.Client.Create(ctx, old)).To(Succeed())
+	got := &clusterv1.Cluster{}
+	g.Expect(w.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, got)).To(Succeed())
+	g.Expect(got.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal([]string{"10.243.0.0/16"}))
+	g.Expect(got.Spec.InfrastructureRef).To(Equal(clusterv1.ContractVersionedObjectReference{
+		APIGroup: worldGroup, Kind: "WorldCluster", Name: "legacy"}))
+}
