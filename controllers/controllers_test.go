@@ -19,6 +19,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
 const watchFilterLabel = clusterv1.WatchLabel
@@ -34,8 +35,13 @@ type tenant struct {
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
+	return newNamespaceOn(t, env)
+}
+
+func newNamespaceOn(t *testing.T, e *testenv.Env) string {
+	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ctrl-"}}
-	NewWithT(t).Expect(env.Client.Create(context.Background(), ns)).To(Succeed())
+	NewWithT(t).Expect(e.Client.Create(context.Background(), ns)).To(Succeed())
 	return ns.Name
 }
 
@@ -43,8 +49,14 @@ func ownerRef(obj client.Object, kind string) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: kind, Name: obj.GetName(), UID: obj.GetUID()}
 }
 
-// createTenant creates the four objects in ns, labelled for watchFilter.
+// createTenant creates the four objects in ns on the shared environment,
+// labelled for watchFilter.
 func createTenant(t *testing.T, ns, watchFilter string, mutate func(*tenant)) *tenant {
+	t.Helper()
+	return createTenantOn(t, env, ns, watchFilter, mutate)
+}
+
+func createTenantOn(t *testing.T, env *testenv.Env, ns, watchFilter string, mutate func(*tenant)) *tenant {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -91,8 +103,12 @@ func createTenant(t *testing.T, ns, watchFilter string, mutate func(*tenant)) *t
 	return tn
 }
 
-// condition reads a condition of obj from the API server.
+// condition reads a condition of obj from the shared API server.
 func condition(obj conditions.Setter, conditionType string) func() *metav1.Condition {
+	return conditionOn(env, obj, conditionType)
+}
+
+func conditionOn(env *testenv.Env, obj conditions.Setter, conditionType string) func() *metav1.Condition {
 	return func() *metav1.Condition {
 		o := obj.(client.Object)
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
@@ -114,12 +130,16 @@ func haveReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
 // driven by the CRD watch alone.
 func TestInfraClusterAvailability(t *testing.T) {
 	g := NewWithT(t)
-	rm := startManager(t, manager.Options{WatchFilterValue: "availability"})
-	ns := newNamespace(t)
-	tn := createTenant(t, ns, "availability", nil)
+	// An API server of its own, without KubeVirt, which the test installs.
+	bare, err := testenv.Start(testenv.Options{WithoutKubeVirtCRDs: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(bare.Stop()).To(Succeed()) })
+	rm := startManagerOn(t, bare, manager.Options{WatchFilterValue: "availability"})
+	ns := newNamespaceOn(t, bare)
+	tn := createTenantOn(t, bare, ns, "availability", nil)
 
 	for _, obj := range []conditions.Setter{tn.kc, tn.km} {
-		g.Eventually(condition(obj, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+		g.Eventually(conditionOn(bare, obj, infrav1.InfraClusterAvailableCondition), 30*time.Second).
 			Should(haveReason(metav1.ConditionFalse, infrav1.KubeVirtNotInstalledReason))
 		g.Expect(conditions.Get(obj, infrav1.InfraClusterAvailableCondition).Message).To(ContainSubstring("kubevirt.io/v1"))
 	}
@@ -127,7 +147,7 @@ func TestInfraClusterAvailability(t *testing.T) {
 
 	events := &corev1.EventList{}
 	g.Eventually(func() []string {
-		_ = env.Client.List(context.Background(), events, client.InNamespace(ns))
+		_ = bare.Client.List(context.Background(), events, client.InNamespace(ns))
 		var reasons []string
 		for _, e := range events.Items {
 			reasons = append(reasons, e.InvolvedObject.Kind+"/"+e.Reason)
@@ -135,23 +155,23 @@ func TestInfraClusterAvailability(t *testing.T) {
 		return reasons
 	}, 10*time.Second).Should(ContainElements("KubevirtCluster/KubeVirtNotInstalled", "KubevirtMachine/KubeVirtNotInstalled"))
 
-	groups := []string{"kubevirt.io", "cdi.kubevirt.io", "instancetype.kubevirt.io", "k8s.cni.cncf.io"}
-	t.Cleanup(func() {
-		if err := env.UninstallCRDsOf(groups...); err != nil {
-			t.Errorf("uninstalling KubeVirt CRDs: %v", err)
-		}
-	})
-	g.Expect(env.InstallCRDsOf("kubevirt.io")).To(Succeed())
-	g.Eventually(condition(tn.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+	g.Expect(bare.InstallCRDsOf("kubevirt.io")).To(Succeed())
+	g.Eventually(conditionOn(bare, tn.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).
 		Should(haveReason(metav1.ConditionFalse, infrav1.CDINotInstalledReason))
 
-	g.Expect(env.InstallCRDsOf(groups[1:]...)).To(Succeed())
+	g.Expect(bare.InstallCRDsOf("cdi.kubevirt.io")).To(Succeed())
 	for _, obj := range []conditions.Setter{tn.kc, tn.km} {
-		g.Eventually(condition(obj, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+		g.Eventually(conditionOn(bare, obj, infrav1.InfraClusterAvailableCondition), 30*time.Second).
 			Should(haveReason(metav1.ConditionTrue, infrav1.InfraClusterAvailableReason))
 	}
 	g.Expect(rm.healthy()).To(Succeed())
+}
 
+// TestExternalInfraClusters checks infra clusters named by a kubeconfig
+// Secret: reachable, unparseable (without leaking the Secret), and missing.
+func TestExternalInfraClusters(t *testing.T) {
+	startManager(t, manager.Options{WatchFilterValue: "external"})
+	ns := newNamespace(t)
 	t.Run("external infra cluster through a kubeconfig Secret", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
@@ -166,7 +186,7 @@ func TestInfraClusterAvailability(t *testing.T) {
 		}
 		g.Expect(env.Client.Create(ctx, broken)).To(Succeed())
 
-		ext := createTenant(t, newNamespace(t), "availability", func(tn *tenant) {
+		ext := createTenant(t, newNamespace(t), "external", func(tn *tenant) {
 			tn.kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "infra", Namespace: ns}
 			tn.km.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "broken", Namespace: ns}
 		})
@@ -178,7 +198,7 @@ func TestInfraClusterAvailability(t *testing.T) {
 		g.Expect(msg).To(ContainSubstring("is not a valid kubeconfig"))
 		g.Expect(msg).NotTo(ContainSubstring("s3cr3t"), "the Secret's content leaked into the condition")
 
-		missing := createTenant(t, newNamespace(t), "availability", func(tn *tenant) {
+		missing := createTenant(t, newNamespace(t), "external", func(tn *tenant) {
 			tn.kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "absent"}
 		})
 		g.Eventually(condition(missing.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).
@@ -254,12 +274,6 @@ func toConditionsString(o client.Object) string {
 func TestMachineTemplateCapacity(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	g.Expect(env.InstallCRDsOf("instancetype.kubevirt.io")).To(Succeed())
-	t.Cleanup(func() {
-		if err := env.UninstallCRDsOf("instancetype.kubevirt.io"); err != nil {
-			t.Errorf("uninstalling instance type CRDs: %v", err)
-		}
-	})
 	startManager(t, manager.Options{WatchFilterValue: "capacity"})
 	ns := newNamespace(t)
 	labels := map[string]string{watchFilterLabel: "capacity"}
@@ -297,7 +311,7 @@ func TestMachineTemplateCapacity(t *testing.T) {
 	g.Expect(conditions.Get(withInstancetype, infrav1.CapacityKnownCondition).Message).To(ContainSubstring(`"u1.large" was not found`))
 
 	it := &instancetypev1beta1.VirtualMachineClusterInstancetype{
-		ObjectMeta: metav1.ObjectMeta{Name: "u1.medium"},
+		ObjectMeta: metav1.ObjectMeta{Name: "u1.medium-" + ns},
 		Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{
 			CPU:    instancetypev1beta1.CPUInstancetype{Guest: 2},
 			Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("4Gi")},
@@ -306,7 +320,7 @@ func TestMachineTemplateCapacity(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, it)).To(Succeed())
 	typed := withInstancetype.DeepCopy()
 	typed.ObjectMeta = metav1.ObjectMeta{Name: "typed-found", Namespace: ns, Labels: labels}
-	typed.Spec.Template.Spec.VirtualMachineTemplate.Spec.Instancetype.Name = "u1.medium"
+	typed.Spec.Template.Spec.VirtualMachineTemplate.Spec.Instancetype.Name = it.Name
 	g.Expect(env.Client.Create(ctx, typed)).To(Succeed())
 	g.Eventually(condition(typed, infrav1.CapacityKnownCondition), 30*time.Second).
 		Should(haveReason(metav1.ConditionTrue, infrav1.CapacityFromInstancetypeReason))

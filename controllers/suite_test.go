@@ -19,15 +19,14 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
-// env is a real API server started WITHOUT the KubeVirt and CDI CRDs, as an
-// infra cluster before KubeVirt is installed; tests install them when they
-// need them.
+// env is a real API server with every CRD, shared by the tests that do not
+// change which CRDs are installed.
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	var err error
-	env, err = testenv.Start(testenv.Options{WithoutKubeVirtCRDs: true})
+	env, err = testenv.Start(testenv.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -46,9 +45,15 @@ type runningManager struct {
 	stopped    chan error
 }
 
-// startManager starts a manager with o (health probes on a free port,
-// webhooks and metrics off) and stops it when the test ends.
+// startManager starts a manager on the shared environment.
 func startManager(t *testing.T, o manager.Options) *runningManager {
+	t.Helper()
+	return startManagerOn(t, env, o)
+}
+
+// startManagerOn starts a manager against e with o (health probes on a free
+// port, webhooks and metrics off) and stops it when the test ends.
+func startManagerOn(t *testing.T, e *testenv.Env, o manager.Options) *runningManager {
 	t.Helper()
 	g := NewWithT(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -68,7 +73,7 @@ func startManager(t *testing.T, o manager.Options) *runningManager {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := manager.New(ctx, env.Config, o)
+	mgr, err := manager.New(ctx, e.Config, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	rm := &runningManager{healthAddr: addr, stopped: make(chan error, 1)}
 	go func() { rm.stopped <- mgr.Start(ctx) }()

@@ -333,11 +333,15 @@ func expectInvalid(t *testing.T, err error, field string) {
 // for the community KubeVirt provider and checks that each is accepted and
 // that every field it sets reads back with the same value.
 func TestAdmissionAcceptsCommunityManifestsUnchanged(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "capk-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
 	for name, u := range capkManifests(t) {
 		t.Run(name, func(t *testing.T) {
 			want := u.DeepCopy()
 			obj := u.DeepCopy()
-			obj.SetNamespace(testNamespace)
+			obj.SetNamespace(ns.Name)
 			if err := env.Client.Create(context.Background(), obj); err != nil {
 				t.Fatalf("rejected: %v", err)
 			}

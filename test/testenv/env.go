@@ -217,16 +217,6 @@ func (e *Env) InstallCRDsOf(groups ...string) error {
 	return err
 }
 
-// UninstallCRDsOf removes what InstallCRDsOf installed, so that a test that
-// installs KubeVirt leaves the environment as it found it.
-func (e *Env) UninstallCRDsOf(groups ...string) error {
-	selected, err := thirdPartyCRDs(groups)
-	if err != nil {
-		return err
-	}
-	return envtest.UninstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: selected})
-}
-
 func thirdPartyCRDs(groups []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	all, err := readCRDs(filepath.Join(RepoRoot(), "test", "crds"))
 	if err != nil {
