@@ -49,9 +49,6 @@ type APIEndpoint struct {
 // IsZero reports whether neither host nor port is set.
 func (e APIEndpoint) IsZero() bool { return e.Host == "" && e.Port == 0 }
 
-// IsValid reports whether both host and port are set.
-func (e APIEndpoint) IsValid() bool { return e.Host != "" && e.Port > 0 }
-
 // ControlPlaneServiceTemplate shapes the control-plane Service.
 type ControlPlaneServiceTemplate struct {
 	// metadata sets labels, annotations and the namespace of the Service. The

@@ -62,17 +62,6 @@ func (c *Counters) Get(name string) int64 {
 	return c.values[name]
 }
 
-// Snapshot copies every counter.
-func (c *Counters) Snapshot() map[string]int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int64, len(c.values))
-	for k, v := range c.values {
-		out[k] = v
-	}
-	return out
-}
-
 // Handler serves the counters in the Prometheus text format. Each simulator
 // has its own registry, so several worlds can run in one process.
 func (c *Counters) Handler() http.Handler {

@@ -118,10 +118,3 @@ func (e *Env) stopProcesses() error {
 	}
 	return errors.Join(errs...)
 }
-
-// ComponentLog returns what a component (kube-scheduler,
-// kube-controller-manager) has logged so far, for failure messages.
-func (e *Env) ComponentLog(name string) string {
-	data, _ := os.ReadFile(filepath.Join(e.componentsDir, name+".log")) //nolint:gosec // our own log file
-	return string(data)
-}
