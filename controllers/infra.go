@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +34,12 @@ type conditionedObject interface {
 func reportInfraCluster(ctx context.Context, checker *infracluster.Checker, recorder events.EventRecorder,
 	obj conditionedObject, ref *corev1.ObjectReference) {
 	_, status := checker.Check(ctx, ref, obj.GetNamespace())
+	setInfraCondition(recorder, obj, status)
+}
+
+// setInfraCondition sets the InfraClusterAvailable condition, and records an
+// Event when its status changes.
+func setInfraCondition(recorder events.EventRecorder, obj conditionedObject, status infracluster.APIStatus) {
 	cond := metav1.Condition{
 		Type:    infrav1.InfraClusterAvailableCondition,
 		Status:  metav1.ConditionFalse,
@@ -96,3 +104,5 @@ func enqueueAll(c client.Reader, newList func() client.ObjectList) handler.MapFu
 		return reqs
 	}
 }
+
+func isNotConnected(err error) bool { return errors.Is(err, clustercache.ErrClusterNotConnected) }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,60 +12,81 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
+	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
-	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 )
+
+// unreachableRetry is how long to wait before trying an unreachable infra
+// cluster again; nothing announces that it is back.
+const unreachableRetry = 30 * time.Second
 
 // KubevirtMachineReconciler reconciles KubevirtMachines.
 type KubevirtMachineReconciler struct {
 	Client   client.Client
-	Checker  *infracluster.Checker
+	Clients  *infracluster.Clients
 	Recorder events.EventRecorder
+	// ClusterCache reaches tenant clusters; nil skips setting the Node's
+	// providerID.
+	ClusterCache clustercache.ClusterCache
+	// Machines does the work once the objects are fetched.
+	Machines *machine.Service
 	// WatchFilterValue limits reconciliation to objects labelled
 	// cluster.x-k8s.io/watch-filter with this value.
 	WatchFilterValue string
+
+	controller capicontroller.Controller
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 
 // Reconcile brings one KubevirtMachine towards its desired state.
 func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
 	km := &infrav1.KubevirtMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, km); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.Clients.Release(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 
-	machine, err := util.GetOwnerMachine(ctx, r.Client, km.ObjectMeta)
+	machineOwner, err := util.GetOwnerMachine(ctx, r.Client, km.ObjectMeta)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("getting owner Machine: %w", err)
 	}
 	var cluster *clusterv1.Cluster
-	if machine != nil {
-		cluster, err = util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
+	if machineOwner != nil {
+		cluster, err = util.GetClusterFromMetadata(ctx, r.Client, machineOwner.ObjectMeta)
 		if err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("getting Cluster of Machine %s: %w", machine.Name, err)
+			return ctrl.Result{}, fmt.Errorf("getting Cluster of Machine %s: %w", machineOwner.Name, err)
 		}
 	}
 	if cluster != nil {
-		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(machine), "Cluster", klog.KObj(cluster)))
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(machineOwner), "Cluster", klog.KObj(cluster)))
 		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, km); err != nil || isPaused || requeue {
+			return ctrl.Result{}, err
+		}
+	}
+	if km.DeletionTimestamp.IsZero() && cluster != nil {
+		if added, err := finalizers.EnsureFinalizer(ctx, r.Client, km, infrav1.MachineFinalizer); err != nil || added {
 			return ctrl.Result{}, err
 		}
 	}
@@ -74,8 +96,10 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	defer func() {
+		summarize(km)
 		err := helper.Patch(ctx, km, patch.WithOwnedConditions{Conditions: []string{
-			infrav1.InfraClusterAvailableCondition, infrav1.ReadyCondition,
+			infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition,
+			infrav1.BootstrapSucceededCondition, infrav1.ReadyCondition,
 		}})
 		if err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachine: %w", err)
@@ -83,30 +107,63 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}()
 
 	if !km.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return r.reconcileDelete(ctx, km, machineOwner, cluster)
 	}
 	if cluster == nil {
 		conditions.Set(km, metav1.Condition{
-			Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.WaitingForOwnerReason,
+			Type: infrav1.VirtualMachineReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.WaitingForOwnerReason,
 			Message: "waiting for a Machine to own this KubevirtMachine and for its Cluster to exist",
 		})
 		return ctrl.Result{}, nil
 	}
-
-	ref, err := r.infraClusterRef(ctx, km, cluster)
-	if err != nil {
-		return ctrl.Result{}, err
+	scope, result, ok := r.scope(ctx, km, machineOwner, cluster)
+	if !ok {
+		return result, nil
 	}
-	reportInfraCluster(ctx, r.Checker, r.Recorder, km, ref)
-	return ctrl.Result{}, nil
+	if r.ClusterCache != nil {
+		if err := r.watchNodes(ctx, cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.Machines.Reconcile(ctx, scope)
 }
 
-// infraClusterRef is the machine's own infra cluster reference, else its
-// KubevirtCluster's.
-func (r *KubevirtMachineReconciler) infraClusterRef(ctx context.Context, km *infrav1.KubevirtMachine, cluster *clusterv1.Cluster) (*corev1.ObjectReference, error) {
-	if km.Spec.InfraClusterSecretRef != nil {
-		return km.Spec.InfraClusterSecretRef, nil
+// scope fetches the KubevirtCluster and the infra cluster. When the infra
+// cluster cannot be used it sets the conditions and reports false.
+func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, cluster *clusterv1.Cluster) (*machine.Scope, ctrl.Result, bool) {
+	sc := &machine.Scope{KubevirtMachine: km, Machine: m, Cluster: cluster}
+	kc, err := r.kubevirtCluster(ctx, cluster)
+	if err != nil {
+		return nil, ctrl.Result{}, false
 	}
+	sc.KubevirtCluster = kc
+	ref := km.Spec.InfraClusterSecretRef
+	if ref == nil && kc != nil {
+		ref = kc.Spec.InfraClusterSecretRef
+	}
+	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, client.ObjectKeyFromObject(km))
+	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
+	if err != nil {
+		status.Message = err.Error()
+	} else {
+		status = infra.Status
+	}
+	setInfraCondition(r.Recorder, km, status)
+	if !status.Available {
+		conditions.Set(km, metav1.Condition{Type: infrav1.VirtualMachineReadyCondition, Status: metav1.ConditionFalse,
+			Reason: status.Reason, Message: "cannot use the infra cluster: " + status.Message})
+		// A broken Secret or missing CRDs announce their fix through watches;
+		// an unreachable or external cluster does not.
+		if err == nil && (status.Reason == infrav1.InfraClusterUnreachableReason || infra.External) {
+			return nil, ctrl.Result{RequeueAfter: unreachableRetry}, false
+		}
+		return nil, ctrl.Result{}, false
+	}
+	sc.Infra = infra
+	return sc, ctrl.Result{}, true
+}
+
+func (r *KubevirtMachineReconciler) kubevirtCluster(ctx context.Context, cluster *clusterv1.Cluster) (*infrav1.KubevirtCluster, error) {
 	infraRef := cluster.Spec.InfrastructureRef
 	if infraRef.Kind != "KubevirtCluster" || infraRef.Name == "" {
 		return nil, nil
@@ -118,28 +175,68 @@ func (r *KubevirtMachineReconciler) infraClusterRef(ctx context.Context, km *inf
 		}
 		return nil, fmt.Errorf("getting KubevirtCluster %s: %w", infraRef.Name, err)
 	}
-	return kc.Spec.InfraClusterSecretRef, nil
+	return kc, nil
 }
 
-// SetupWithManager registers the controller and its watches.
-func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
-	log := ctrl.LoggerFrom(ctx).WithValues("controller", "kubevirtmachine")
-	filter := predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)
-	clusterToMachines, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &infrav1.KubevirtMachineList{}, mgr.GetScheme())
-	if err != nil {
-		return err
+// reconcileDelete removes the machine's infra objects, then the finalizer.
+// An infra cluster that cannot be reached keeps the finalizer: the VM may
+// still run there.
+func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(km, infrav1.MachineFinalizer) {
+		return ctrl.Result{}, nil
 	}
-	return capicontroller.NewControllerManagedBy(mgr, log).
-		For(&infrav1.KubevirtMachine{}, builder.WithPredicates(filter)).
-		WithOptions(options).
-		Watches(&clusterv1.Machine{},
-			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("KubevirtMachine"))),
-			filter).
-		Watches(&clusterv1.Cluster{},
-			handler.EnqueueRequestsFromMapFunc(clusterToMachines),
-			predicates.ClusterPausedTransitions(mgr.GetScheme(), log), filter).
-		WatchesMetadata(crdMetadata(),
-			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), func() client.ObjectList { return &infrav1.KubevirtMachineList{} })),
-			kubevirtCRDChanged).
-		Complete(ctx, r)
+	sc := &machine.Scope{KubevirtMachine: km, Machine: m, Cluster: cluster}
+	ref := km.Spec.InfraClusterSecretRef
+	if ref == nil && cluster != nil {
+		kc, err := r.kubevirtCluster(ctx, cluster)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if kc != nil {
+			ref = kc.Spec.InfraClusterSecretRef
+		}
+	}
+	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, client.ObjectKeyFromObject(km))
+	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
+	if err != nil {
+		status.Message = err.Error()
+	} else {
+		status = infra.Status
+	}
+	setInfraCondition(r.Recorder, km, status)
+	switch {
+	case status.Available:
+		sc.Infra = infra
+		done, err := r.Machines.Delete(ctx, sc)
+		if err != nil || !done {
+			return ctrl.Result{}, err
+		}
+	case status.Reason == infrav1.KubeVirtNotInstalledReason:
+		// Without KubeVirt's API no VM of this machine can exist.
+	default:
+		conditions.Set(km, metav1.Condition{Type: infrav1.VirtualMachineReadyCondition, Status: metav1.ConditionFalse,
+			Reason: infrav1.DeletingReason, Message: "cannot delete the VM until the infra cluster is reachable: " + status.Message})
+		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+	}
+	r.Clients.Release(client.ObjectKeyFromObject(km))
+	r.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "Deleted", "DeleteVirtualMachine", "VirtualMachine and its objects are gone")
+	controllerutil.RemoveFinalizer(km, infrav1.MachineFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// summarize sets Ready from the other conditions, as Cluster API's summary.
+func summarize(km *infrav1.KubevirtMachine) {
+	var types []string
+	for _, t := range []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition, infrav1.BootstrapSucceededCondition} {
+		if conditions.Has(km, t) {
+			types = append(types, t)
+		}
+	}
+	if len(types) == 0 {
+		return
+	}
+	if err := conditions.SetSummaryCondition(km, km, infrav1.ReadyCondition, conditions.ForConditionTypes(types)); err != nil {
+		conditions.Set(km, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionUnknown,
+			Reason: "SummaryFailed", Message: err.Error()})
+	}
 }

@@ -43,3 +43,58 @@ const (
 	// a machine gets; the message says what is missing.
 	CapacityUnknownReason = "Unknown"
 )
+
+// Conditions and reasons of a KubevirtMachine.
+const (
+	// VirtualMachineReadyCondition is True when the VM's instance runs and
+	// is ready; False reasons say what it waits for, with KubeVirt's and
+	// CDI's own messages.
+	VirtualMachineReadyCondition = "VirtualMachineReady"
+	// BootstrapSucceededCondition is True when the guest finished
+	// bootstrapping, as far as the chosen check can tell.
+	BootstrapSucceededCondition = "BootstrapSucceeded"
+
+	// WaitingForBootstrapDataReason: the Machine has no bootstrap data yet.
+	WaitingForBootstrapDataReason = "WaitingForBootstrapData"
+	// BootstrapDataInvalidReason: the bootstrap or network data Secret cannot
+	// be used; the message says why.
+	BootstrapDataInvalidReason = "BootstrapDataInvalid"
+	// VMCreateFailedReason: the infra cluster refused the VM or a Secret.
+	VMCreateFailedReason = "CreateFailed"
+	// VMConflictReason: a VM of that name exists and was not created for
+	// this KubevirtMachine.
+	VMConflictReason = "NameConflict"
+	// DiskImportingReason: a DataVolume of the VM is being imported.
+	DiskImportingReason = "DiskImporting"
+	// DiskCloningReason: a DataVolume of the VM is being cloned.
+	DiskCloningReason = "DiskCloning"
+	// DiskPendingReason: a DataVolume of the VM waits (binding, scheduling).
+	DiskPendingReason = "DiskPending"
+	// DiskFailedReason: CDI gave up on a DataVolume of the VM.
+	DiskFailedReason = "DiskFailed"
+	// UnschedulableReason: no infra node can take the VM.
+	UnschedulableReason = "Unschedulable"
+	// VMPendingReason: KubeVirt has not started an instance yet.
+	VMPendingReason = "Pending"
+	// BootingReason: the instance is scheduled or running but not ready.
+	BootingReason = "Booting"
+	// VMStoppedReason: the instance stopped or failed.
+	VMStoppedReason = "Stopped"
+	// VMDeletedReason: the VM disappeared behind the provider's back. This is
+	// terminal: the machine is not recreated with a new identity, so a
+	// MachineHealthCheck replaces it.
+	VMDeletedReason = "VirtualMachineDeleted"
+	// VMReadyReason: the instance runs and is ready.
+	VMReadyReason = "Ready"
+
+	// BootstrapCheckPendingReason: the check has not passed yet.
+	BootstrapCheckPendingReason = "WaitingForBootstrap"
+	// BootstrapCheckFailedReason: the check could not run; the message says
+	// why (for ssh: connection, host key or login errors).
+	BootstrapCheckFailedReason = "CheckFailed"
+	// BootstrapSucceededReason: the check passed.
+	BootstrapSucceededReason = "Succeeded"
+
+	// DeletingReason: the VM and its objects are being deleted.
+	DeletingReason = "Deleting"
+)

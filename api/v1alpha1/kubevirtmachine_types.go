@@ -15,9 +15,22 @@ const ProviderIDPrefix = "kubevirt://"
 const (
 	// CheckStrategyNone reports the machine bootstrapped as soon as its VM runs.
 	CheckStrategyNone = "none"
-	// CheckStrategySSH is accepted for compatibility with manifests written for
-	// the community provider.
+	// CheckStrategySSH logs into the guest over SSH, verifying the host key the
+	// provider injected, and looks for the bootstrap sentinel file. Kept for
+	// manifests written for the community provider.
 	CheckStrategySSH = "ssh"
+	// CheckStrategyGuestAgent adds a VMI readiness probe, run by KubeVirt
+	// through the guest agent, that checks the bootstrap sentinel file. It
+	// needs no network path from the provider to the guest.
+	CheckStrategyGuestAgent = "guest-agent"
+)
+
+// Cloud-init data sources a VM can read its cloud-config from.
+const (
+	// CloudInitNoCloud attaches user data as a NoCloud disk (the default).
+	CloudInitNoCloud = "NoCloud"
+	// CloudInitConfigDrive attaches user data as an OpenStack config drive.
+	CloudInitConfigDrive = "ConfigDrive"
 )
 
 // KubevirtMachineSpec is the desired state of one tenant machine, a KubeVirt
@@ -44,6 +57,35 @@ type KubevirtMachineSpec struct {
 	// KubevirtCluster. Only kind Secret is allowed.
 	// +optional
 	InfraClusterSecretRef *corev1.ObjectReference `json:"infraClusterSecretRef,omitempty"`
+
+	// userData tunes how bootstrap data reaches the guest.
+	// +optional
+	UserData UserDataSpec `json:"userData,omitempty,omitzero"`
+
+	// nodeAddressNetwork names the VM network (spec.template.spec.networks)
+	// whose addresses are listed first as the machine's InternalIP, for
+	// Multus layouts where the node address is not on the pod network. Empty
+	// means the pod network, else the first network.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	NodeAddressNetwork string `json:"nodeAddressNetwork,omitempty"`
+}
+
+// UserDataSpec tunes bootstrap data delivery.
+type UserDataSpec struct {
+	// cloudInitDataSource is how cloud-config bootstrap data is attached:
+	// NoCloud (default) or ConfigDrive. Ignition is always attached as a
+	// config drive, which Flatcar and Fedora CoreOS read on KubeVirt.
+	// +optional
+	// +kubebuilder:validation:Enum=NoCloud;ConfigDrive
+	CloudInitDataSource string `json:"cloudInitDataSource,omitempty"`
+
+	// networkDataSecretRef names a Secret in the machine's namespace whose
+	// key "networkdata" (or "networkData") is cloud-init network
+	// configuration for static addressing: network config v1/v2 for NoCloud,
+	// OpenStack network_data.json for ConfigDrive. It is copied unchanged.
+	// +optional
+	NetworkDataSecretRef *corev1.LocalObjectReference `json:"networkDataSecretRef,omitempty"`
 }
 
 // VirtualMachineTemplateSpec is the metadata and spec of the VirtualMachine.
@@ -61,11 +103,13 @@ type VirtualMachineTemplateSpec struct {
 
 // VirtualMachineBootstrapCheckSpec selects the bootstrap check.
 type VirtualMachineBootstrapCheckSpec struct {
-	// checkStrategy is how bootstrap completion is checked. "none" trusts a
-	// running VM; "ssh" is accepted for manifests written for the community
-	// provider.
+	// checkStrategy is how bootstrap completion is checked: "none" trusts a
+	// running, ready VM; "guest-agent" has KubeVirt's guest agent check the
+	// bootstrap sentinel file through a readiness probe; "ssh" logs in with a
+	// provider-generated key and a verified host key (for manifests written
+	// for the community provider).
 	// +optional
-	// +kubebuilder:validation:Enum=none;ssh
+	// +kubebuilder:validation:Enum=none;ssh;guest-agent
 	CheckStrategy string `json:"checkStrategy,omitempty"`
 }
 

@@ -2,6 +2,7 @@ package infracluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,8 @@ type Target struct {
 	Namespace string
 	// External is true when the infra cluster is not the management cluster.
 	External bool
+	// Hash identifies the kubeconfig, to notice when it changes.
+	Hash [32]byte
 }
 
 // Resolve finds the infra cluster for an object in namespace ns. A nil ref
@@ -50,7 +53,7 @@ func Resolve(ctx context.Context, reader client.Reader, local *rest.Config, ref 
 		// The parse error can quote the content; report only that it failed.
 		return nil, fmt.Errorf("infra cluster Secret %s: key %q is not a valid kubeconfig", key, infrav1.InfraClusterSecretKubeconfigKey)
 	}
-	target := &Target{Config: cfg, Namespace: ns, External: true}
+	target := &Target{Config: cfg, Namespace: ns, External: true, Hash: sha256.Sum256(kubeconfig)}
 	if infraNS := string(secret.Data[infrav1.InfraClusterSecretNamespaceKey]); infraNS != "" {
 		target.Namespace = infraNS
 	}

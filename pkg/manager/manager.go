@@ -7,11 +7,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +25,8 @@ import (
 
 	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/webhooks"
 )
@@ -73,6 +77,18 @@ type Options struct {
 
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
+
+	// SSHDial, when set, replaces the TCP dialer of the ssh bootstrap check
+	// (tests route VM addresses to the simulator's guests).
+	SSHDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// SSHRecheck is the wait between ssh bootstrap checks; zero means 10s.
+	SSHRecheck time.Duration
+	// WrapInfraConfig, when set, adjusts the rest.Config of external infra
+	// clusters (tests count requests with it).
+	WrapInfraConfig func(*rest.Config)
+	// DisableClusterCache skips the tenant-cluster connection (and so setting
+	// Node providerIDs); for tests without tenant clusters.
+	DisableClusterCache bool
 }
 
 // New builds a manager with every CAPKV controller, webhook and health check
@@ -149,9 +165,27 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
+	clients := infracluster.NewClients(mgr, checker)
+	clients.WrapConfig = o.WrapInfraConfig
+	var clusterCache clustercache.ClusterCache
+	if !o.DisableClusterCache {
+		clusterCache, err = clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+			SecretClient:     mgr.GetClient(),
+			WatchFilterValue: o.WatchFilterValue,
+			Client:           clustercache.ClientOptions{UserAgent: "capkv-controller-manager"},
+		}, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency})
+		if err != nil {
+			return fmt.Errorf("setting up the tenant cluster cache: %w", err)
+		}
+	}
+	recorder := mgr.GetEventRecorder("kubevirtmachine-controller")
 	if err := (&controllers.KubevirtMachineReconciler{
-		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
-		Recorder: mgr.GetEventRecorder("kubevirtmachine-controller"),
+		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
+		Recorder: recorder, ClusterCache: clusterCache,
+		Machines: &machine.Service{
+			Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache,
+			SSH: &sshcheck.Prober{Dial: o.SSHDial}, RecheckAfter: o.SSHRecheck,
+		},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
 	}

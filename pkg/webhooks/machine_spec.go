@@ -10,7 +10,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
 
-var allowedCheckStrategies = []string{infrav1.CheckStrategyNone, infrav1.CheckStrategySSH}
+var allowedCheckStrategies = []string{infrav1.CheckStrategyNone, infrav1.CheckStrategySSH, infrav1.CheckStrategyGuestAgent}
 
 // defaultMachineSpec fills defaults of a KubevirtMachineSpec.
 func defaultMachineSpec(spec *infrav1.KubevirtMachineSpec) {
@@ -40,6 +40,27 @@ func validateMachineSpec(spec *infrav1.KubevirtMachineSpec, namespace string, fl
 	}
 	if s := spec.BootstrapCheckSpec.CheckStrategy; s != "" && !contains(allowedCheckStrategies, s) {
 		errs = append(errs, field.NotSupported(fld.Child("virtualMachineBootstrapCheck", "checkStrategy"), s, allowedCheckStrategies))
+	}
+	if spec.BootstrapCheckSpec.CheckStrategy == infrav1.CheckStrategyGuestAgent {
+		if tmpl := spec.VirtualMachineTemplate.Spec.Template; tmpl != nil && tmpl.Spec.ReadinessProbe != nil {
+			errs = append(errs, field.Forbidden(vmt.Child("spec", "template", "spec", "readinessProbe"),
+				"the guest-agent bootstrap check sets the readiness probe; remove it or choose another checkStrategy"))
+		}
+	}
+	if n := spec.NodeAddressNetwork; n != "" {
+		var names []string
+		if tmpl := spec.VirtualMachineTemplate.Spec.Template; tmpl != nil {
+			for _, net := range tmpl.Spec.Networks {
+				names = append(names, net.Name)
+			}
+		}
+		if len(names) == 0 {
+			// KubeVirt adds the pod network "default" to a VM without networks.
+			names = []string{"default"}
+		}
+		if !contains(names, n) {
+			errs = append(errs, field.NotSupported(fld.Child("nodeAddressNetwork"), n, names))
+		}
 	}
 	errs = append(errs, validateSecretRef(spec.InfraClusterSecretRef, fld.Child("infraClusterSecretRef"))...)
 	return errs

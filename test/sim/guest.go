@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	ignition "github.com/coreos/ignition/v2/config"
+	ignitionv2 "github.com/flatcar/ignition/config/v2_3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -69,6 +71,8 @@ func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 			s.Counters.Add(GuestsJoined, 1)
 		}
 	}
+	// The guest's sshd comes up with the keys its user data installed.
+	s.startSSH(vmi, data, outcome)
 	before := vmi.DeepCopy()
 	if vmi.Annotations == nil {
 		vmi.Annotations = map[string]string{}
@@ -157,6 +161,21 @@ func validateUserData(b *Bootstrap) error {
 	case "none":
 		return errors.New("no cloud-init data-source found")
 	case "ignition":
+		// Flatcar still reads spec 2.x, which Cluster API's kubeadm
+		// bootstrap provider emits; Fedora CoreOS and current Flatcar read
+		// spec 3.x.
+		var version struct {
+			Ignition struct{ Version string } `json:"ignition"`
+		}
+		if err := json.Unmarshal(b.Data, &version); err != nil {
+			return fmt.Errorf("invalid Ignition config: %w", err)
+		}
+		if strings.HasPrefix(version.Ignition.Version, "2.") {
+			if _, rpt, err := ignitionv2.Parse(b.Data); err != nil {
+				return fmt.Errorf("invalid Ignition spec 2 config: %w %s", err, rpt.String())
+			}
+			return nil
+		}
 		if _, rpt, err := ignition.Parse(b.Data); err != nil {
 			return fmt.Errorf("invalid Ignition config: %w %s", err, rpt.String())
 		}

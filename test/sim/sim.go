@@ -60,6 +60,8 @@ type Simulator struct {
 	// LBBackend routes load balancer traffic; nil leaves it unrouted.
 	LBBackend LoadBalancerBackend
 	lb        *loadBalancer
+	// guests holds the sshd of booted guests, for DialGuest.
+	guests guestSSH
 }
 
 // New returns a simulator; call SetupWithManager to run it.
@@ -89,5 +91,8 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Close releases what the simulator holds outside the API server: the load
-// balancer's listeners.
-func (s *Simulator) Close() error { return s.lb.Close() }
+// balancer's listeners and the guests' SSH servers.
+func (s *Simulator) Close() error {
+	s.stopAllSSH()
+	return s.lb.Close()
+}

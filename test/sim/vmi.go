@@ -32,9 +32,14 @@ func (s *Simulator) setupVMIController(mgr ctrl.Manager) error {
 func (s *Simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if err := s.client.Get(ctx, req.NamespacedName, vmi); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.stopSSH(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !vmi.DeletionTimestamp.IsZero() || finished(vmi) {
+		// The guest is shutting down or off: so is its sshd.
+		s.stopSSH(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	before := vmi.DeepCopy()

@@ -87,6 +87,28 @@ func (w *Workloads) EnsureCluster(ctx context.Context, cluster types.NamespacedN
 	return l.Host(), l.Port(), nil
 }
 
+// Has reports whether the workload cluster exists.
+func (w *Workloads) Has(cluster types.NamespacedName) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.clusters[groupName(cluster)]
+}
+
+// Node returns a Node of a workload cluster.
+func (w *Workloads) Node(ctx context.Context, cluster types.NamespacedName, name string) (*corev1.Node, error) {
+	w.mu.Lock()
+	rg := w.mgr.GetResourceGroup(groupName(cluster))
+	w.mu.Unlock()
+	if rg == nil {
+		return nil, fmt.Errorf("no workload cluster %s", cluster)
+	}
+	node := &corev1.Node{}
+	if err := rg.GetClient().Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+		return nil, err
+	}
+	return node, nil
+}
+
 // freePort asks the kernel for a free loopback port; the mux does not check
 // its own range, and parallel test processes would collide in it.
 func freePort() (int32, error) {

@@ -51,6 +51,10 @@ type Options struct {
 	// (core, ClusterClass and topology, kubeadm bootstrap, kubeadm control
 	// plane) with in-memory workload clusters for their machines to join.
 	WithCAPI bool
+	// WithWorkloads starts the in-memory workload clusters without the
+	// Cluster API controllers (WithCAPI implies it), for tests that play
+	// Cluster API's part themselves.
+	WithWorkloads bool
 }
 
 // World is a running test world.
@@ -63,7 +67,8 @@ type World struct {
 	Sim   *sim.Simulator
 	// SimMetricsURL serves the simulator's counters for Prometheus.
 	SimMetricsURL string
-	// Workloads are the in-memory workload clusters (with WithCAPI).
+	// Workloads are the in-memory workload clusters (with WithCAPI or
+	// WithWorkloads).
 	Workloads *Workloads
 
 	metrics *http.Server
@@ -113,7 +118,7 @@ func (w *World) build(o Options) error {
 		opts = *o.Sim
 	}
 	w.Sim = sim.New(opts)
-	if o.WithCAPI {
+	if o.WithCAPI || o.WithWorkloads {
 		if w.Workloads, err = newWorkloads(w.ctx, w.Env.Client); err != nil {
 			return err
 		}
@@ -182,6 +187,7 @@ func (w *World) startSimulator() error {
 		return err
 	}
 	if w.Workloads != nil {
+		w.Sim.Joiner = &vmJoiner{mgmt: w.Env.Client, workloads: w.Workloads}
 		infraMgr := mgr
 		if w.Infra != w.Env {
 			// The test-only machines live on the management cluster.

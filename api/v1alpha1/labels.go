@@ -1,0 +1,41 @@
+package v1alpha1
+
+// Labels the provider puts on the VirtualMachines it creates and on their
+// VMI template, so that virt-launcher pods carry them too (NetworkPolicies
+// and anti-affinity select on them).
+const (
+	// ClusterNameLabel names the CAPI Cluster; it is CAPI's own key.
+	ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
+	// RoleLabel is "control-plane" or "worker", as the community provider
+	// sets it.
+	RoleLabel = "cluster.x-k8s.io/role"
+	// MachineDeploymentLabel names the MachineDeployment; CAPI's own key.
+	MachineDeploymentLabel = "cluster.x-k8s.io/deployment-name"
+	// MachineLabel names the CAPI Machine.
+	MachineLabel = "capkv.io/machine"
+	// KubevirtMachineLabel names the KubevirtMachine (also the VM's name).
+	KubevirtMachineLabel = "capkv.io/kubevirt-machine"
+	// KubevirtMachineNamespaceLabel is the KubevirtMachine's namespace, which
+	// differs from the VM's on an external infra cluster.
+	KubevirtMachineNamespaceLabel = "capkv.io/kubevirt-machine-namespace"
+	// VMNameLabel is the label KubeVirt's examples and the community provider
+	// use to select one VM's pods.
+	VMNameLabel = "kubevirt.io/vm"
+
+	// RoleControlPlane and RoleWorker are the values of RoleLabel.
+	RoleControlPlane = "control-plane"
+	RoleWorker       = "worker"
+)
+
+// MachineFinalizer keeps a KubevirtMachine until its VM and everything
+// created for it on the infra cluster are gone.
+const MachineFinalizer = "kubevirtmachine.infrastructure.cluster.x-k8s.io"
+
+// UserDataSecretSuffix ends the name of the Secret holding a VM's user data:
+// <vm name>-userdata.
+const UserDataSecretSuffix = "-userdata"
+
+// BootstrapSentinelFile is the file Cluster API bootstrap providers write in
+// the guest once bootstrapping succeeded; the guest-agent and ssh bootstrap
+// checks look for it.
+const BootstrapSentinelFile = "/run/cluster-api/bootstrap-success.complete"

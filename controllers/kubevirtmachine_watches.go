@@ -1,0 +1,173 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	capicontroller "sigs.k8s.io/cluster-api/util/controller"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+)
+
+// SetupWithManager registers the controller and its watches: its own
+// objects, Machines, Clusters and Secrets on the management cluster, CRDs
+// of KubeVirt and CDI, and, through Clients, the VMs, VMIs and DataVolumes
+// of every infra cluster in use.
+func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("controller", "kubevirtmachine")
+	filter := predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)
+	clusterToMachines, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &infrav1.KubevirtMachineList{}, mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	b := capicontroller.NewControllerManagedBy(mgr, log).
+		For(&infrav1.KubevirtMachine{}, builder.WithPredicates(filter)).
+		WithOptions(options).
+		Watches(&clusterv1.Machine{},
+			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("KubevirtMachine"))),
+			filter).
+		Watches(&clusterv1.Cluster{},
+			handler.EnqueueRequestsFromMapFunc(clusterToMachines),
+			predicates.ClusterPausedTransitions(mgr.GetScheme(), log), filter).
+		WatchesMetadata(crdMetadata(),
+			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), func() client.ObjectList { return &infrav1.KubevirtMachineList{} })),
+			kubevirtCRDChanged).
+		WatchesMetadata(secretMetadata(), handler.EnqueueRequestsFromMapFunc(r.secretToMachines))
+	if r.ClusterCache != nil {
+		b = b.WatchesRawSource(r.ClusterCache.GetClusterSource("kubevirtmachine", clusterToMachines))
+	}
+	c, err := b.Build(ctx, r)
+	if err != nil {
+		return err
+	}
+	r.controller = c
+	r.Clients.AddWatches(r.watchInfra)
+	return nil
+}
+
+// watchInfra adds the watches on one infra cluster's cache.
+func (r *KubevirtMachineReconciler) watchInfra(infra *infracluster.Infra) error {
+	for _, obj := range []client.Object{&kubevirtv1.VirtualMachine{}, &kubevirtv1.VirtualMachineInstance{}} {
+		if err := r.controller.Watch(source.Kind(infra.Cache, obj, handler.EnqueueRequestsFromMapFunc(labelledToMachine))); err != nil {
+			return err
+		}
+	}
+	return r.controller.Watch(source.Kind[client.Object](infra.Cache, &cdiv1.DataVolume{},
+		handler.EnqueueRequestsFromMapFunc(dataVolumeToMachine(infra.Client))))
+}
+
+// labelledToMachine maps a VM or VMI to its KubevirtMachine by the labels
+// the VM builder sets.
+func labelledToMachine(_ context.Context, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	name, ns := l[infrav1.KubevirtMachineLabel], l[infrav1.KubevirtMachineNamespaceLabel]
+	if name == "" || ns == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// dataVolumeToMachine maps a DataVolume to the KubevirtMachine of the VM
+// that owns it; KubeVirt does not copy the VM's labels to it.
+func dataVolumeToMachine(infra client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		for _, o := range obj.GetOwnerReferences() {
+			if o.Kind != "VirtualMachine" {
+				continue
+			}
+			vm := &kubevirtv1.VirtualMachine{}
+			if err := infra.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: o.Name}, vm); err != nil {
+				return nil
+			}
+			return labelledToMachine(ctx, vm)
+		}
+		return nil
+	}
+}
+
+func secretMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
+}
+
+// secretToMachines maps a Secret to the KubevirtMachines that read it: as
+// bootstrap data of their Machine, as network data, or as the kubeconfig of
+// their infra cluster (theirs or their KubevirtCluster's). A changed
+// kubeconfig thus rebuilds the infra cluster's client at once.
+func (r *KubevirtMachineReconciler) secretToMachines(ctx context.Context, secret client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	machines := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(secret.GetNamespace())); err == nil {
+		for _, m := range machines.Items {
+			if b := m.Spec.Bootstrap.DataSecretName; b != nil && *b == secret.GetName() && m.Spec.InfrastructureRef.Kind == "KubevirtMachine" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}})
+			}
+		}
+	}
+	refers := func(ref *corev1.ObjectReference, ns string) bool {
+		if ref == nil || ref.Name != secret.GetName() {
+			return false
+		}
+		if ref.Namespace != "" {
+			ns = ref.Namespace
+		}
+		return ns == secret.GetNamespace()
+	}
+	clusters := map[types.NamespacedName]bool{}
+	kcs := &infrav1.KubevirtClusterList{}
+	if err := r.Client.List(ctx, kcs); err == nil {
+		for _, kc := range kcs.Items {
+			if refers(kc.Spec.InfraClusterSecretRef, kc.Namespace) {
+				clusters[types.NamespacedName{Namespace: kc.Namespace, Name: kc.Labels[clusterv1.ClusterNameLabel]}] = true
+			}
+		}
+	}
+	kms := &infrav1.KubevirtMachineList{}
+	if err := r.Client.List(ctx, kms); err == nil {
+		for _, km := range kms.Items {
+			nd := km.Spec.UserData.NetworkDataSecretRef
+			if refers(km.Spec.InfraClusterSecretRef, km.Namespace) ||
+				nd != nil && nd.Name == secret.GetName() && km.Namespace == secret.GetNamespace() ||
+				km.Spec.InfraClusterSecretRef == nil && clusters[types.NamespacedName{Namespace: km.Namespace, Name: km.Labels[clusterv1.ClusterNameLabel]}] {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
+			}
+		}
+	}
+	return reqs
+}
+
+// watchNodes watches the tenant cluster's Nodes once it is connected, so a
+// Node appearing triggers setting its providerID.
+func (r *KubevirtMachineReconciler) watchNodes(ctx context.Context, cluster *clusterv1.Cluster) error {
+	err := r.ClusterCache.Watch(ctx, client.ObjectKeyFromObject(cluster), clustercache.NewWatcher(clustercache.WatcherOptions{
+		Name:    "kubevirtmachine-watchNodes",
+		Watcher: r.controller,
+		Kind:    &corev1.Node{},
+		EventHandler: handler.EnqueueRequestsFromMapFunc(func(_ context.Context, node client.Object) []reconcile.Request {
+			// Nodes are named after the VM's hostname, the machine's name.
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: cluster.Namespace, Name: node.GetName()}}}
+		}),
+	}))
+	if err != nil && !isNotConnected(err) {
+		return err
+	}
+	return nil
+}

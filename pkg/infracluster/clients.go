@@ -1,0 +1,236 @@
+package infracluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Infra is an infra cluster as a controller uses it.
+type Infra struct {
+	// Client reads KubeVirt and CDI objects from a cache kept current by
+	// watches, and writes directly. Secrets are read uncached.
+	Client client.Client
+	// APIReader reads directly from the API server, to confirm what the
+	// cache says is missing.
+	APIReader client.Reader
+	// Cache is what Client reads from; watches are added to it.
+	Cache cache.Cache
+	// Namespace is the namespace used on the infra cluster.
+	Namespace string
+	// External is true when the infra cluster is not the management cluster.
+	External bool
+	// Key identifies the infra cluster: empty for the management cluster,
+	// else the kubeconfig Secret and namespace.
+	Key string
+	// Status says whether the infra cluster serves the KubeVirt and CDI APIs,
+	// as of when the Infra was handed out.
+	Status APIStatus
+}
+
+// WatchFunc adds a controller's watches to the cache of an infra cluster.
+// It runs once per cache: for the management cluster when its APIs are
+// first found, for an external one whenever its cache is (re)built.
+type WatchFunc func(infra *Infra) error
+
+// Clients hands out one cached client and watch set per infra cluster
+// (kubeconfig Secret and namespace), shared by every object that uses it.
+// An external cluster's cache is rebuilt when its kubeconfig changes and
+// stopped when no object uses it any more.
+type Clients struct {
+	checker *Checker
+	scheme  *runtime.Scheme
+	local   *Infra
+	// WrapConfig, when set, adjusts the rest.Config of external clusters
+	// (tests count requests with it).
+	WrapConfig func(*rest.Config)
+
+	mu           sync.Mutex
+	watches      []WatchFunc
+	localWatched bool
+	entries      map[string]*entry
+	users        map[types.NamespacedName]string
+}
+
+type entry struct {
+	infra     *Infra
+	hash      [32]byte
+	cancel    context.CancelFunc
+	discovery discovery.DiscoveryInterface
+	users     sets.Set[types.NamespacedName]
+}
+
+// NewClients returns Clients for a manager; the management cluster uses the
+// manager's own cache and client.
+func NewClients(mgr ctrl.Manager, checker *Checker) *Clients {
+	return &Clients{
+		checker: checker,
+		scheme:  mgr.GetScheme(),
+		local: &Infra{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
+		},
+		entries: map[string]*entry{},
+		users:   map[types.NamespacedName]string{},
+	}
+}
+
+// AddWatches registers a watch function for every infra cluster, present
+// and future. Register before the first Acquire.
+func (c *Clients) AddWatches(w WatchFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watches = append(c.watches, w)
+}
+
+// Acquire returns the infra cluster named by ref (nil: the management
+// cluster) for the object user in namespace ns, and records that user uses
+// it (releasing whatever it used before). An error means the kubeconfig
+// Secret could not be used; Status reports an unreachable cluster or missing
+// APIs.
+func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns string, user types.NamespacedName) (*Infra, error) {
+	target, err := Resolve(ctx, c.checker.Reader, c.checker.Local, ref, ns)
+	if err != nil {
+		return nil, err
+	}
+	if !target.External {
+		status := CheckAPIs(c.checker.localDiscovery)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.releaseLocked(user)
+		infra := *c.local
+		infra.Namespace, infra.Status = target.Namespace, status
+		if status.Available && !c.localWatched {
+			for _, w := range c.watches {
+				if err := w(&infra); err != nil {
+					return nil, fmt.Errorf("watching the management cluster as infra cluster: %w", err)
+				}
+			}
+			c.localWatched = true
+		}
+		return &infra, nil
+	}
+
+	key := fmt.Sprintf("%s/%s@%s", refNamespace(ref, ns), ref.Name, target.Namespace)
+	hash := target.Hash
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[key]
+	if e != nil && e.hash != hash {
+		// The kubeconfig changed: start over with the new one.
+		e.cancel()
+		delete(c.entries, key)
+		e = nil
+	}
+	if e == nil {
+		if e, err = c.start(key, target, hash); err != nil {
+			return nil, err
+		}
+		c.entries[key] = e
+	}
+	if c.users[user] != key {
+		c.releaseLocked(user)
+		c.users[user] = key
+		e.users.Insert(user)
+	}
+	infra := *e.infra
+	infra.Status = CheckAPIs(e.discovery)
+	if infra.Status.Available && !e.watched() {
+		for _, w := range c.watches {
+			if err := w(e.infra); err != nil {
+				return nil, fmt.Errorf("watching infra cluster %s: %w", key, err)
+			}
+		}
+		e.infra.Status = infra.Status
+	}
+	return &infra, nil
+}
+
+// watched reports whether watches were added; they are added once the
+// APIs are found, since a watch on a missing kind never syncs.
+func (e *entry) watched() bool { return e.infra.Status.Available }
+
+func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, error) {
+	cfg := rest.CopyConfig(target.Config)
+	if c.WrapConfig != nil {
+		c.WrapConfig(cfg)
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("infra cluster %s: %w", key, err)
+	}
+	ca, err := cache.New(cfg, cache.Options{Scheme: c.scheme, DefaultNamespaces: map[string]cache.Config{target.Namespace: {}}})
+	if err != nil {
+		return nil, fmt.Errorf("infra cluster %s: creating cache: %w", key, err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: c.scheme, Cache: &client.CacheOptions{
+		Reader: ca, DisableFor: []client.Object{&corev1.Secret{}},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("infra cluster %s: creating client: %w", key, err)
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: c.scheme})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		if err := ca.Start(ctx); err != nil {
+			ctrl.Log.WithName("infracluster").Error(err, "infra cluster cache stopped", "infraCluster", key)
+		}
+	}()
+	return &entry{
+		infra:  &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key},
+		hash:   hash, cancel: cancel, discovery: d, users: sets.New[types.NamespacedName](),
+	}, nil
+}
+
+// Release records that user no longer uses any infra cluster; an external
+// cluster nobody uses any more has its cache stopped.
+func (c *Clients) Release(user types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.releaseLocked(user)
+}
+
+func (c *Clients) releaseLocked(user types.NamespacedName) {
+	key, ok := c.users[user]
+	if !ok {
+		return
+	}
+	delete(c.users, user)
+	if e := c.entries[key]; e != nil {
+		e.users.Delete(user)
+		if e.users.Len() == 0 {
+			e.cancel()
+			delete(c.entries, key)
+		}
+	}
+}
+
+// Active lists the keys of the external infra clusters with a running cache.
+func (c *Clients) Active() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.entries))
+	for k := range c.entries {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func refNamespace(ref *corev1.ObjectReference, ns string) string {
+	if ref.Namespace != "" {
+		return ref.Namespace
+	}
+	return ns
+}

@@ -1,0 +1,155 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+)
+
+// SSHUser is the guest user the ssh bootstrap check logs in as, the one the
+// community provider uses.
+const SSHUser = "capk"
+
+// Keys of the cluster's SSH key Secret, as the community provider names them.
+const (
+	sshPrivateKeyKey = "key"
+	sshPublicKeyKey  = "pub"
+)
+
+// checkBootstrap runs the machine's bootstrap check on a running instance.
+// It reports whether bootstrap is known to have succeeded.
+func (s *Service) checkBootstrap(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, state vmstatus.State) (ctrl.Result, bool) {
+	km := sc.KubevirtMachine
+	switch km.Spec.BootstrapCheckSpec.CheckStrategy {
+	case infrav1.CheckStrategyGuestAgent:
+		// The VMI turns Ready only when KubeVirt's probe, run by the guest
+		// agent, finds the sentinel file.
+		if !state.Ready {
+			setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckPendingReason,
+				"the guest agent has not found "+infrav1.BootstrapSentinelFile+" yet (the image needs qemu-guest-agent)")
+			return ctrl.Result{}, false
+		}
+		setBootstrap(km, metav1.ConditionTrue, infrav1.BootstrapSucceededReason, "the guest agent found "+infrav1.BootstrapSentinelFile)
+		return ctrl.Result{}, true
+	case infrav1.CheckStrategySSH:
+		if !state.Ready {
+			setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckPendingReason, "waiting for the VM instance to be ready")
+			return ctrl.Result{}, false
+		}
+		if c := findCondition(km, infrav1.BootstrapSucceededCondition); c != nil && c.Status == metav1.ConditionTrue {
+			// Bootstrap happens once; no need to log in again.
+			return ctrl.Result{}, true
+		}
+		done, err := s.probeSSH(ctx, sc, vmi)
+		switch {
+		case err != nil:
+			setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckFailedReason, err.Error())
+			return ctrl.Result{RequeueAfter: s.recheck()}, false
+		case !done:
+			setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckPendingReason,
+				infrav1.BootstrapSentinelFile+" does not exist yet in the guest")
+			return ctrl.Result{RequeueAfter: s.recheck()}, false
+		}
+		s.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "BootstrapSucceeded", "CheckBootstrap", "found %s over SSH", infrav1.BootstrapSentinelFile)
+		setBootstrap(km, metav1.ConditionTrue, infrav1.BootstrapSucceededReason, "found "+infrav1.BootstrapSentinelFile+" over SSH with a verified host key")
+		return ctrl.Result{}, true
+	}
+	setBootstrap(km, metav1.ConditionTrue, infrav1.BootstrapSucceededReason, "checkStrategy none: a running, ready VM counts as bootstrapped")
+	return ctrl.Result{}, true
+}
+
+func findCondition(km *infrav1.KubevirtMachine, t string) *metav1.Condition {
+	for i := range km.Status.Conditions {
+		if km.Status.Conditions[i].Type == t {
+			return &km.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// probeSSH logs into the guest at its node address with the cluster's key,
+// accepting only the host key the provider injected.
+func (s *Service) probeSSH(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+	secret := &corev1.Secret{}
+	found, err := get(ctx, sc.Infra.APIReader, types.NamespacedName{Namespace: vmi.Namespace, Name: sc.UserDataSecretName()}, secret)
+	if err != nil {
+		return false, err
+	}
+	hostKey := string(secret.Data[hostPublicKeyKey])
+	if !found || hostKey == "" {
+		return false, fmt.Errorf("user data Secret %s carries no SSH host key; the VM was not created for the ssh check", sc.UserDataSecretName())
+	}
+	keys, err := s.clusterSSHKeys(ctx, sc)
+	if err != nil {
+		return false, err
+	}
+	var ip string
+	for _, a := range vmstatus.Addresses(vmi, vmstatus.NodeNetwork(vmi, sc.KubevirtMachine.Spec.NodeAddressNetwork)) {
+		if a.Type == string(clusterv1.MachineInternalIP) {
+			ip = a.Address
+			break
+		}
+	}
+	if ip == "" {
+		return false, errors.New("the VM has no IP address to connect to")
+	}
+	prober := s.SSH
+	if prober == nil {
+		prober = &sshcheck.Prober{}
+	}
+	return prober.Probe(ctx, net.JoinHostPort(ip, "22"), SSHUser, keys.Private, hostKey)
+}
+
+// clusterSSHKeys returns the cluster's SSH client key pair, creating its
+// Secret (owned by the Cluster) on first use. The Secret is the one named in
+// the KubevirtCluster's sshKeys.dataSecretName, else <cluster>-ssh-keys.
+func (s *Service) clusterSSHKeys(ctx context.Context, sc *Scope) (sshcheck.KeyPair, error) {
+	name := sc.Cluster.Name + "-ssh-keys"
+	if kc := sc.KubevirtCluster; kc != nil && kc.Spec.SSHKeys.DataSecretName != nil {
+		name = *kc.Spec.SSHKeys.DataSecretName
+	}
+	key := types.NamespacedName{Namespace: sc.Cluster.Namespace, Name: name}
+	secret := &corev1.Secret{}
+	found, err := get(ctx, s.Client, key, secret)
+	if err != nil {
+		return sshcheck.KeyPair{}, err
+	}
+	if found {
+		if len(secret.Data[sshPrivateKeyKey]) == 0 || len(secret.Data[sshPublicKeyKey]) == 0 {
+			return sshcheck.KeyPair{}, fmt.Errorf("SSH key Secret %s lacks key %q or %q", key, sshPrivateKeyKey, sshPublicKeyKey)
+		}
+		return sshcheck.KeyPair{Private: secret.Data[sshPrivateKeyKey], Public: string(secret.Data[sshPublicKeyKey])}, nil
+	}
+	pair, err := sshcheck.NewKeyPair()
+	if err != nil {
+		return sshcheck.KeyPair{}, err
+	}
+	secret = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: sc.Cluster.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sc.Cluster, clusterv1.GroupVersion.WithKind("Cluster"))}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{sshPrivateKeyKey: pair.Private, sshPublicKeyKey: []byte(pair.Public)},
+	}
+	if err := s.Client.Create(ctx, secret); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Another machine of the cluster won the race; use its keys.
+			return s.clusterSSHKeys(ctx, sc)
+		}
+		return sshcheck.KeyPair{}, fmt.Errorf("creating SSH key Secret %s: %w", key, err)
+	}
+	return pair, nil
+}

@@ -1,0 +1,65 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+)
+
+// setNodeProviderID gives the tenant Node the machine's providerID when the
+// kubelet did not set one (no cloud provider in the tenant), so that Cluster
+// API can match Node and Machine. The Node is found by its name, the VM's
+// hostname. Until the tenant cluster is reachable and the Node exists, this
+// waits for the ClusterCache's events.
+func (s *Service) setNodeProviderID(ctx context.Context, sc *Scope) error {
+	km := sc.KubevirtMachine
+	if km.Status.NodeUpdated || s.ClusterCache == nil || sc.Cluster == nil || km.Spec.ProviderID == nil {
+		return nil
+	}
+	c, err := s.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(sc.Cluster))
+	if errors.Is(err, clustercache.ErrClusterNotConnected) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	hostname := ""
+	if t := km.Spec.VirtualMachineTemplate.Spec.Template; t != nil {
+		hostname = t.Spec.Hostname
+	}
+	if hostname == "" {
+		hostname = vmbuilder.Hostname(sc.VMName())
+	}
+	node := &corev1.Node{}
+	if err := c.Get(ctx, types.NamespacedName{Name: hostname}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading tenant Node %s: %w", hostname, err)
+	}
+	switch node.Spec.ProviderID {
+	case *km.Spec.ProviderID:
+	case "":
+		before := node.DeepCopy()
+		node.Spec.ProviderID = *km.Spec.ProviderID
+		if err := c.Patch(ctx, node, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("setting providerID of tenant Node %s: %w", hostname, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Set providerID on the tenant Node", "node", hostname)
+	default:
+		// Someone else (a cloud controller manager) chose another ID; leave
+		// it, Cluster API will not match this Node to the Machine.
+		return fmt.Errorf("tenant Node %s has providerID %q, not %q", hostname, node.Spec.ProviderID, *km.Spec.ProviderID)
+	}
+	km.Status.NodeUpdated = true
+	return nil
+}

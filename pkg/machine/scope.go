@@ -1,0 +1,62 @@
+// Package machine holds what the KubevirtMachine controller does once it has
+// fetched its objects: create the VM and its user data on the infra cluster,
+// report its state, check bootstrap, tell the tenant Node its providerID, and
+// delete it all again.
+package machine
+
+import (
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
+)
+
+// Scope is one KubevirtMachine with the objects around it.
+type Scope struct {
+	KubevirtMachine *infrav1.KubevirtMachine
+	// Machine and Cluster are nil while the machine has no owner yet (only
+	// during deletion can that be the case here).
+	Machine *clusterv1.Machine
+	Cluster *clusterv1.Cluster
+	// KubevirtCluster is nil when the Cluster's infrastructure is not one.
+	KubevirtCluster *infrav1.KubevirtCluster
+	// Infra is the infra cluster of the machine.
+	Infra *infracluster.Infra
+}
+
+// VMName is the name of the VM: the KubevirtMachine's.
+func (s *Scope) VMName() string { return s.KubevirtMachine.Name }
+
+// VMNamespace is where the VM goes: the template's namespace, else the infra
+// cluster's namespace.
+func (s *Scope) VMNamespace() string {
+	if ns := s.KubevirtMachine.Spec.VirtualMachineTemplate.ObjectMeta.Namespace; ns != "" {
+		return ns
+	}
+	return s.Infra.Namespace
+}
+
+// UserDataSecretName is the name of the VM's user data Secret.
+func (s *Scope) UserDataSecretName() string { return s.VMName() + infrav1.UserDataSecretSuffix }
+
+// Service does the work of the KubevirtMachine controller.
+type Service struct {
+	// Client reaches the management cluster; Secrets are read uncached.
+	Client client.Client
+	// Recorder records Events on KubevirtMachines.
+	Recorder events.EventRecorder
+	// ClusterCache reaches tenant clusters, to set a Node's providerID; nil
+	// skips that.
+	ClusterCache clustercache.ClusterCache
+	// SSH runs the ssh bootstrap check.
+	SSH *sshcheck.Prober
+	// RecheckAfter is how long to wait before checking bootstrap again over
+	// SSH, which has no event to wait for.
+	RecheckAfter time.Duration
+}

@@ -1,0 +1,149 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+)
+
+// Keys of the user data Secret. KubeVirt reads "userdata" and "networkdata"
+// (FACTS E2); the host public key lets the ssh check verify the guest.
+const (
+	userDataKey      = "userdata"
+	networkDataKey   = "networkdata"
+	hostPublicKeyKey = "ssh-host-key.pub"
+)
+
+type bootstrapData struct {
+	format        string
+	userData      []byte
+	networkData   []byte
+	hostPublicKey string
+}
+
+// userData gathers the bootstrap data of the machine. It returns nil, with
+// the VirtualMachineReady condition saying why, while something is missing.
+// Secret contents never reach conditions, events or logs.
+func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, error) {
+	km := sc.KubevirtMachine
+	name := sc.Machine.Spec.Bootstrap.DataSecretName
+	if name == nil {
+		s.setVM(km, vmstatus.State{Reason: infrav1.WaitingForBootstrapDataReason,
+			Message: "waiting for the bootstrap provider to write the Machine's bootstrap data Secret"})
+		return nil, nil
+	}
+	secret := &corev1.Secret{}
+	found, err := get(ctx, s.Client, types.NamespacedName{Namespace: km.Namespace, Name: *name}, secret)
+	if err != nil {
+		return nil, err
+	}
+	if !found || len(secret.Data["value"]) == 0 {
+		s.setVM(km, vmstatus.State{Reason: infrav1.WaitingForBootstrapDataReason,
+			Message: fmt.Sprintf("bootstrap data Secret %s does not exist yet or has no key \"value\"", *name)})
+		return nil, nil
+	}
+	data := &bootstrapData{format: string(secret.Data["format"])}
+	if data.format == "" {
+		data.format = userdata.FormatCloudConfig
+	}
+	if ref := km.Spec.UserData.NetworkDataSecretRef; ref != nil {
+		nd := &corev1.Secret{}
+		found, err := get(ctx, s.Client, types.NamespacedName{Namespace: km.Namespace, Name: ref.Name}, nd)
+		if err != nil {
+			return nil, err
+		}
+		if data.networkData = nd.Data["networkdata"]; data.networkData == nil {
+			data.networkData = nd.Data["networkData"]
+		}
+		if !found || data.networkData == nil {
+			s.setVM(km, vmstatus.State{Reason: infrav1.BootstrapDataInvalidReason, Warning: true, Message: fmt.Sprintf(
+				"network data Secret %s does not exist or has neither key \"networkdata\" nor \"networkData\"", ref.Name)})
+			return nil, nil
+		}
+	}
+	var add userdata.Additions
+	if km.Spec.BootstrapCheckSpec.CheckStrategy == infrav1.CheckStrategySSH {
+		clientKeys, err := s.clusterSSHKeys(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		host, err := sshcheck.NewKeyPair()
+		if err != nil {
+			return nil, err
+		}
+		add = userdata.Additions{SSHHostKey: host.Private, SSHHostPublicKey: host.Public,
+			SSHUser: SSHUser, SSHAuthorizedKeys: []string{clientKeys.Public}}
+		data.hostPublicKey = host.Public
+	}
+	rendered, err := userdata.Render(data.format, secret.Data["value"], add)
+	if err != nil {
+		s.setVM(km, vmstatus.State{Reason: infrav1.BootstrapDataInvalidReason, Warning: true,
+			Message: fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)})
+		return nil, nil
+	}
+	data.userData = rendered
+	return data, nil
+}
+
+// ensureUserDataSecret creates the user data Secret beside the VM. An
+// existing one is kept: bootstrap data of a machine does not change.
+func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: sc.UserDataSecretName(), Namespace: sc.VMNamespace(),
+			Labels: map[string]string{
+				infrav1.ClusterNameLabel:              sc.Cluster.Name,
+				infrav1.KubevirtMachineLabel:          sc.KubevirtMachine.Name,
+				infrav1.KubevirtMachineNamespaceLabel: sc.KubevirtMachine.Namespace,
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{userDataKey: data.userData},
+	}
+	if data.networkData != nil {
+		secret.Data[networkDataKey] = data.networkData
+	}
+	if data.hostPublicKey != "" {
+		secret.Data[hostPublicKeyKey] = []byte(data.hostPublicKey)
+	}
+	if err := sc.Infra.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating user data Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	return nil
+}
+
+// adoptUserData makes the VM own its user data Secret, so that it goes
+// with the VM even if the provider is not there to delete it.
+func (s *Service) adoptUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) error {
+	secret := &corev1.Secret{}
+	found, err := get(ctx, sc.Infra.APIReader, types.NamespacedName{Namespace: vm.Namespace, Name: sc.UserDataSecretName()}, secret)
+	if err != nil || !found {
+		return err
+	}
+	for _, o := range secret.OwnerReferences {
+		if o.UID == vm.UID {
+			return nil
+		}
+	}
+	before := secret.DeepCopy()
+	secret.OwnerReferences = append(secret.OwnerReferences, metav1.OwnerReference{
+		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID,
+		BlockOwnerDeletion: ptr.To(false),
+	})
+	if err := sc.Infra.Client.Patch(ctx, secret, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("making VirtualMachine %s own its user data Secret: %w", vm.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+// Package vmbuilder turns a KubevirtMachine and the facts around it into the
+// KubeVirt VirtualMachine to create. It is a pure function: no client, no
+// clock, so every rule is covered by table tests.
+package vmbuilder
+
+import (
+	"errors"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// UserDataVolume is the name of the volume and disk carrying bootstrap data.
+const UserDataVolume = "capkv-userdata"
+
+// DefaultFailureDomainLabel is the node label a failure domain name is
+// matched against.
+const DefaultFailureDomainLabel = corev1.LabelTopologyZone
+
+// Input is everything the VM depends on.
+type Input struct {
+	// Name and Namespace of the VM on the infra cluster. Name is the
+	// KubevirtMachine's name.
+	Name, Namespace string
+	// Spec is the KubevirtMachine's spec.
+	Spec infrav1.KubevirtMachineSpec
+	// KubevirtMachineNamespace is the namespace of the KubevirtMachine on the
+	// management cluster.
+	KubevirtMachineNamespace string
+	// ClusterName, MachineName and MachineDeployment (may be empty) name the
+	// CAPI objects the VM belongs to.
+	ClusterName, MachineName, MachineDeployment string
+	// ControlPlane is true for control-plane machines.
+	ControlPlane bool
+	// FailureDomain is the Machine's failure domain; empty means anywhere.
+	FailureDomain string
+	// FailureDomainLabel is the node label a failure domain is matched
+	// against; empty means DefaultFailureDomainLabel.
+	FailureDomainLabel string
+	// UserDataSecret is the Secret holding user data (and network data).
+	UserDataSecret string
+	// Format is the bootstrap data format: cloud-config or ignition.
+	Format string
+	// HasNetworkData is true when the user data Secret carries network data.
+	HasNetworkData bool
+	// Owner, when set, becomes the VM's controller owner reference; only on
+	// the management cluster itself, where the reference can resolve.
+	Owner *metav1.OwnerReference
+}
+
+// Build returns the VirtualMachine for in. The user's virtualMachineTemplate
+// is kept as written; the builder only prefixes DataVolume template names
+// with the VM name (see DataVolumeName) and adds: identifying labels, a run
+// strategy when none is set, a hostname when none is set, the failure-domain
+// node affinity, the user data volume, and for the guest-agent check a
+// readiness probe. It never adds CPU or memory, so instance types never
+// conflict.
+func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
+	tmplSpec := in.Spec.VirtualMachineTemplate.Spec.DeepCopy()
+	if tmplSpec.Template == nil {
+		return nil, errors.New("virtualMachineTemplate.spec.template is required: it is the VM's instance spec")
+	}
+	labels := identity(in)
+	vm := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        in.Name,
+			Namespace:   in.Namespace,
+			Labels:      merged(in.Spec.VirtualMachineTemplate.ObjectMeta.Labels, labels),
+			Annotations: maps.Clone(in.Spec.VirtualMachineTemplate.ObjectMeta.Annotations),
+		},
+		Spec: *tmplSpec,
+	}
+	if in.Owner != nil {
+		vm.OwnerReferences = []metav1.OwnerReference{*in.Owner}
+	}
+	// KubeVirt requires exactly one of running and runStrategy (FACTS A1).
+	if vm.Spec.Running == nil && vm.Spec.RunStrategy == nil {
+		always := kubevirtv1.RunStrategyAlways
+		vm.Spec.RunStrategy = &always
+	}
+	prefixDataVolumes(vm)
+	tmpl := vm.Spec.Template
+	tmpl.ObjectMeta.Labels = merged(tmpl.ObjectMeta.Labels, labels)
+	if tmpl.Spec.Hostname == "" {
+		tmpl.Spec.Hostname = Hostname(in.Name)
+	}
+	if in.FailureDomain != "" {
+		key := in.FailureDomainLabel
+		if key == "" {
+			key = DefaultFailureDomainLabel
+		}
+		requireNodeLabel(&tmpl.Spec, key, in.FailureDomain)
+	}
+	addUserData(&tmpl.Spec, in)
+	if in.Spec.BootstrapCheckSpec.CheckStrategy == infrav1.CheckStrategyGuestAgent {
+		tmpl.Spec.ReadinessProbe = SentinelProbe()
+	}
+	return vm, nil
+}
+
+// DataVolumeName is the name of the DataVolume made from the VM's template
+// named template: prefixed with the VM name, since every machine of a
+// MachineDeployment shares the template and DataVolume names must be unique
+// in a namespace.
+func DataVolumeName(vmName, template string) string { return vmName + "-" + template }
+
+// prefixDataVolumes renames the DataVolume templates and the volumes that
+// use them.
+func prefixDataVolumes(vm *kubevirtv1.VirtualMachine) {
+	renamed := map[string]string{}
+	for i := range vm.Spec.DataVolumeTemplates {
+		t := &vm.Spec.DataVolumeTemplates[i]
+		renamed[t.Name] = DataVolumeName(vm.Name, t.Name)
+		t.Name = renamed[t.Name]
+	}
+	for i := range vm.Spec.Template.Spec.Volumes {
+		v := &vm.Spec.Template.Spec.Volumes[i]
+		switch {
+		case v.DataVolume != nil && renamed[v.DataVolume.Name] != "":
+			v.DataVolume.Name = renamed[v.DataVolume.Name]
+		case v.PersistentVolumeClaim != nil && renamed[v.PersistentVolumeClaim.ClaimName] != "":
+			v.PersistentVolumeClaim.ClaimName = renamed[v.PersistentVolumeClaim.ClaimName]
+		}
+	}
+}
+
+// identity are the labels that tie a VM and its pods to the CAPI objects.
+func identity(in Input) map[string]string {
+	role := infrav1.RoleWorker
+	if in.ControlPlane {
+		role = infrav1.RoleControlPlane
+	}
+	l := map[string]string{
+		infrav1.ClusterNameLabel:              in.ClusterName,
+		infrav1.RoleLabel:                     role,
+		infrav1.MachineLabel:                  in.MachineName,
+		infrav1.KubevirtMachineLabel:          in.Name,
+		infrav1.KubevirtMachineNamespaceLabel: in.KubevirtMachineNamespace,
+		infrav1.VMNameLabel:                   in.Name,
+	}
+	if in.MachineDeployment != "" {
+		l[infrav1.MachineDeploymentLabel] = in.MachineDeployment
+	}
+	for k, v := range l {
+		// Label values are limited to 63 characters; names can be longer.
+		if len(validation.IsValidLabelValue(v)) > 0 {
+			delete(l, k)
+		}
+	}
+	return l
+}
+
+// merged returns base with extra on top; base is not modified.
+func merged(base, extra map[string]string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, extra)
+	return out
+}
+
+// Hostname is the guest hostname for a VM name: a DNS-1123 label, as
+// KubeVirt requires of spec.hostname (FACTS A7). It is the node name, so it
+// is the name up to the first dot, cut to 63 characters.
+func Hostname(name string) string {
+	host, _, _ := strings.Cut(name, ".")
+	if len(host) > validation.DNS1123LabelMaxLength {
+		host = host[:validation.DNS1123LabelMaxLength]
+	}
+	return strings.TrimRight(host, "-")
+}
+
+// requireNodeLabel adds key=value to every required node affinity term, or
+// creates one term, so the failure domain narrows the user's own placement
+// rather than replacing it.
+func requireNodeLabel(spec *kubevirtv1.VirtualMachineInstanceSpec, key, value string) {
+	req := corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	sel := na.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(sel.NodeSelectorTerms) == 0 {
+		sel.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
+	}
+	for i := range sel.NodeSelectorTerms {
+		sel.NodeSelectorTerms[i].MatchExpressions = append(sel.NodeSelectorTerms[i].MatchExpressions, req)
+	}
+}
+
+// addUserData attaches the user data Secret. The volume goes first because
+// virt-launcher reads the first cloud-init volume in list order (FACTS A4);
+// the disk goes last so the user's boot disk stays first.
+func addUserData(spec *kubevirtv1.VirtualMachineInstanceSpec, in Input) {
+	secret := &corev1.LocalObjectReference{Name: in.UserDataSecret}
+	var network *corev1.LocalObjectReference
+	if in.HasNetworkData {
+		network = secret
+	}
+	vol := kubevirtv1.Volume{Name: UserDataVolume}
+	if in.Format == "ignition" || in.Spec.UserData.CloudInitDataSource == infrav1.CloudInitConfigDrive {
+		// Ignition on KubeVirt is read from a config drive (FACTS D2), which
+		// needs no feature gate, unlike the ignitiondata annotation (D1).
+		vol.CloudInitConfigDrive = &kubevirtv1.CloudInitConfigDriveSource{UserDataSecretRef: secret, NetworkDataSecretRef: network}
+	} else {
+		vol.CloudInitNoCloud = &kubevirtv1.CloudInitNoCloudSource{UserDataSecretRef: secret, NetworkDataSecretRef: network}
+	}
+	spec.Volumes = append([]kubevirtv1.Volume{vol}, spec.Volumes...)
+	spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, kubevirtv1.Disk{
+		Name:       UserDataVolume,
+		DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}},
+	})
+}
+
+// SentinelProbe is the readiness probe of the guest-agent bootstrap check:
+// KubeVirt runs it through the guest agent, so the VMI turns Ready only once
+// the bootstrap sentinel file exists, with no network path to the guest.
+func SentinelProbe() *kubevirtv1.Probe {
+	return &kubevirtv1.Probe{
+		Handler: kubevirtv1.Handler{Exec: &corev1.ExecAction{
+			Command: []string{"test", "-f", infrav1.BootstrapSentinelFile},
+		}},
+		InitialDelaySeconds: 10,
+		PeriodSeconds:       10,
+		TimeoutSeconds:      5,
+		FailureThreshold:    3,
+	}
+}

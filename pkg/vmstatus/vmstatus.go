@@ -1,0 +1,225 @@
+// Package vmstatus reads the state of a VirtualMachine, its instance and its
+// DataVolumes, as KubeVirt and CDI report it, and says in one reason and
+// message what the machine waits for. It is pure: objects in, verdict out.
+package vmstatus
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// State is the verdict on a VM.
+type State struct {
+	// Ready is true when the instance runs and KubeVirt reports it Ready.
+	Ready bool
+	// Running is true when the instance runs, ready or not.
+	Running bool
+	// Reason is a VirtualMachineReady condition reason.
+	Reason string
+	// Message carries KubeVirt's or CDI's own words.
+	Message string
+	// Warning is true when the state needs attention rather than patience.
+	Warning bool
+}
+
+// Of judges a VM (not nil), its instance (nil when none) and the DataVolumes
+// of its templates that exist.
+func Of(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, dvs []*cdiv1.DataVolume) State {
+	if s, waiting := disks(dvs); waiting {
+		return s
+	}
+	if vmi == nil {
+		return noInstance(vm)
+	}
+	return instance(vmi)
+}
+
+func disks(dvs []*cdiv1.DataVolume) (State, bool) {
+	for _, dv := range dvs {
+		phase := dv.Status.Phase
+		switch {
+		case phase == cdiv1.Succeeded || phase == cdiv1.WaitForFirstConsumer || phase == cdiv1.PendingPopulation:
+			continue
+		case phase == cdiv1.Failed:
+			return State{Reason: infrav1.DiskFailedReason, Warning: true,
+				Message: fmt.Sprintf("DataVolume %s failed: %s", dv.Name, dvMessage(dv))}, true
+		}
+		reason := infrav1.DiskPendingReason
+		p := string(phase)
+		switch {
+		case strings.HasPrefix(p, "Import"):
+			reason = infrav1.DiskImportingReason
+		case strings.Contains(p, "Clone") || strings.Contains(p, "Snapshot") || p == string(cdiv1.PrepClaimInProgress) || p == string(cdiv1.RebindInProgress):
+			reason = infrav1.DiskCloningReason
+		}
+		msg := fmt.Sprintf("DataVolume %s is %s", dv.Name, orUnknown(p))
+		if prog := string(dv.Status.Progress); prog != "" && prog != "N/A" {
+			msg += " (" + prog + ")"
+		}
+		if m := dvMessage(dv); m != "" {
+			msg += ": " + m
+		}
+		if dv.Status.RestartCount > 0 {
+			msg += fmt.Sprintf(" (restarted %d times)", dv.Status.RestartCount)
+		}
+		return State{Reason: reason, Message: msg, Warning: dv.Status.RestartCount > 0}, true
+	}
+	return State{}, false
+}
+
+// dvMessage is the most telling condition message CDI set.
+func dvMessage(dv *cdiv1.DataVolume) string {
+	for _, t := range []cdiv1.DataVolumeConditionType{cdiv1.DataVolumeRunning, cdiv1.DataVolumeReady, cdiv1.DataVolumeBound} {
+		for _, c := range dv.Status.Conditions {
+			if c.Type == t && c.Status != corev1.ConditionTrue && c.Message != "" {
+				return c.Message
+			}
+		}
+	}
+	return ""
+}
+
+func noInstance(vm *kubevirtv1.VirtualMachine) State {
+	for _, c := range vm.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineFailure && c.Status == corev1.ConditionTrue {
+			return State{Reason: infrav1.VMCreateFailedReason, Warning: true, Message: "KubeVirt cannot start the VM: " + c.Message}
+		}
+	}
+	msg := "waiting for KubeVirt to start the VM"
+	if s := vm.Status.PrintableStatus; s != "" {
+		msg += "; VM status " + string(s)
+	}
+	return State{Reason: infrav1.VMPendingReason, Message: msg}
+}
+
+func instance(vmi *kubevirtv1.VirtualMachineInstance) State {
+	switch vmi.Status.Phase {
+	case kubevirtv1.Failed, kubevirtv1.Succeeded:
+		return State{Reason: infrav1.VMStoppedReason, Warning: true,
+			Message: fmt.Sprintf("VM instance %s: %s", strings.ToLower(string(vmi.Status.Phase)), conditionMessage(vmi, kubevirtv1.VirtualMachineInstanceReady))}
+	case kubevirtv1.Running:
+		if c := condition(vmi, kubevirtv1.VirtualMachineInstanceReady); c != nil && c.Status == corev1.ConditionTrue {
+			return State{Ready: true, Running: true, Reason: infrav1.VMReadyReason, Message: "VM instance is running and ready on " + vmi.Status.NodeName}
+		}
+		return State{Running: true, Reason: infrav1.BootingReason,
+			Message: "VM instance is running on " + vmi.Status.NodeName + ", not ready yet: " + conditionMessage(vmi, kubevirtv1.VirtualMachineInstanceReady)}
+	case kubevirtv1.Scheduled:
+		return State{Reason: infrav1.BootingReason, Message: "VM instance is scheduled on " + vmi.Status.NodeName + ", starting"}
+	case kubevirtv1.Scheduling:
+		if c := condition(vmi, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil && c.Status == corev1.ConditionFalse {
+			return State{Reason: infrav1.UnschedulableReason, Warning: true, Message: "no infra node can take the VM: " + c.Message}
+		}
+		return State{Reason: infrav1.VMPendingReason, Message: "VM instance is being scheduled"}
+	}
+	msg := "VM instance is pending"
+	if m := conditionMessage(vmi, "Synchronized"); m != "" {
+		msg += ": " + m
+	}
+	return State{Reason: infrav1.VMPendingReason, Message: msg}
+}
+
+func condition(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
+	for i := range vmi.Status.Conditions {
+		if vmi.Status.Conditions[i].Type == t {
+			return &vmi.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func conditionMessage(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) string {
+	c := condition(vmi, t)
+	if c == nil {
+		return ""
+	}
+	if c.Message != "" {
+		return c.Message
+	}
+	return c.Reason
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "pending"
+	}
+	return s
+}
+
+// NodeNetwork is the network whose addresses the node uses: the configured
+// one, else the pod network, else the first network.
+func NodeNetwork(vmi *kubevirtv1.VirtualMachineInstance, configured string) string {
+	if configured != "" {
+		return configured
+	}
+	for _, n := range vmi.Spec.Networks {
+		if n.Pod != nil {
+			return n.Name
+		}
+	}
+	if len(vmi.Spec.Networks) > 0 {
+		return vmi.Spec.Networks[0].Name
+	}
+	// KubeVirt adds the pod network "default" when none is listed.
+	return "default"
+}
+
+// Address is one machine address; the type is a CAPI MachineAddressType.
+type Address struct {
+	Type    string
+	Address string
+}
+
+// Addresses lists the instance's addresses: every IP of the node network
+// first (both families), then the IPs of the other interfaces, then the
+// hostname as Hostname and InternalDNS. Interfaces are matched by network
+// name, never by position: the node IP is not always interfaces[0] (FACTS
+// B7).
+func Addresses(vmi *kubevirtv1.VirtualMachineInstance, nodeNetwork string) []Address {
+	ifaces := slices.Clone(vmi.Status.Interfaces)
+	slices.SortStableFunc(ifaces, func(a, b kubevirtv1.VirtualMachineInstanceNetworkInterface) int {
+		switch {
+		case a.Name == nodeNetwork && b.Name != nodeNetwork:
+			return -1
+		case b.Name == nodeNetwork && a.Name != nodeNetwork:
+			return 1
+		}
+		return 0
+	})
+	var out []Address
+	seen := map[string]bool{}
+	for _, iface := range ifaces {
+		ips := iface.IPs
+		if len(ips) == 0 && iface.IP != "" {
+			ips = []string{iface.IP}
+		}
+		for _, ip := range ips {
+			if ip != "" && !seen[ip] {
+				seen[ip] = true
+				out = append(out, Address{Type: "InternalIP", Address: ip})
+			}
+		}
+	}
+	host := vmi.Spec.Hostname
+	if host == "" {
+		host = vmi.Name
+	}
+	return append(out, Address{Type: "Hostname", Address: host}, Address{Type: "InternalDNS", Address: host})
+}
+
+// HasNodeAddress reports whether the node network has an IP yet; KubeVirt
+// can briefly report an interface without one (FACTS B7).
+func HasNodeAddress(vmi *kubevirtv1.VirtualMachineInstance, nodeNetwork string) bool {
+	for _, iface := range vmi.Status.Interfaces {
+		if iface.Name == nodeNetwork && (iface.IP != "" || len(iface.IPs) > 0) {
+			return true
+		}
+	}
+	return false
+}

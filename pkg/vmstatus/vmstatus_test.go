@@ -1,0 +1,94 @@
+package vmstatus
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+func dv(phase cdiv1.DataVolumePhase, progress string, conds ...cdiv1.DataVolumeCondition) *cdiv1.DataVolume {
+	return &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "root"},
+		Status: cdiv1.DataVolumeStatus{Phase: phase, Progress: cdiv1.DataVolumeProgress(progress), Conditions: conds}}
+}
+
+func vmi(phase kubevirtv1.VirtualMachineInstancePhase, conds ...kubevirtv1.VirtualMachineInstanceCondition) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "m-0"},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: phase, NodeName: "infra-a", Conditions: conds}}
+}
+
+func TestOf(t *testing.T) {
+	ready := kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}
+	notReady := kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Message: "readiness probe has not passed yet"}
+	unschedulable := kubevirtv1.VirtualMachineInstanceCondition{Type: "PodScheduled", Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory."}
+	failedVM := &kubevirtv1.VirtualMachine{Status: kubevirtv1.VirtualMachineStatus{Conditions: []kubevirtv1.VirtualMachineCondition{
+		{Type: kubevirtv1.VirtualMachineFailure, Status: corev1.ConditionTrue, Message: "memory is required"}}}}
+	tests := []struct {
+		name                string
+		vm                  *kubevirtv1.VirtualMachine
+		vmi                 *kubevirtv1.VirtualMachineInstance
+		dvs                 []*cdiv1.DataVolume
+		reason, msgContains string
+		ready, running      bool
+	}{
+		{"importing with progress", nil, nil, []*cdiv1.DataVolume{dv(cdiv1.ImportInProgress, "45.20%")}, infrav1.DiskImportingReason, "45.20%", false, false},
+		{"cloning", nil, nil, []*cdiv1.DataVolume{dv(cdiv1.CSICloneInProgress, "")}, infrav1.DiskCloningReason, "CSICloneInProgress", false, false},
+		{"failed disk carries CDI's message", nil, nil, []*cdiv1.DataVolume{dv(cdiv1.Failed, "", cdiv1.DataVolumeCondition{
+			Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Message: "Unable to connect to http data source"})}, infrav1.DiskFailedReason, "Unable to connect", false, false},
+		{"wffc disk does not block", nil, nil, []*cdiv1.DataVolume{dv(cdiv1.WaitForFirstConsumer, "")}, infrav1.VMPendingReason, "waiting for KubeVirt", false, false},
+		{"KubeVirt refuses to start", failedVM, nil, nil, infrav1.VMCreateFailedReason, "memory is required", false, false},
+		{"unschedulable carries the scheduler's message", nil, vmi(kubevirtv1.Scheduling, unschedulable), nil, infrav1.UnschedulableReason, "Insufficient memory", false, false},
+		{"scheduled is booting", nil, vmi(kubevirtv1.Scheduled), nil, infrav1.BootingReason, "infra-a", false, false},
+		{"running not ready", nil, vmi(kubevirtv1.Running, notReady), nil, infrav1.BootingReason, "readiness probe", false, true},
+		{"running and ready", nil, vmi(kubevirtv1.Running, ready), nil, infrav1.VMReadyReason, "infra-a", true, true},
+		{"failed instance", nil, vmi(kubevirtv1.Failed), nil, infrav1.VMStoppedReason, "failed", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vm := tt.vm
+			if vm == nil {
+				vm = &kubevirtv1.VirtualMachine{}
+			}
+			s := Of(vm, tt.vmi, tt.dvs)
+			if s.Reason != tt.reason || s.Ready != tt.ready || s.Running != tt.running || !strings.Contains(s.Message, tt.msgContains) {
+				t.Errorf("got %+v, want reason %s ready %v running %v message containing %q", s, tt.reason, tt.ready, tt.running, tt.msgContains)
+			}
+		})
+	}
+}
+
+func TestAddresses(t *testing.T) {
+	v := &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "m-0"},
+		Spec: kubevirtv1.VirtualMachineInstanceSpec{Networks: []kubevirtv1.Network{
+			{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
+			{Name: "tenant", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "vlan10"}}},
+		}},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{
+			{Name: "default", IP: "10.244.0.5", IPs: []string{"10.244.0.5", "fd00::5"}},
+			{Name: "tenant", IP: "192.168.10.7", IPs: []string{"192.168.10.7"}},
+		}},
+	}
+	str := func(as []Address) string {
+		var parts []string
+		for _, a := range as {
+			parts = append(parts, a.Type+"="+a.Address)
+		}
+		return strings.Join(parts, ",")
+	}
+	if got, want := str(Addresses(v, NodeNetwork(v, ""))), "InternalIP=10.244.0.5,InternalIP=fd00::5,InternalIP=192.168.10.7,Hostname=m-0,InternalDNS=m-0"; got != want {
+		t.Errorf("pod network first: got %s, want %s", got, want)
+	}
+	if got, want := str(Addresses(v, NodeNetwork(v, "tenant"))), "InternalIP=192.168.10.7,InternalIP=10.244.0.5,InternalIP=fd00::5,Hostname=m-0,InternalDNS=m-0"; got != want {
+		t.Errorf("configured network first: got %s, want %s", got, want)
+	}
+	v.Status.Interfaces[1].IP, v.Status.Interfaces[1].IPs = "", nil
+	if HasNodeAddress(v, "tenant") || !HasNodeAddress(v, "default") {
+		t.Error("HasNodeAddress wrong")
+	}
+}

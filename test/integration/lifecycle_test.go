@@ -1,0 +1,146 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/kubeconfig"
+	"sigs.k8s.io/cluster-api/util/secret"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+func TestDeletionRemovesEverything(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	km := tc.newMachine(t, machineOptions{name: "del-0"})
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	g.Expect(w.Env.Client.Delete(ctx, km)).To(Succeed())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(km), &infrav1.KubevirtMachine{}))
+	}).Should(BeTrue())
+	// The finalizer went only after the VM, its instance and its Secret.
+	g.Expect(apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachine{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachineInstance{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, "del-0-userdata", &corev1.Secret{}))).To(BeTrue())
+}
+
+func TestVMDeletedOutOfBand(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	km := tc.newMachine(t, machineOptions{name: "oob-0"})
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	vm := &kubevirtv1.VirtualMachine{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vm)).To(Succeed())
+	g.Expect(w.Env.Client.Delete(ctx, vm)).To(Succeed())
+
+	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.VMDeletedReason))
+	cur := get(t, tc.c, km)
+	g.Expect(condition(cur, infrav1.ReadyCondition)).To(HavePrefix("False"))
+	g.Expect(condition(cur, infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("MachineHealthCheck"))
+	// No new VM with a new identity.
+	NewWithT(t).Consistently(func() bool {
+		return apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachine{}))
+	}).WithTimeout(2 * time.Second).Should(BeTrue())
+	// Deleting the machine still completes.
+	g.Expect(w.Env.Client.Delete(ctx, km)).To(Succeed())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(km), &infrav1.KubevirtMachine{}))
+	}).Should(BeTrue())
+}
+
+func TestUnreachableInfraCluster(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", APIVersion: "v1", Name: "infra-kubeconfig"}
+	})
+	// A kubeconfig pointing at a port where nothing listens.
+	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "infra-kubeconfig", Namespace: tc.ns},
+		Data: map[string][]byte{"kubeconfig": []byte(unreachableKubeconfig)}})).To(Succeed())
+	km := tc.newMachine(t, machineOptions{name: "unreach-0"})
+	eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.InfraClusterUnreachableReason))
+	cur := get(t, tc.c, km)
+	g.Expect(condition(cur, infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("cannot use the infra cluster"))
+	g.Expect(condition(cur, infrav1.ReadyCondition)).To(HavePrefix("False"))
+
+	// Deleting keeps the finalizer: the VM might still run there.
+	g.Expect(w.Env.Client.Delete(ctx, km)).To(Succeed())
+	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.DeletingReason))
+	g.Expect(condition(get(t, tc.c, km), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("until the infra cluster is reachable"))
+	g.Expect(get(t, tc.c, km).Finalizers).To(ContainElement(infrav1.MachineFinalizer))
+}
+
+const unreachableKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: gone
+  cluster:
+    server: https://127.0.0.1:1
+    insecure-skip-tls-verify: true
+contexts:
+- name: gone
+  context: {cluster: gone, user: gone}
+current-context: gone
+users:
+- name: gone
+  user: {token: nothing}
+`
+
+// TestNodeProviderID plays a tenant cluster whose kubelets register Nodes
+// without a providerID: the provider sets it through Cluster API's
+// ClusterCache once the cluster is reachable.
+func TestNodeProviderID(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	key := types.NamespacedName{Namespace: tc.ns, Name: "tenant"}
+	host, port, err := w.Workloads.EnsureCluster(ctx, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = w.Workloads.DeleteCluster(key) })
+	cluster := get(t, tc.c, tc.cluster)
+	certs := secret.NewCertificatesForInitialControlPlane(&bootstrapv1.ClusterConfiguration{})
+	g.Expect(certs.LookupOrGenerate(ctx, w.Env.Client, key, *metav1.NewControllerRef(cluster, clusterv1.GroupVersion.WithKind("Cluster")))).To(Succeed())
+	cluster.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: host, Port: port}
+	g.Expect(w.Env.Client.Update(ctx, cluster)).To(Succeed())
+	g.Expect(kubeconfig.CreateSecret(ctx, w.Env.Client, cluster)).To(Succeed())
+
+	cp := tc.newMachine(t, machineOptions{name: "node-cp-0", controlPlane: true})
+	eventually(t, tc.provisioned(cp)).Should(Succeed())
+	// The guest joined: its Node exists, without a providerID.
+	eventually(t, func() error { _, err := w.Workloads.Node(ctx, key, "node-cp-0"); return err }).Should(Succeed())
+	g.Expect(get(t, tc.c, cp).Status.NodeUpdated).To(BeFalse())
+
+	// What Cluster API does once the KubevirtCluster is provisioned.
+	cluster = get(t, tc.c, cluster)
+	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	g.Expect(w.Env.Client.Status().Update(ctx, cluster)).To(Succeed())
+	eventually(t, func() string {
+		n, err := w.Workloads.Node(ctx, key, "node-cp-0")
+		if err != nil {
+			return err.Error()
+		}
+		return n.Spec.ProviderID
+	}).Should(Equal("kubevirt://node-cp-0"))
+	eventually(t, func() bool { return get(t, tc.c, cp).Status.NodeUpdated }).Should(BeTrue())
+
+	// A worker joining later is found through the Node watch.
+	wk := tc.newMachine(t, machineOptions{name: "node-md-0"})
+	eventually(t, func() bool { return get(t, tc.c, wk).Status.NodeUpdated }).Should(BeTrue())
+	n, err := w.Workloads.Node(ctx, key, "node-md-0")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Spec.ProviderID).To(Equal("kubevirt://node-md-0"))
+}

@@ -1,0 +1,121 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// scaleMachines is how many machines TestFiftyMachines creates.
+const scaleMachines = 50
+
+// withRootDataVolume gives the machine a root disk imported by CDI, so each
+// machine also has a DataVolume to clean up.
+func withRootDataVolume(km *infrav1.KubevirtMachine) {
+	s := &km.Spec.VirtualMachineTemplate.Spec
+	s.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{{
+		ObjectMeta: metav1.ObjectMeta{Name: "root"},
+		Spec: cdiv1.DataVolumeSpec{
+			Source: &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "https://images.example/ubuntu-24.04.qcow2"}},
+			Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
+		},
+	}}
+	s.Template.Spec.Volumes = []kubevirtv1.Volume{{Name: "root", VolumeSource: kubevirtv1.VolumeSource{
+		DataVolume: &kubevirtv1.DataVolumeSource{Name: "root"}}}}
+	s.Template.Spec.Domain.Memory.Guest = ptr.To(resource.MustParse("512Mi"))
+}
+
+// TestFiftyMachines creates 50 machines, checks that once they are ready the
+// provider writes nothing for 60 s, then deletes them and checks that
+// nothing is left in the infra namespace.
+func TestFiftyMachines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 50 VMs and watches them for a minute")
+	}
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	start := time.Now()
+	kms := make([]*infrav1.KubevirtMachine, 0, scaleMachines)
+	for i := range scaleMachines {
+		kms = append(kms, tc.newMachine(t, machineOptions{name: fmt.Sprintf("scale-%02d", i), mutate: withRootDataVolume}))
+	}
+	for _, km := range kms {
+		NewWithT(t).Eventually(tc.provisioned(km)).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}
+	t.Logf("%d machines provisioned in %s", scaleMachines, time.Since(start).Round(time.Millisecond))
+	g.Expect(list(t, tc.ns, &cdiv1.DataVolumeList{})).To(Equal(scaleMachines))
+
+	// Steady state: the provider makes no writes to either API server,
+	// even when every machine is reconciled again.
+	before := writes.n.Load()
+	reconciles := reconcileCount(t)
+	for _, km := range kms {
+		cur := get(t, tc.c, km)
+		cur.Annotations = map[string]string{"test.capkv.io/touch": "1"}
+		g.Expect(w.Env.Client.Update(ctx, cur)).To(Succeed())
+	}
+	NewWithT(t).Eventually(func() float64 { return reconcileCount(t) }).WithTimeout(30 * time.Second).
+		Should(BeNumerically(">=", reconciles+scaleMachines))
+	NewWithT(t).Consistently(writes.n.Load).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Equal(before))
+	t.Logf("writes during 60 s of steady state: %d", writes.n.Load()-before)
+
+	start = time.Now()
+	for _, km := range kms {
+		g.Expect(w.Env.Client.Delete(ctx, km)).To(Succeed())
+	}
+	NewWithT(t).Eventually(func() int { return list(t, tc.ns, &infrav1.KubevirtMachineList{}) }).
+		WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(BeZero())
+	t.Logf("%d machines deleted in %s", scaleMachines, time.Since(start).Round(time.Millisecond))
+	// Nothing is left: the finalizers went only after everything was gone.
+	g.Expect(list(t, tc.ns, &kubevirtv1.VirtualMachineList{})).To(BeZero())
+	g.Expect(list(t, tc.ns, &kubevirtv1.VirtualMachineInstanceList{})).To(BeZero())
+	g.Expect(list(t, tc.ns, &cdiv1.DataVolumeList{})).To(BeZero())
+	secrets := &corev1.SecretList{}
+	g.Expect(w.Env.Client.List(ctx, secrets, client.InNamespace(tc.ns), client.HasLabels{infrav1.KubevirtMachineLabel})).To(Succeed())
+	g.Expect(secrets.Items).To(BeEmpty())
+}
+
+// list counts the objects of a kind in a namespace.
+func list(t *testing.T, ns string, l client.ObjectList) int {
+	t.Helper()
+	NewWithT(t).Expect(w.Env.Client.List(context.Background(), l, client.InNamespace(ns))).To(Succeed())
+	return meta.LenList(l)
+}
+
+// reconcileCount reads how many reconciles the KubevirtMachine controller
+// finished, from controller-runtime's metrics registry.
+func reconcileCount(t *testing.T) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "kubevirtmachine" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}

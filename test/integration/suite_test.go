@@ -1,0 +1,109 @@
+// Package integration tests the provider's controllers end to end on the
+// test world: a real API server, scheduler and controller-manager, with
+// KubeVirt and CDI simulated, and the provider's manager built as main.go
+// builds it.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+)
+
+// w is the world shared by the tests of this package: the management
+// cluster is also the infra cluster.
+var (
+	w      *world.World
+	writes = &writeCounter{}
+)
+
+func TestMain(m *testing.M) {
+	world.QuietLogs()
+	var err error
+	w, err = world.Start(world.Options{WithWorkloads: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	stop, err := startProvider(w, writes)
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+		stop()
+	}
+	if err := w.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// writeCounter counts the provider's requests that change something.
+type writeCounter struct{ n atomic.Int64 }
+
+func (c *writeCounter) wrap(cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			switch req.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+				c.n.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// startProvider runs the provider's manager against the world's management
+// cluster, counting its writes to the management and infra API servers.
+func startProvider(w *world.World, counter *writeCounter) (func(), error) {
+	cfg := rest.CopyConfig(w.Env.Config)
+	counter.wrap(cfg)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := manager.New(ctx, cfg, manager.Options{
+		HealthProbeBindAddress: addr, Metrics: metricsserver.Options{BindAddress: "0"},
+		SkipNameValidation: true, SyncPeriod: 10 * time.Hour,
+		KubevirtClusterConcurrency: 2, KubevirtMachineConcurrency: 10, KubevirtMachineTemplateConcurrency: 2,
+		SSHDial: w.Sim.DialGuest, SSHRecheck: 500 * time.Millisecond,
+		WrapInfraConfig: counter.wrap,
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			fmt.Fprintln(os.Stderr, "provider manager:", err)
+		}
+	}, nil
+}
+
+// eventually is Gomega's Eventually with the timeout these tests use.
+func eventually(t *testing.T, f any) AsyncAssertion {
+	return NewWithT(t).Eventually(f).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond)
+}

@@ -1,0 +1,486 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/mail"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// bootstrapSentinel is the file Cluster API bootstrap providers write once
+// bootstrap succeeded. It is spelled out here rather than taken from the
+// provider, so that the provider is checked against Cluster API's
+// convention instead of against itself.
+const bootstrapSentinel = "/run/cluster-api/bootstrap-success.complete"
+
+// maxUserDataDepth bounds nested MIME parts and merged Ignition configs.
+const maxUserDataDepth = 8
+
+// guestSSH holds the sshd of every booted guest whose user data gave it a
+// host key. Its zero value is ready to use.
+type guestSSH struct {
+	mu      sync.Mutex
+	closed  bool
+	servers map[types.NamespacedName]*guestServer
+	routes  map[string]*guestServer // by VM address, "ip:22"
+}
+
+// guestServer is one guest's sshd, listening on a loopback port.
+type guestServer struct {
+	uid    types.UID
+	ln     net.Listener
+	config *ssh.ServerConfig
+	joined bool
+	mapped bool // whether routes holds the VMI's addresses; guarded by guestSSH.mu
+
+	mu    sync.Mutex
+	done  bool
+	conns map[net.Conn]bool
+	wg    sync.WaitGroup
+}
+
+// startSSH starts the guest's sshd if its user data carries a host key. It
+// is idempotent for one VMI, and replaces the server of an earlier VMI of
+// the same name, since a restarted VM is a new VMI and a new boot.
+// Reconciles of one VMI never run concurrently, so check-then-start is safe.
+func (s *Simulator) startSSH(vmi *kubevirtv1.VirtualMachineInstance, data *Bootstrap, outcome string) {
+	key := types.NamespacedName{Namespace: vmi.Namespace, Name: vmi.Name}
+	g := &s.guests
+	g.mu.Lock()
+	old := g.servers[key]
+	if old != nil && old.uid == vmi.UID {
+		g.route(old, vmi)
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
+	s.stopSSH(key)
+	var creds guestCredentials
+	if data != nil {
+		creds = readCredentials(data)
+	}
+	if creds.hostKey == nil {
+		return
+	}
+	srv, err := newGuestServer(vmi.UID, creds, outcome == "joined")
+	if err != nil {
+		s.log.Error(err, "starting simulated guest sshd", "vmi", key)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		srv.stop()
+		return
+	}
+	if g.servers == nil {
+		g.servers, g.routes = map[types.NamespacedName]*guestServer{}, map[string]*guestServer{}
+	}
+	g.servers[key] = srv
+	g.route(srv, vmi)
+}
+
+// route maps the VMI's addresses on port 22 to srv; the caller holds g.mu.
+// A later VMI reusing an address takes it over, as the network would.
+func (g *guestSSH) route(srv *guestServer, vmi *kubevirtv1.VirtualMachineInstance) {
+	for _, iface := range vmi.Status.Interfaces {
+		for _, ip := range append([]string{iface.IP}, iface.IPs...) {
+			if parsed := net.ParseIP(ip); parsed != nil {
+				g.routes[net.JoinHostPort(parsed.String(), "22")] = srv
+				srv.mapped = true
+			}
+		}
+	}
+}
+
+// stopSSH stops the VMI's sshd: its guest has shut down or the VMI is gone.
+func (s *Simulator) stopSSH(key types.NamespacedName) {
+	g := &s.guests
+	g.mu.Lock()
+	srv := g.servers[key]
+	delete(g.servers, key)
+	for addr, routed := range g.routes {
+		if routed == srv {
+			delete(g.routes, addr)
+		}
+	}
+	g.mu.Unlock()
+	if srv != nil {
+		srv.stop()
+	}
+}
+
+// stopAllSSH stops every guest's sshd, and any that would start later.
+func (s *Simulator) stopAllSSH() {
+	g := &s.guests
+	g.mu.Lock()
+	g.closed = true
+	servers := g.servers
+	g.servers, g.routes = nil, nil
+	g.mu.Unlock()
+	for _, srv := range servers {
+		srv.stop()
+	}
+}
+
+// DialGuest dials a simulated guest's SSH server by the VM address the
+// provider sees; other addresses are refused, like an unreachable network.
+func (s *Simulator) DialGuest(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	if err != nil || ip == nil || !strings.HasPrefix(network, "tcp") {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("simulated guests are reached by TCP to ip:port, not %s %q", network, addr)}
+	}
+	target := net.JoinHostPort(ip.String(), port)
+	srv := s.guests.lookup(target)
+	if srv == nil && s.mapLateAddresses(ctx) {
+		srv = s.guests.lookup(target)
+	}
+	if srv == nil {
+		// Failing at once, rather than stalling like a dropped packet,
+		// keeps tests fast; the provider must retry either way.
+		portNum, _ := strconv.Atoi(port)
+		return nil, &net.OpError{Op: "dial", Net: network, Addr: &net.TCPAddr{IP: ip, Port: portNum},
+			Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", srv.ln.Addr().String())
+}
+
+func (g *guestSSH) lookup(addr string) *guestServer {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.routes[addr]
+}
+
+// mapLateAddresses maps the servers whose VMI had no IPs yet when its guest
+// booted, reading those VMIs again; it reports whether it mapped any.
+func (s *Simulator) mapLateAddresses(ctx context.Context) bool {
+	g := &s.guests
+	g.mu.Lock()
+	var pending []types.NamespacedName
+	for key, srv := range g.servers {
+		if !srv.mapped && s.client != nil {
+			pending = append(pending, key)
+		}
+	}
+	g.mu.Unlock()
+	mapped := false
+	for _, key := range pending {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if s.client.Get(ctx, key, vmi) != nil {
+			continue
+		}
+		g.mu.Lock()
+		// The server may have been replaced while the lock was released.
+		if srv := g.servers[key]; srv != nil && srv.uid == vmi.UID {
+			g.route(srv, vmi)
+			mapped = mapped || srv.mapped
+		}
+		g.mu.Unlock()
+	}
+	return mapped
+}
+
+func newGuestServer(uid types.UID, creds guestCredentials, joined bool) (*guestServer, error) {
+	config := &ssh.ServerConfig{
+		PublicKeyCallback: func(md ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			if creds.authorized[md.User()][string(key.Marshal())] {
+				return nil, nil
+			}
+			return nil, errors.New("key not authorized for user")
+		},
+	}
+	config.AddHostKey(creds.hostKey)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &guestServer{uid: uid, ln: ln, config: config, joined: joined, conns: map[net.Conn]bool{}}
+	srv.wg.Add(1)
+	go srv.accept()
+	return srv, nil
+}
+
+func (srv *guestServer) accept() {
+	defer srv.wg.Done()
+	for {
+		conn, err := srv.ln.Accept()
+		if err != nil {
+			return
+		}
+		srv.mu.Lock()
+		if srv.done {
+			srv.mu.Unlock()
+			_ = conn.Close()
+			return
+		}
+		srv.conns[conn] = true
+		srv.wg.Add(1)
+		srv.mu.Unlock()
+		go srv.serve(conn)
+	}
+}
+
+// stop closes the listener and every connection, and waits for the
+// goroutines that served them.
+func (srv *guestServer) stop() {
+	srv.mu.Lock()
+	srv.done = true
+	_ = srv.ln.Close()
+	for conn := range srv.conns {
+		_ = conn.Close()
+	}
+	srv.mu.Unlock()
+	srv.wg.Wait()
+}
+
+func (srv *guestServer) serve(conn net.Conn) {
+	defer srv.wg.Done()
+	defer func() {
+		_ = conn.Close()
+		srv.mu.Lock()
+		delete(srv.conns, conn)
+		srv.mu.Unlock()
+	}()
+	// Like sshd's LoginGraceTime: a client that never finishes the
+	// handshake does not hold the connection forever.
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	_, chans, reqs, err := ssh.NewServerConn(conn, srv.config)
+	if err != nil {
+		return
+	}
+	_ = conn.SetDeadline(time.Time{})
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.Prohibited, "only sessions are supported")
+			continue
+		}
+		if ch, chReqs, err := nc.Accept(); err == nil {
+			srv.wg.Add(1)
+			go srv.session(ch, chReqs)
+		}
+	}
+}
+
+// session answers the one command the provider runs, test -f, as a shell
+// would; the guest has no other programs, shells or terminals.
+func (srv *guestServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
+	defer srv.wg.Done()
+	defer ch.Close()
+	ran := false
+	// Requests are drained until the client closes its side too, so that
+	// unanswered ones cannot stall the connection.
+	for req := range reqs {
+		var exec struct{ Command string }
+		if ran || req.Type != "exec" || ssh.Unmarshal(req.Payload, &exec) != nil {
+			_ = req.Reply(false, nil)
+			continue
+		}
+		_ = req.Reply(true, nil)
+		status := uint32(127)
+		if f := strings.Fields(exec.Command); len(f) == 3 && f[0] == "test" && f[1] == "-f" {
+			status = 1
+			if strings.Trim(f[2], `'"`) == bootstrapSentinel && srv.joined {
+				status = 0
+			}
+		} else {
+			_, _ = fmt.Fprintf(ch.Stderr(), "sh: %s: not found\n", strings.SplitN(exec.Command, " ", 2)[0])
+		}
+		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
+		ran = true // one command per session, as with sshd
+		_ = ch.Close()
+	}
+}
+
+// guestCredentials is what the guest's user data configures for sshd.
+type guestCredentials struct {
+	hostKey    ssh.Signer
+	authorized map[string]map[string]bool // user -> keys in SSH wire format
+}
+
+// readCredentials reads the host key and authorized keys from user data as
+// cloud-init or Ignition would apply them. Unreadable parts are skipped: the
+// guest would not apply them either.
+func readCredentials(data *Bootstrap) guestCredentials {
+	creds := guestCredentials{authorized: map[string]map[string]bool{}}
+	if data.Format == "ignition" {
+		creds.readIgnition(data.Data, 0)
+	} else {
+		creds.readCloudInit(data.Data, "", nil, 0)
+	}
+	return creds
+}
+
+func (c *guestCredentials) authorize(user string, keys []string) {
+	for _, line := range keys {
+		key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
+		if user == "" || err != nil {
+			continue
+		}
+		if c.authorized[user] == nil {
+			c.authorized[user] = map[string]bool{}
+		}
+		c.authorized[user][string(key.Marshal())] = true
+	}
+}
+
+// setHostKey installs a host key; later parts and merged configs replace
+// earlier ones, as both tools' merging does.
+func (c *guestCredentials) setHostKey(pemData []byte) {
+	if signer, err := ssh.ParsePrivateKey(pemData); err == nil {
+		c.hostKey = signer
+	}
+}
+
+// readCloudInit reads one MIME entity: multipart documents part by part
+// (nested ones too), cloud-config parts for ssh_keys and users. An empty
+// contentType means bare user data, classified by its start as cloud-init
+// does.
+func (c *guestCredentials) readCloudInit(body []byte, contentType string, params map[string]string, depth int) {
+	if depth > maxUserDataDepth {
+		return
+	}
+	start := strings.ToLower(strings.TrimLeft(string(body), " \t\r\n"))
+	sniffed := contentType == "" || contentType == "text/x-not-multipart" || contentType == "text/plain"
+	switch {
+	case strings.HasPrefix(contentType, "multipart/"):
+		r := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+		for {
+			// NextPart undoes quoted-printable; base64 is left to us.
+			part, err := r.NextPart()
+			if err != nil {
+				return
+			}
+			ct, ps, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+			if b, err := decodeTransfer(part.Header.Get("Content-Transfer-Encoding"), part); err == nil {
+				c.readCloudInit(b, ct, ps, depth+1)
+			}
+		}
+	case contentType == "text/cloud-config" || sniffed && strings.HasPrefix(start, "#cloud-config"):
+		c.readCloudConfig(body)
+	case contentType == "" && (strings.HasPrefix(start, "content-type:") || strings.HasPrefix(start, "mime-version:")):
+		msg, err := mail.ReadMessage(bytes.NewReader(body))
+		if err != nil {
+			return
+		}
+		ct, ps, _ := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+		if b, err := decodeTransfer(msg.Header.Get("Content-Transfer-Encoding"), msg.Body); err == nil && ct != "" {
+			c.readCloudInit(b, ct, ps, depth+1)
+		}
+	}
+}
+
+func decodeTransfer(encoding string, r io.Reader) ([]byte, error) {
+	if strings.EqualFold(strings.TrimSpace(encoding), "base64") {
+		// This decoder skips the line breaks of wrapped base64.
+		r = base64.NewDecoder(base64.StdEncoding, r)
+	}
+	return io.ReadAll(r)
+}
+
+func (c *guestCredentials) readCloudConfig(body []byte) {
+	var doc struct {
+		SSHKeys struct {
+			Ed25519Private string `json:"ed25519_private"`
+		} `json:"ssh_keys"`
+		// Entries are names ("default") or user dicts.
+		Users []any `json:"users"`
+	}
+	if yaml.Unmarshal(body, &doc) != nil {
+		return
+	}
+	if doc.SSHKeys.Ed25519Private != "" {
+		c.setHostKey([]byte(doc.SSHKeys.Ed25519Private))
+	}
+	for _, u := range doc.Users {
+		user, _ := u.(map[string]any)
+		name, _ := user["name"].(string)
+		list, _ := user["ssh_authorized_keys"].([]any)
+		var keys []string
+		for _, k := range list {
+			if line, ok := k.(string); ok {
+				keys = append(keys, line)
+			}
+		}
+		c.authorize(name, keys)
+	}
+}
+
+// readIgnition reads the host key file and the users of an Ignition config
+// and of the configs it merges (spec 3) or appends (spec 2) from data URLs.
+// A guest without network could fetch no other source.
+func (c *guestCredentials) readIgnition(data []byte, depth int) {
+	type source struct {
+		Source string `json:"source"`
+	}
+	var cfg struct {
+		Ignition struct {
+			Config struct{ Merge, Append []source }
+		}
+		Storage struct {
+			Files []struct {
+				Path     string
+				Contents source
+			}
+		}
+		Passwd struct {
+			Users []struct {
+				Name              string
+				SSHAuthorizedKeys []string `json:"sshAuthorizedKeys"`
+			}
+		}
+	}
+	if depth > maxUserDataDepth || json.Unmarshal(data, &cfg) != nil {
+		return
+	}
+	for _, f := range cfg.Storage.Files {
+		if key, err := decodeDataURL(f.Contents.Source); err == nil && f.Path == "/etc/ssh/ssh_host_ed25519_key" {
+			c.setHostKey(key)
+		}
+	}
+	for _, u := range cfg.Passwd.Users {
+		c.authorize(u.Name, u.SSHAuthorizedKeys)
+	}
+	// Merged configs are applied after their parent, so they win.
+	for _, src := range append(cfg.Ignition.Config.Merge, cfg.Ignition.Config.Append...) {
+		if child, err := decodeDataURL(src.Source); err == nil {
+			c.readIgnition(child, depth+1)
+		}
+	}
+}
+
+// decodeDataURL decodes an RFC 2397 data URL: percent-encoded, and base64
+// when ";base64" ends its metadata.
+func decodeDataURL(u string) ([]byte, error) {
+	rest, isData := strings.CutPrefix(u, "data:")
+	meta, payload, hasComma := strings.Cut(rest, ",")
+	if !isData || !hasComma {
+		return nil, errors.New("not a data URL")
+	}
+	text, err := url.PathUnescape(payload)
+	if err != nil || !strings.HasSuffix(strings.ToLower(meta), ";base64") {
+		return []byte(text), err
+	}
+	return base64.StdEncoding.DecodeString(text)
+}
