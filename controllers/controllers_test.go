@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -143,7 +144,20 @@ func TestInfraClusterAvailability(t *testing.T) {
 			Should(haveReason(metav1.ConditionFalse, infrav1.KubeVirtNotInstalledReason))
 		g.Expect(conditions.Get(obj, infrav1.InfraClusterAvailableCondition).Message).To(ContainSubstring("kubevirt.io/v1"))
 	}
+	g.Eventually(conditionOn(bare, tn.km, infrav1.VirtualMachineReadyCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionFalse, infrav1.KubeVirtNotInstalledReason))
 	g.Consistently(rm.healthy, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+
+	// Without KubeVirt no VM can exist, so deleting a machine completes.
+	gone := createTenantOn(t, bare, newNamespaceOn(t, bare), "availability", nil)
+	g.Eventually(func() []string {
+		_ = bare.Client.Get(context.Background(), client.ObjectKeyFromObject(gone.km), gone.km)
+		return gone.km.Finalizers
+	}, 30*time.Second).Should(ContainElement(infrav1.MachineFinalizer))
+	g.Expect(bare.Client.Delete(context.Background(), gone.km)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(bare.Client.Get(context.Background(), client.ObjectKeyFromObject(gone.km), gone.km))
+	}, 30*time.Second).Should(BeTrue())
 
 	events := &corev1.EventList{}
 	g.Eventually(func() []string {
@@ -164,6 +178,9 @@ func TestInfraClusterAvailability(t *testing.T) {
 		g.Eventually(conditionOn(bare, obj, infrav1.InfraClusterAvailableCondition), 30*time.Second).
 			Should(haveReason(metav1.ConditionTrue, infrav1.InfraClusterAvailableReason))
 	}
+	// The machine moved on to its next wait: its bootstrap data.
+	g.Eventually(conditionOn(bare, tn.km, infrav1.VirtualMachineReadyCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason))
 	g.Expect(rm.healthy()).To(Succeed())
 }
 

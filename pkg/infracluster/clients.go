@@ -2,8 +2,11 @@ package infracluster
 
 import (
 	"context"
+
 	"fmt"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,7 +17,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
+
+// activeCaches counts the running caches of external infra clusters, so an
+// operator can see that unused ones are dropped.
+var activeCaches = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "capkv_infra_cluster_caches",
+	Help: "Number of external infra clusters with a running cache and watches.",
+})
+
+func init() { metrics.Registry.MustRegister(activeCaches) }
 
 // Infra is an infra cluster as a controller uses it.
 type Infra struct {
@@ -127,8 +140,7 @@ func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns s
 	e := c.entries[key]
 	if e != nil && e.hash != hash {
 		// The kubeconfig changed: start over with the new one.
-		e.cancel()
-		delete(c.entries, key)
+		c.stop(key, e)
 		e = nil
 	}
 	if e == nil {
@@ -183,14 +195,15 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	activeCaches.Inc()
 	go func() {
 		if err := ca.Start(ctx); err != nil {
 			ctrl.Log.WithName("infracluster").Error(err, "infra cluster cache stopped", "infraCluster", key)
 		}
 	}()
 	return &entry{
-		infra:  &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key},
-		hash:   hash, cancel: cancel, discovery: d, users: sets.New[types.NamespacedName](),
+		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key},
+		hash:  hash, cancel: cancel, discovery: d, users: sets.New[types.NamespacedName](),
 	}, nil
 }
 
@@ -211,21 +224,16 @@ func (c *Clients) releaseLocked(user types.NamespacedName) {
 	if e := c.entries[key]; e != nil {
 		e.users.Delete(user)
 		if e.users.Len() == 0 {
-			e.cancel()
-			delete(c.entries, key)
+			c.stop(key, e)
 		}
 	}
 }
 
-// Active lists the keys of the external infra clusters with a running cache.
-func (c *Clients) Active() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	keys := make([]string, 0, len(c.entries))
-	for k := range c.entries {
-		keys = append(keys, k)
-	}
-	return keys
+// stop stops an entry's cache; the caller holds c.mu.
+func (c *Clients) stop(key string, e *entry) {
+	e.cancel()
+	delete(c.entries, key)
+	activeCaches.Dec()
 }
 
 func refNamespace(ref *corev1.ObjectReference, ns string) string {

@@ -302,7 +302,7 @@ func TestProbe(t *testing.T) {
 					t.Fatalf("Probe = %v, %v; want %v, nil", done, err, tc.want)
 				}
 			} else {
-				if err == nil || tc.wantErr != errAny && !errors.Is(err, tc.wantErr) || done {
+				if err == nil || !errors.Is(tc.wantErr, errAny) && !errors.Is(err, tc.wantErr) || done {
 					t.Fatalf("Probe = %v, %v; want false and an error wrapping %q", done, err, tc.wantErr)
 				}
 				if !strings.Contains(err.Error(), tc.errMention) {

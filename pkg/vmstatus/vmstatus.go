@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
@@ -44,10 +44,10 @@ func Of(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, d
 func disks(dvs []*cdiv1.DataVolume) (State, bool) {
 	for _, dv := range dvs {
 		phase := dv.Status.Phase
-		switch {
-		case phase == cdiv1.Succeeded || phase == cdiv1.WaitForFirstConsumer || phase == cdiv1.PendingPopulation:
+		switch phase {
+		case cdiv1.Succeeded, cdiv1.WaitForFirstConsumer, cdiv1.PendingPopulation:
 			continue
-		case phase == cdiv1.Failed:
+		case cdiv1.Failed:
 			return State{Reason: infrav1.DiskFailedReason, Warning: true,
 				Message: fmt.Sprintf("DataVolume %s failed: %s", dv.Name, dvMessage(dv))}, true
 		}

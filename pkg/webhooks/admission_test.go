@@ -254,6 +254,17 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 		{"unknown bootstrap check", machine(func(m *infrav1.KubevirtMachine) {
 			m.Spec.BootstrapCheckSpec.CheckStrategy = "ping"
 		}), "spec.virtualMachineBootstrapCheck.checkStrategy"},
+		{"guest-agent check beside the user's own readiness probe", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategyGuestAgent
+			m.Spec.VirtualMachineTemplate.Spec.Template.Spec.ReadinessProbe = &kubevirtv1.Probe{
+				Handler: kubevirtv1.Handler{GuestAgentPing: &kubevirtv1.GuestAgentPing{}}}
+		}), "spec.virtualMachineTemplate.spec.template.spec.readinessProbe"},
+		{"node address network that is not a VM network", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.NodeAddressNetwork = "storage"
+		}), "spec.nodeAddressNetwork"},
+		{"unknown cloud-init data source", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.UserData.CloudInitDataSource = "Metadata"
+		}), "spec.userData.cloudInitDataSource"},
 		{"infra cluster reference to a ConfigMap", machine(func(m *infrav1.KubevirtMachine) {
 			m.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "ConfigMap", Name: "kubeconfig"}
 		}), "spec.infraClusterSecretRef.kind"},

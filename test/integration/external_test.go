@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
@@ -35,8 +37,10 @@ func TestExternalInfraCluster(t *testing.T) {
 	infraSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "infra", Namespace: tc.ns},
 		Data: map[string][]byte{"kubeconfig": ext.Infra.KubeConfig, "namespace": []byte("tenants")}}
 	g.Expect(ext.Env.Client.Create(ctx, infraSecret)).To(Succeed())
+	caches := gauge(t, "capkv_infra_cluster_caches")
 	km := tc.newMachine(t, machineOptions{name: "remote-0"})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
+	g.Expect(gauge(t, "capkv_infra_cluster_caches")).To(Equal(caches + 1))
 	g.Expect(guestOutcome(ext.Infra.Client, "tenants", km.Name)()).To(Equal("joined"))
 
 	vm := &kubevirtv1.VirtualMachine{}
@@ -52,11 +56,17 @@ func TestExternalInfraCluster(t *testing.T) {
 	infraSecret.Data["kubeconfig"] = []byte("not: [a kubeconfig")
 	g.Expect(ext.Env.Client.Update(ctx, infraSecret)).To(Succeed())
 	eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.InfraClusterUnreachableReason))
+	// Another user's kubeconfig: a new cache and new watches replace the old.
+	user, err := ext.Infra.ControlPlane.AddUser(envtest.User{Name: "capkv-rotated", Groups: []string{"system:masters"}}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	rotated, err := user.KubeConfig()
+	g.Expect(err).NotTo(HaveOccurred())
 	infraSecret = get(t, ext.Env.Client, infraSecret)
-	infraSecret.Data["kubeconfig"] = ext.Infra.KubeConfig
+	infraSecret.Data["kubeconfig"] = rotated
 	g.Expect(ext.Env.Client.Update(ctx, infraSecret)).To(Succeed())
 	eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.InfraClusterAvailableReason))
 	eventually(t, tc.provisioned(km)).Should(Succeed())
+	g.Expect(gauge(t, "capkv_infra_cluster_caches")).To(Equal(caches+1), "the old cache was stopped")
 
 	// The VM's events reach the provider through the rebuilt watches: a VM
 	// deleted there is noticed here.
@@ -68,4 +78,19 @@ func TestExternalInfraCluster(t *testing.T) {
 		return apierrors.IsNotFound(ext.Env.Client.Get(ctx, client.ObjectKeyFromObject(km), &infrav1.KubevirtMachine{}))
 	}).Should(BeTrue())
 	g.Expect(apierrors.IsNotFound(infraGet(t, ext.Infra.Client, "tenants", "remote-0-userdata", &corev1.Secret{}))).To(BeTrue())
+	// No machine uses the infra cluster any more: its cache is stopped.
+	g.Expect(gauge(t, "capkv_infra_cluster_caches")).To(Equal(caches))
+}
+
+// gauge reads a gauge from controller-runtime's metrics registry.
+func gauge(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
 }

@@ -199,7 +199,9 @@ func guestOutcome(c client.Client, ns, name string) func() string {
 	}
 }
 
-func keyOf(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func keyOf(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 // setBootstrapSecret plays the bootstrap provider: it sets the Machine's
 // bootstrap data Secret.

@@ -1,18 +1,10 @@
 package sim
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net"
-	"net/mail"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -23,7 +15,6 @@ import (
 	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // bootstrapSentinel is the file Cluster API bootstrap providers write once
@@ -311,176 +302,4 @@ func (srv *guestServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 		ran = true // one command per session, as with sshd
 		_ = ch.Close()
 	}
-}
-
-// guestCredentials is what the guest's user data configures for sshd.
-type guestCredentials struct {
-	hostKey    ssh.Signer
-	authorized map[string]map[string]bool // user -> keys in SSH wire format
-}
-
-// readCredentials reads the host key and authorized keys from user data as
-// cloud-init or Ignition would apply them. Unreadable parts are skipped: the
-// guest would not apply them either.
-func readCredentials(data *Bootstrap) guestCredentials {
-	creds := guestCredentials{authorized: map[string]map[string]bool{}}
-	if data.Format == "ignition" {
-		creds.readIgnition(data.Data, 0)
-	} else {
-		creds.readCloudInit(data.Data, "", nil, 0)
-	}
-	return creds
-}
-
-func (c *guestCredentials) authorize(user string, keys []string) {
-	for _, line := range keys {
-		key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
-		if user == "" || err != nil {
-			continue
-		}
-		if c.authorized[user] == nil {
-			c.authorized[user] = map[string]bool{}
-		}
-		c.authorized[user][string(key.Marshal())] = true
-	}
-}
-
-// setHostKey installs a host key; later parts and merged configs replace
-// earlier ones, as both tools' merging does.
-func (c *guestCredentials) setHostKey(pemData []byte) {
-	if signer, err := ssh.ParsePrivateKey(pemData); err == nil {
-		c.hostKey = signer
-	}
-}
-
-// readCloudInit reads one MIME entity: multipart documents part by part
-// (nested ones too), cloud-config parts for ssh_keys and users. An empty
-// contentType means bare user data, classified by its start as cloud-init
-// does.
-func (c *guestCredentials) readCloudInit(body []byte, contentType string, params map[string]string, depth int) {
-	if depth > maxUserDataDepth {
-		return
-	}
-	start := strings.ToLower(strings.TrimLeft(string(body), " \t\r\n"))
-	sniffed := contentType == "" || contentType == "text/x-not-multipart" || contentType == "text/plain"
-	switch {
-	case strings.HasPrefix(contentType, "multipart/"):
-		r := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-		for {
-			// NextPart undoes quoted-printable; base64 is left to us.
-			part, err := r.NextPart()
-			if err != nil {
-				return
-			}
-			ct, ps, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
-			if b, err := decodeTransfer(part.Header.Get("Content-Transfer-Encoding"), part); err == nil {
-				c.readCloudInit(b, ct, ps, depth+1)
-			}
-		}
-	case contentType == "text/cloud-config" || sniffed && strings.HasPrefix(start, "#cloud-config"):
-		c.readCloudConfig(body)
-	case contentType == "" && (strings.HasPrefix(start, "content-type:") || strings.HasPrefix(start, "mime-version:")):
-		msg, err := mail.ReadMessage(bytes.NewReader(body))
-		if err != nil {
-			return
-		}
-		ct, ps, _ := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-		if b, err := decodeTransfer(msg.Header.Get("Content-Transfer-Encoding"), msg.Body); err == nil && ct != "" {
-			c.readCloudInit(b, ct, ps, depth+1)
-		}
-	}
-}
-
-func decodeTransfer(encoding string, r io.Reader) ([]byte, error) {
-	if strings.EqualFold(strings.TrimSpace(encoding), "base64") {
-		// This decoder skips the line breaks of wrapped base64.
-		r = base64.NewDecoder(base64.StdEncoding, r)
-	}
-	return io.ReadAll(r)
-}
-
-func (c *guestCredentials) readCloudConfig(body []byte) {
-	var doc struct {
-		SSHKeys struct {
-			Ed25519Private string `json:"ed25519_private"`
-		} `json:"ssh_keys"`
-		// Entries are names ("default") or user dicts.
-		Users []any `json:"users"`
-	}
-	if yaml.Unmarshal(body, &doc) != nil {
-		return
-	}
-	if doc.SSHKeys.Ed25519Private != "" {
-		c.setHostKey([]byte(doc.SSHKeys.Ed25519Private))
-	}
-	for _, u := range doc.Users {
-		user, _ := u.(map[string]any)
-		name, _ := user["name"].(string)
-		list, _ := user["ssh_authorized_keys"].([]any)
-		var keys []string
-		for _, k := range list {
-			if line, ok := k.(string); ok {
-				keys = append(keys, line)
-			}
-		}
-		c.authorize(name, keys)
-	}
-}
-
-// readIgnition reads the host key file and the users of an Ignition config
-// and of the configs it merges (spec 3) or appends (spec 2) from data URLs.
-// A guest without network could fetch no other source.
-func (c *guestCredentials) readIgnition(data []byte, depth int) {
-	type source struct {
-		Source string `json:"source"`
-	}
-	var cfg struct {
-		Ignition struct {
-			Config struct{ Merge, Append []source }
-		}
-		Storage struct {
-			Files []struct {
-				Path     string
-				Contents source
-			}
-		}
-		Passwd struct {
-			Users []struct {
-				Name              string
-				SSHAuthorizedKeys []string `json:"sshAuthorizedKeys"`
-			}
-		}
-	}
-	if depth > maxUserDataDepth || json.Unmarshal(data, &cfg) != nil {
-		return
-	}
-	for _, f := range cfg.Storage.Files {
-		if key, err := decodeDataURL(f.Contents.Source); err == nil && f.Path == "/etc/ssh/ssh_host_ed25519_key" {
-			c.setHostKey(key)
-		}
-	}
-	for _, u := range cfg.Passwd.Users {
-		c.authorize(u.Name, u.SSHAuthorizedKeys)
-	}
-	// Merged configs are applied after their parent, so they win.
-	for _, src := range append(cfg.Ignition.Config.Merge, cfg.Ignition.Config.Append...) {
-		if child, err := decodeDataURL(src.Source); err == nil {
-			c.readIgnition(child, depth+1)
-		}
-	}
-}
-
-// decodeDataURL decodes an RFC 2397 data URL: percent-encoded, and base64
-// when ";base64" ends its metadata.
-func decodeDataURL(u string) ([]byte, error) {
-	rest, isData := strings.CutPrefix(u, "data:")
-	meta, payload, hasComma := strings.Cut(rest, ",")
-	if !isData || !hasComma {
-		return nil, errors.New("not a data URL")
-	}
-	text, err := url.PathUnescape(payload)
-	if err != nil || !strings.HasSuffix(strings.ToLower(meta), ";base64") {
-		return []byte(text), err
-	}
-	return base64.StdEncoding.DecodeString(text)
 }

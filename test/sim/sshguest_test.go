@@ -147,7 +147,7 @@ func TestGuestSSHWithoutHostKeyStartsNothing(t *testing.T) {
 	s := New(DefaultOptions())
 	defer s.Close()
 	for i, data := range []*Bootstrap{nil, {Format: "cloud-config", Data: []byte("#cloud-config\nruncmd: [true]\n")},
-		{Format: "cloud-config", Data: []byte(strings.Replace(keysCloudConfig(t, k), "OPENSSH", "GARBLED", -1))}} {
+		{Format: "cloud-config", Data: []byte(strings.ReplaceAll(keysCloudConfig(t, k), "OPENSSH", "GARBLED"))}} {
 		s.startSSH(testVMI("vm", "uid-1", "10.244.1.5"), data, "joined")
 		if _, err := s.DialGuest(context.Background(), "tcp", "10.244.1.5:22"); !errors.Is(err, syscall.EHOSTUNREACH) {
 			t.Fatalf("case %d: dial = %v, want no route to host", i, err)
@@ -184,7 +184,7 @@ func TestGuestSSHLifecycle(t *testing.T) {
 	for err == nil {
 		_, err = conn.Read(buf)
 	}
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 		t.Fatal("connection still open after the guest stopped")
 	}
 	if _, err := s.DialGuest(context.Background(), "tcp", "10.244.1.5:22"); err == nil {

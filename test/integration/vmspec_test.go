@@ -1,0 +1,103 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// TestInstancetype checks a VM whose size comes from an instance type passes
+// KubeVirt's conflict checks (FACTS A6) and runs: the provider adds no CPU
+// or memory of its own.
+func TestInstancetype(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	g.Expect(w.Env.Client.Create(ctx, &instancetypev1beta1.VirtualMachineInstancetype{
+		ObjectMeta: metav1.ObjectMeta{Name: "u1.small", Namespace: tc.ns},
+		Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{
+			CPU:    instancetypev1beta1.CPUInstancetype{Guest: 1},
+			Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("2Gi")},
+		},
+	})).To(Succeed())
+	km := tc.newMachine(t, machineOptions{name: "typed-0", mutate: func(km *infrav1.KubevirtMachine) {
+		s := &km.Spec.VirtualMachineTemplate.Spec
+		s.Instancetype = &kubevirtv1.InstancetypeMatcher{Kind: "VirtualMachineInstancetype", Name: "u1.small"}
+		s.Template.Spec.Domain.CPU, s.Template.Spec.Domain.Memory = nil, nil
+		km.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategyGuestAgent
+	}})
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	vm := &kubevirtv1.VirtualMachine{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vm)).To(Succeed())
+	g.Expect(vm.Spec.Template.Spec.Domain.CPU).To(BeNil())
+	g.Expect(vm.Spec.Template.Spec.Domain.Memory).To(BeNil())
+}
+
+// TestNodeAddressNetwork checks that with a Multus network chosen as the
+// node network, its address is the machine's first InternalIP.
+func TestNodeAddressNetwork(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	nad := &unstructured.Unstructured{}
+	nad.SetAPIVersion("k8s.cni.cncf.io/v1")
+	nad.SetKind("NetworkAttachmentDefinition")
+	nad.SetNamespace(tc.ns)
+	nad.SetName("tenant-vlan")
+	g.Expect(unstructured.SetNestedField(nad.Object, `{"cniVersion":"0.3.1","type":"bridge","bridge":"br-tenant","vlan":10}`, "spec", "config")).To(Succeed())
+	g.Expect(w.Env.Client.Create(ctx, nad)).To(Succeed())
+	km := tc.newMachine(t, machineOptions{name: "multus-0", mutate: func(km *infrav1.KubevirtMachine) {
+		spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
+		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork(),
+			{Name: "tenant", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "tenant-vlan"}}}}
+		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultBridgeNetworkInterface(),
+			{Name: "tenant", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
+		km.Spec.NodeAddressNetwork = "tenant"
+	}})
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	addrs := get(t, tc.c, km).Status.Addresses
+	g.Expect(addrs).To(HaveLen(4))
+	g.Expect(addrs[0].Type).To(Equal(clusterv1.MachineInternalIP))
+	g.Expect(addrs[0].Address).To(HavePrefix("192.168."), "the Multus address comes first")
+	g.Expect(addrs[1].Address).To(HavePrefix("10.244."))
+}
+
+// TestUnschedulableAndEvents checks a VM no node can take is reported with
+// the scheduler's own words, and that transitions are recorded as Events.
+func TestUnschedulableAndEvents(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	km := tc.newMachine(t, machineOptions{name: "huge-0", mutate: func(km *infrav1.KubevirtMachine) {
+		huge := resource.MustParse("512Gi")
+		km.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.Memory.Guest = &huge
+	}})
+	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.UnschedulableReason))
+	g.Expect(condition(get(t, tc.c, km), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("Insufficient memory"))
+
+	eventually(t, func() []string {
+		events := &eventsv1.EventList{}
+		if err := w.Env.Client.List(ctx, events, client.InNamespace(tc.ns)); err != nil {
+			return nil
+		}
+		var reasons []string
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "KubevirtMachine" && e.Regarding.Name == km.Name {
+				reasons = append(reasons, e.Type+"/"+e.Reason)
+			}
+		}
+		return reasons
+	}).Should(ContainElements(corev1.EventTypeNormal+"/VirtualMachineCreated", corev1.EventTypeWarning+"/VirtualMachineUnschedulable"))
+}
