@@ -317,32 +317,45 @@ func TestMachineTemplateCapacity(t *testing.T) {
 	g.Expect(fromTemplate.Status.Capacity.Memory().Equal(guest)).To(BeTrue())
 	g.Expect(fromTemplate.Status.NodeInfo).To(Equal(infrav1.NodeInfo{Architecture: infrav1.ArchitectureArm64, OperatingSystem: "linux"}))
 
+	// A template naming an instance type that does not exist yet is
+	// completed when it is created: instance types are watched.
 	withInstancetype := fromTemplate.DeepCopy()
 	withInstancetype.ObjectMeta = metav1.ObjectMeta{Name: "typed", Namespace: ns, Labels: labels}
 	vm := &withInstancetype.Spec.Template.Spec.VirtualMachineTemplate.Spec
-	vm.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "u1.large"}
+	vm.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "u1.large-" + ns}
 	vm.Template.Spec.Domain = kubevirtv1.DomainSpec{}
 	g.Expect(env.Client.Create(ctx, withInstancetype)).To(Succeed())
 	g.Eventually(condition(withInstancetype, infrav1.CapacityKnownCondition), 30*time.Second).
 		Should(haveReason(metav1.ConditionFalse, infrav1.CapacityUnknownReason))
-	g.Expect(conditions.Get(withInstancetype, infrav1.CapacityKnownCondition).Message).To(ContainSubstring(`"u1.large" was not found`))
+	g.Expect(conditions.Get(withInstancetype, infrav1.CapacityKnownCondition).Message).To(ContainSubstring(`"u1.large-` + ns + `" was not found`))
 
-	it := &instancetypev1beta1.VirtualMachineClusterInstancetype{
-		ObjectMeta: metav1.ObjectMeta{Name: "u1.medium-" + ns},
+	g.Expect(env.Client.Create(ctx, &instancetypev1beta1.VirtualMachineClusterInstancetype{
+		ObjectMeta: metav1.ObjectMeta{Name: "u1.large-" + ns},
 		Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{
 			CPU:    instancetypev1beta1.CPUInstancetype{Guest: 2},
 			Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("4Gi")},
 		},
-	}
-	g.Expect(env.Client.Create(ctx, it)).To(Succeed())
-	typed := withInstancetype.DeepCopy()
-	typed.ObjectMeta = metav1.ObjectMeta{Name: "typed-found", Namespace: ns, Labels: labels}
-	typed.Spec.Template.Spec.VirtualMachineTemplate.Spec.Instancetype.Name = it.Name
-	g.Expect(env.Client.Create(ctx, typed)).To(Succeed())
-	g.Eventually(condition(typed, infrav1.CapacityKnownCondition), 30*time.Second).
+	})).To(Succeed())
+	g.Eventually(condition(withInstancetype, infrav1.CapacityKnownCondition), 30*time.Second).
 		Should(haveReason(metav1.ConditionTrue, infrav1.CapacityFromInstancetypeReason))
-	g.Eventually(cpuOf(typed), 10*time.Second).Should(BeEquivalentTo(2))
-	g.Expect(typed.Status.Capacity.Memory().String()).To(Equal("4Gi"))
+	g.Eventually(cpuOf(withInstancetype), 10*time.Second).Should(BeEquivalentTo(2))
+	g.Expect(withInstancetype.Status.Capacity.Memory().String()).To(Equal("4Gi"))
+
+	// A namespaced instance type, in the infra namespace.
+	g.Expect(env.Client.Create(ctx, &instancetypev1beta1.VirtualMachineInstancetype{
+		ObjectMeta: metav1.ObjectMeta{Name: "small", Namespace: ns},
+		Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{
+			CPU:    instancetypev1beta1.CPUInstancetype{Guest: 1},
+			Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("1536Mi")},
+		},
+	})).To(Succeed())
+	namespaced := withInstancetype.DeepCopy()
+	namespaced.ObjectMeta = metav1.ObjectMeta{Name: "typed-namespaced", Namespace: ns, Labels: labels}
+	namespaced.Status = infrav1.KubevirtMachineTemplateStatus{}
+	namespaced.Spec.Template.Spec.VirtualMachineTemplate.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Kind: "VirtualMachineInstancetype", Name: "small"}
+	g.Expect(env.Client.Create(ctx, namespaced)).To(Succeed())
+	g.Eventually(cpuOf(namespaced), 30*time.Second).Should(BeEquivalentTo(1))
+	g.Expect(namespaced.Status.Capacity.Memory().String()).To(Equal("1536Mi"))
 }
 
 func cpuOf(t *infrav1.KubevirtMachineTemplate) func() int64 {

@@ -62,7 +62,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	km := &infrav1.KubevirtMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, km); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Clients.Release(req.NamespacedName)
+			r.Clients.Release(machineUser(req.NamespacedName))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -141,7 +141,7 @@ func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.Kubev
 	if ref == nil && kc != nil {
 		ref = kc.Spec.InfraClusterSecretRef
 	}
-	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, client.ObjectKeyFromObject(km))
+	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, machineUser(client.ObjectKeyFromObject(km)))
 	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
 	if err != nil {
 		status.Message = err.Error()
@@ -196,7 +196,7 @@ func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, km *inf
 			ref = kc.Spec.InfraClusterSecretRef
 		}
 	}
-	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, client.ObjectKeyFromObject(km))
+	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, machineUser(client.ObjectKeyFromObject(km)))
 	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
 	if err != nil {
 		status.Message = err.Error()
@@ -218,10 +218,14 @@ func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, km *inf
 			Reason: infrav1.DeletingReason, Message: "cannot delete the VM until the infra cluster is reachable: " + status.Message})
 		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
 	}
-	r.Clients.Release(client.ObjectKeyFromObject(km))
+	r.Clients.Release(machineUser(client.ObjectKeyFromObject(km)))
 	r.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "Deleted", "DeleteVirtualMachine", "VirtualMachine and its objects are gone")
 	controllerutil.RemoveFinalizer(km, infrav1.MachineFinalizer)
 	return ctrl.Result{}, nil
+}
+
+func machineUser(key types.NamespacedName) infracluster.User {
+	return infracluster.User{Kind: "KubevirtMachine", NamespacedName: key}
 }
 
 // summarize sets Ready from the other conditions, as Cluster API's summary.

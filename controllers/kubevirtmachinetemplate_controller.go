@@ -17,6 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/capacity"
@@ -27,29 +30,33 @@ import (
 // of KubevirtMachineTemplates, for cluster autoscaling from zero.
 type KubevirtMachineTemplateReconciler struct {
 	Client  client.Client
-	Checker *infracluster.Checker
+	Clients *infracluster.Clients
 	// WatchFilterValue limits reconciliation to objects labelled
 	// cluster.x-k8s.io/watch-filter with this value.
 	WatchFilterValue string
+
+	controller capicontroller.Controller
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinetemplates,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinetemplates/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineinstancetypes;virtualmachineclusterinstancetypes,verbs=get
+// +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineinstancetypes;virtualmachineclusterinstancetypes,verbs=get;list;watch
 
 // Reconcile computes the capacity of one KubevirtMachineTemplate. Instance
-// types are read when the template changes; KubeVirt treats them as
-// immutable in practice, since VMs keep a revision of the one they started
-// with.
+// types are read from the infra cluster's cache and watched, so a template
+// that names one not created yet is completed when it appears.
 func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
 	t := &infrav1.KubevirtMachineTemplate{}
+	user := infracluster.User{Kind: "KubevirtMachineTemplate", NamespacedName: req.NamespacedName}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.Clients.Release(user)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if !t.DeletionTimestamp.IsZero() {
+		r.Clients.Release(user)
 		return ctrl.Result{}, nil
 	}
 	helper, err := patch.NewHelper(t, r.Client)
@@ -66,13 +73,13 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 	spec := &t.Spec.Template.Spec
 	var it *instancetypev1beta1.VirtualMachineInstancetypeSpec
 	if m := spec.VirtualMachineTemplate.Spec.Instancetype; m != nil {
-		it, err = r.instancetype(ctx, spec, t.Namespace, m)
+		it, err = r.instancetype(ctx, spec, t.Namespace, m, user)
 		if err != nil {
 			conditions.Set(t, metav1.Condition{
 				Type: infrav1.CapacityKnownCondition, Status: metav1.ConditionFalse,
 				Reason: infrav1.CapacityUnknownReason, Message: err.Error(),
 			})
-			return ctrl.Result{}, err
+			return ctrl.Result{}, nil
 		}
 	}
 	res := capacity.FromVirtualMachine(&spec.VirtualMachineTemplate.Spec, it)
@@ -86,27 +93,32 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 	return ctrl.Result{}, nil
 }
 
-// instancetype reads the selected instance type; nil without error when it
-// does not exist.
-func (r *KubevirtMachineTemplateReconciler) instancetype(ctx context.Context, spec *infrav1.KubevirtMachineSpec, ns string, m *kubevirtv1.InstancetypeMatcher) (*instancetypev1beta1.VirtualMachineInstancetypeSpec, error) {
-	reader, infraNS, err := r.Checker.ReaderFor(ctx, spec.InfraClusterSecretRef, ns, r.Client.Scheme())
+// instancetype reads the selected instance type from the infra cluster; nil
+// without error when it does not exist.
+func (r *KubevirtMachineTemplateReconciler) instancetype(ctx context.Context, spec *infrav1.KubevirtMachineSpec, ns string,
+	m *kubevirtv1.InstancetypeMatcher, user infracluster.User) (*instancetypev1beta1.VirtualMachineInstancetypeSpec, error) {
+	infra, err := r.Clients.Acquire(ctx, spec.InfraClusterSecretRef, ns, user)
 	if err != nil {
 		return nil, err
 	}
+	if !infra.Status.Available {
+		return nil, fmt.Errorf("cannot read instance type %s: %s", m.Name, infra.Status.Message)
+	}
+	infraNS := infra.Namespace
 	if vmNS := spec.VirtualMachineTemplate.ObjectMeta.Namespace; vmNS != "" {
 		infraNS = vmNS
 	}
 	var obj client.Object
 	var out *instancetypev1beta1.VirtualMachineInstancetypeSpec
 	key := types.NamespacedName{Name: m.Name}
-	if m.Kind == "VirtualMachineInstancetype" || m.Kind == "virtualmachineinstancetype" {
+	if namespacedInstancetype(m) {
 		o := &instancetypev1beta1.VirtualMachineInstancetype{}
 		obj, out, key.Namespace = o, &o.Spec, infraNS
 	} else {
 		o := &instancetypev1beta1.VirtualMachineClusterInstancetype{}
 		obj, out = o, &o.Spec
 	}
-	if err := reader.Get(ctx, key, obj); err != nil {
+	if err := infra.Client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -115,12 +127,49 @@ func (r *KubevirtMachineTemplateReconciler) instancetype(ctx context.Context, sp
 	return out, nil
 }
 
-// SetupWithManager registers the controller.
+func namespacedInstancetype(m *kubevirtv1.InstancetypeMatcher) bool {
+	return m.Kind == "VirtualMachineInstancetype" || m.Kind == "virtualmachineinstancetype"
+}
+
+// SetupWithManager registers the controller, and through Clients a watch of
+// the instance types of every infra cluster in use.
 func (r *KubevirtMachineTemplateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "kubevirtmachinetemplate")
-	return capicontroller.NewControllerManagedBy(mgr, log).
+	c, err := capicontroller.NewControllerManagedBy(mgr, log).
 		For(&infrav1.KubevirtMachineTemplate{}, builder.WithPredicates(
 			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue))).
 		WithOptions(options).
-		Complete(ctx, r)
+		WatchesMetadata(crdMetadata(),
+			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), func() client.ObjectList { return &infrav1.KubevirtMachineTemplateList{} })),
+			kubevirtCRDChanged).
+		Build(ctx, r)
+	if err != nil {
+		return err
+	}
+	r.controller = c
+	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
+		for _, obj := range []client.Object{&instancetypev1beta1.VirtualMachineInstancetype{}, &instancetypev1beta1.VirtualMachineClusterInstancetype{}} {
+			if err := r.controller.Watch(source.Kind(infra.Cache, obj, handler.EnqueueRequestsFromMapFunc(r.instancetypeToTemplates))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return nil
+}
+
+// instancetypeToTemplates maps an instance type to the templates naming it.
+func (r *KubevirtMachineTemplateReconciler) instancetypeToTemplates(ctx context.Context, obj client.Object) []reconcile.Request {
+	templates := &infrav1.KubevirtMachineTemplateList{}
+	if err := r.Client.List(ctx, templates); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, t := range templates.Items {
+		m := t.Spec.Template.Spec.VirtualMachineTemplate.Spec.Instancetype
+		if m != nil && m.Name == obj.GetName() && namespacedInstancetype(m) == (obj.GetNamespace() != "") {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
+		}
+	}
+	return reqs
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,19 +50,3 @@ func (c *Checker) Check(ctx context.Context, ref *corev1.ObjectReference, ns str
 	return target, CheckAPIs(d)
 }
 
-// ReaderFor returns an uncached reader for the infra cluster named by ref (nil:
-// the management cluster) and the infra namespace for an object in ns.
-func (c *Checker) ReaderFor(ctx context.Context, ref *corev1.ObjectReference, ns string, scheme *runtime.Scheme) (client.Reader, string, error) {
-	target, err := Resolve(ctx, c.Reader, c.Local, ref, ns)
-	if err != nil {
-		return nil, "", err
-	}
-	if !target.External {
-		return c.Reader, target.Namespace, nil
-	}
-	cl, err := client.New(target.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, "", fmt.Errorf("creating infra cluster client: %w", err)
-	}
-	return cl, target.Namespace, nil
-}

@@ -51,6 +51,13 @@ type Infra struct {
 	Status APIStatus
 }
 
+// User is an object that uses an infra cluster.
+type User struct {
+	// Kind tells objects of the same name apart.
+	Kind string
+	types.NamespacedName
+}
+
 // WatchFunc adds a controller's watches to the cache of an infra cluster.
 // It runs once per cache: for the management cluster when its APIs are
 // first found, for an external one whenever its cache is (re)built.
@@ -72,7 +79,7 @@ type Clients struct {
 	watches      []WatchFunc
 	localWatched bool
 	entries      map[string]*entry
-	users        map[types.NamespacedName]string
+	users        map[User]string
 }
 
 type entry struct {
@@ -80,7 +87,7 @@ type entry struct {
 	hash      [32]byte
 	cancel    context.CancelFunc
 	discovery discovery.DiscoveryInterface
-	users     sets.Set[types.NamespacedName]
+	users     sets.Set[User]
 }
 
 // NewClients returns Clients for a manager; the management cluster uses the
@@ -93,7 +100,7 @@ func NewClients(mgr ctrl.Manager, checker *Checker) *Clients {
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
 		},
 		entries: map[string]*entry{},
-		users:   map[types.NamespacedName]string{},
+		users:   map[User]string{},
 	}
 }
 
@@ -110,7 +117,7 @@ func (c *Clients) AddWatches(w WatchFunc) {
 // it (releasing whatever it used before). An error means the kubeconfig
 // Secret could not be used; Status reports an unreachable cluster or missing
 // APIs.
-func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns string, user types.NamespacedName) (*Infra, error) {
+func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns string, user User) (*Infra, error) {
 	target, err := Resolve(ctx, c.checker.Reader, c.checker.Local, ref, ns)
 	if err != nil {
 		return nil, err
@@ -203,19 +210,19 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 	}()
 	return &entry{
 		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key},
-		hash:  hash, cancel: cancel, discovery: d, users: sets.New[types.NamespacedName](),
+		hash:  hash, cancel: cancel, discovery: d, users: sets.New[User](),
 	}, nil
 }
 
 // Release records that user no longer uses any infra cluster; an external
 // cluster nobody uses any more has its cache stopped.
-func (c *Clients) Release(user types.NamespacedName) {
+func (c *Clients) Release(user User) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.releaseLocked(user)
 }
 
-func (c *Clients) releaseLocked(user types.NamespacedName) {
+func (c *Clients) releaseLocked(user User) {
 	key, ok := c.users[user]
 	if !ok {
 		return

@@ -190,7 +190,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
 	}
 	if err := (&controllers.KubevirtMachineTemplateReconciler{
-		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
+		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineTemplateConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachineTemplate controller: %w", err)
 	}
