@@ -49,4 +49,3 @@ func (c *Checker) Check(ctx context.Context, ref *corev1.ObjectReference, ns str
 	}
 	return target, CheckAPIs(d)
 }
-
