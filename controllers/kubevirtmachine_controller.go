@@ -110,15 +110,13 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return r.reconcileDelete(ctx, km, machineOwner, cluster)
 	}
 	if cluster == nil {
-		conditions.Set(km, metav1.Condition{
-			Type: infrav1.VirtualMachineReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.WaitingForOwnerReason,
-			Message: "waiting for a Machine to own this KubevirtMachine and for its Cluster to exist",
-		})
+		r.Machines.SetVMCondition(km, infrav1.WaitingForOwnerReason,
+			"waiting for a Machine to own this KubevirtMachine and for its Cluster to exist")
 		return ctrl.Result{}, nil
 	}
-	scope, result, ok := r.scope(ctx, km, machineOwner, cluster)
-	if !ok {
-		return result, nil
+	scope, result, ok, err := r.scope(ctx, km, machineOwner, cluster)
+	if err != nil || !ok {
+		return result, err
 	}
 	if r.ClusterCache != nil {
 		if err := r.watchNodes(ctx, cluster); err != nil {
@@ -130,18 +128,18 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 // scope fetches the KubevirtCluster and the infra cluster. When the infra
 // cluster cannot be used it sets the conditions and reports false.
-func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, cluster *clusterv1.Cluster) (*machine.Scope, ctrl.Result, bool) {
+func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, cluster *clusterv1.Cluster) (*machine.Scope, ctrl.Result, bool, error) {
 	sc := &machine.Scope{KubevirtMachine: km, Machine: m, Cluster: cluster}
 	kc, err := r.kubevirtCluster(ctx, cluster)
 	if err != nil {
-		return nil, ctrl.Result{}, false
+		return nil, ctrl.Result{}, false, err
 	}
 	sc.KubevirtCluster = kc
 	ref := km.Spec.InfraClusterSecretRef
 	if ref == nil && kc != nil {
 		ref = kc.Spec.InfraClusterSecretRef
 	}
-	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, machineUser(client.ObjectKeyFromObject(km)))
+	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace, machineUser(client.ObjectKeyFromObject(km)))
 	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
 	if err != nil {
 		status.Message = err.Error()
@@ -150,17 +148,25 @@ func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.Kubev
 	}
 	setInfraCondition(r.Recorder, km, status)
 	if !status.Available {
-		conditions.Set(km, metav1.Condition{Type: infrav1.VirtualMachineReadyCondition, Status: metav1.ConditionFalse,
-			Reason: status.Reason, Message: "cannot use the infra cluster: " + status.Message})
-		// A broken Secret or missing CRDs announce their fix through watches;
-		// an unreachable or external cluster does not.
-		if err == nil && (status.Reason == infrav1.InfraClusterUnreachableReason || infra.External) {
-			return nil, ctrl.Result{RequeueAfter: unreachableRetry}, false
+		if !provisioned(km) {
+			// A provisioned machine's VM keeps running while its infra
+			// cluster's API is away; only InfraClusterAvailable says so.
+			r.Machines.SetVMCondition(km, status.Reason, "cannot use the infra cluster: "+status.Message)
 		}
-		return nil, ctrl.Result{}, false
+		// A broken Secret or missing CRDs announce their fix through watches;
+		// an unreachable or external cluster does not, and neither does a
+		// Secret that could not be read for another reason.
+		if err != nil && !infracluster.IsConfigError(err) || err == nil && (status.Reason == infrav1.InfraClusterUnreachableReason || infra.External) {
+			return nil, ctrl.Result{RequeueAfter: unreachableRetry}, false, nil
+		}
+		return nil, ctrl.Result{}, false, nil
 	}
 	sc.Infra = infra
-	return sc, ctrl.Result{}, true
+	return sc, ctrl.Result{}, true, nil
+}
+
+func provisioned(km *infrav1.KubevirtMachine) bool {
+	return km.Status.Initialization.Provisioned != nil && *km.Status.Initialization.Provisioned
 }
 
 func (r *KubevirtMachineReconciler) kubevirtCluster(ctx context.Context, cluster *clusterv1.Cluster) (*infrav1.KubevirtCluster, error) {
@@ -196,7 +202,7 @@ func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, km *inf
 			ref = kc.Spec.InfraClusterSecretRef
 		}
 	}
-	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, machineUser(client.ObjectKeyFromObject(km)))
+	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace, machineUser(client.ObjectKeyFromObject(km)))
 	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
 	if err != nil {
 		status.Message = err.Error()
@@ -205,17 +211,18 @@ func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, km *inf
 	}
 	setInfraCondition(r.Recorder, km, status)
 	switch {
-	case status.Available:
+	case status.Available || status.Reason == infrav1.CDINotInstalledReason:
+		// Without CDI there are no DataVolumes to wait for, but the VM may
+		// exist.
 		sc.Infra = infra
-		done, err := r.Machines.Delete(ctx, sc)
+		done, err := r.Machines.Delete(ctx, sc, status.Available)
 		if err != nil || !done {
 			return ctrl.Result{}, err
 		}
 	case status.Reason == infrav1.KubeVirtNotInstalledReason:
 		// Without KubeVirt's API no VM of this machine can exist.
 	default:
-		conditions.Set(km, metav1.Condition{Type: infrav1.VirtualMachineReadyCondition, Status: metav1.ConditionFalse,
-			Reason: infrav1.DeletingReason, Message: "cannot delete the VM until the infra cluster is reachable: " + status.Message})
+		r.Machines.SetVMCondition(km, infrav1.DeletingReason, "cannot delete the VM until the infra cluster is reachable: "+status.Message)
 		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
 	}
 	r.Clients.Release(machineUser(client.ObjectKeyFromObject(km)))
@@ -229,9 +236,16 @@ func machineUser(key types.NamespacedName) infracluster.User {
 }
 
 // summarize sets Ready from the other conditions, as Cluster API's summary.
+// Once the machine is provisioned, an infra API outage does not make it
+// unready: its VM keeps running, and a MachineHealthCheck acting on Ready
+// would otherwise replace every machine at once.
 func summarize(km *infrav1.KubevirtMachine) {
 	var types []string
-	for _, t := range []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition, infrav1.BootstrapSucceededCondition} {
+	summarized := []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition, infrav1.BootstrapSucceededCondition}
+	if provisioned(km) && km.DeletionTimestamp.IsZero() {
+		summarized = summarized[1:]
+	}
+	for _, t := range summarized {
 		if conditions.Has(km, t) {
 			types = append(types, t)
 		}

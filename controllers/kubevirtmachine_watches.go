@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 )
 
 // SetupWithManager registers the controller and its watches: its own
@@ -64,42 +66,23 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 
 // watchInfra adds the watches on one infra cluster's cache.
 func (r *KubevirtMachineReconciler) watchInfra(infra *infracluster.Infra) error {
-	for _, obj := range []client.Object{&kubevirtv1.VirtualMachine{}, &kubevirtv1.VirtualMachineInstance{}} {
-		if err := r.controller.Watch(source.Kind(infra.Cache, obj, handler.EnqueueRequestsFromMapFunc(labelledToMachine))); err != nil {
+	for _, obj := range []client.Object{&kubevirtv1.VirtualMachine{}, &kubevirtv1.VirtualMachineInstance{}, &cdiv1.DataVolume{}} {
+		if err := r.controller.Watch(source.Kind(infra.Cache, obj, handler.EnqueueRequestsFromMapFunc(ownerToMachine))); err != nil {
 			return err
 		}
 	}
-	return r.controller.Watch(source.Kind[client.Object](infra.Cache, &cdiv1.DataVolume{},
-		handler.EnqueueRequestsFromMapFunc(dataVolumeToMachine(infra.Client))))
+	return nil
 }
 
-// labelledToMachine maps a VM or VMI to its KubevirtMachine by the labels
-// the VM builder sets.
-func labelledToMachine(_ context.Context, obj client.Object) []reconcile.Request {
-	l := obj.GetLabels()
-	name, ns := l[infrav1.KubevirtMachineLabel], l[infrav1.KubevirtMachineNamespaceLabel]
-	if name == "" || ns == "" {
+// ownerToMachine maps a VM, VMI or DataVolume to its KubevirtMachine by the
+// owner annotation the VM builder puts on the VM, its instance template and
+// its DataVolume templates (KubeVirt copies both to what it creates).
+func ownerToMachine(_ context.Context, obj client.Object) []reconcile.Request {
+	ns, name, ok := strings.Cut(obj.GetAnnotations()[infrav1.OwnerAnnotation], "/")
+	if !ok || ns == "" || name == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
-}
-
-// dataVolumeToMachine maps a DataVolume to the KubevirtMachine of the VM
-// that owns it; KubeVirt does not copy the VM's labels to it.
-func dataVolumeToMachine(infra client.Reader) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		for _, o := range obj.GetOwnerReferences() {
-			if o.Kind != "VirtualMachine" {
-				continue
-			}
-			vm := &kubevirtv1.VirtualMachine{}
-			if err := infra.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: o.Name}, vm); err != nil {
-				return nil
-			}
-			return labelledToMachine(ctx, vm)
-		}
-		return nil
-	}
 }
 
 func secretMetadata() *metav1.PartialObjectMetadata {
@@ -161,13 +144,28 @@ func (r *KubevirtMachineReconciler) watchNodes(ctx context.Context, cluster *clu
 		Name:    "kubevirtmachine-watchNodes",
 		Watcher: r.controller,
 		Kind:    &corev1.Node{},
-		EventHandler: handler.EnqueueRequestsFromMapFunc(func(_ context.Context, node client.Object) []reconcile.Request {
-			// Nodes are named after the VM's hostname, the machine's name.
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: cluster.Namespace, Name: node.GetName()}}}
+		EventHandler: handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, node client.Object) []reconcile.Request {
+			return r.nodeToMachines(ctx, cluster, node)
 		}),
 	}))
 	if err != nil && !isNotConnected(err) {
 		return err
 	}
 	return nil
+}
+
+// nodeToMachines maps a tenant Node to the KubevirtMachines of its cluster
+// whose VM has its name as hostname.
+func (r *KubevirtMachineReconciler) nodeToMachines(ctx context.Context, cluster *clusterv1.Cluster, node client.Object) []reconcile.Request {
+	kms := &infrav1.KubevirtMachineList{}
+	if err := r.Client.List(ctx, kms, client.InNamespace(cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, km := range kms.Items {
+		if machine.NodeName(&km) == node.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
+		}
+	}
+	return reqs
 }

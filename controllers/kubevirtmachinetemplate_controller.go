@@ -79,6 +79,10 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 				Type: infrav1.CapacityKnownCondition, Status: metav1.ConditionFalse,
 				Reason: infrav1.CapacityUnknownReason, Message: err.Error(),
 			})
+			if spec.InfraClusterSecretRef != nil && !infracluster.IsConfigError(err) {
+				// Nothing announces that an external cluster is back.
+				return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+			}
 			return ctrl.Result{}, nil
 		}
 	}
@@ -97,7 +101,7 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 // without error when it does not exist.
 func (r *KubevirtMachineTemplateReconciler) instancetype(ctx context.Context, spec *infrav1.KubevirtMachineSpec, ns string,
 	m *kubevirtv1.InstancetypeMatcher, user infracluster.User) (*instancetypev1beta1.VirtualMachineInstancetypeSpec, error) {
-	infra, err := r.Clients.Acquire(ctx, spec.InfraClusterSecretRef, ns, user)
+	infra, err := r.Clients.Acquire(ctx, spec.InfraClusterSecretRef, ns, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +109,6 @@ func (r *KubevirtMachineTemplateReconciler) instancetype(ctx context.Context, sp
 		return nil, fmt.Errorf("cannot read instance type %s: %s", m.Name, infra.Status.Message)
 	}
 	infraNS := infra.Namespace
-	if vmNS := spec.VirtualMachineTemplate.ObjectMeta.Namespace; vmNS != "" {
-		infraNS = vmNS
-	}
 	var obj client.Object
 	var out *instancetypev1beta1.VirtualMachineInstancetypeSpec
 	key := types.NamespacedName{Name: m.Name}

@@ -27,6 +27,12 @@ const (
 	RoleWorker       = "worker"
 )
 
+// OwnerAnnotation, "<namespace>/<name>" of the KubevirtMachine, is on the
+// VM, its instance template and its DataVolume templates. It identifies what
+// the provider made, whatever the length of the names (label values stop at
+// 63 characters).
+const OwnerAnnotation = "capkv.io/owner"
+
 // MachineFinalizer keeps a KubevirtMachine until its VM and everything
 // created for it on the infra cluster are gone.
 const MachineFinalizer = "kubevirtmachine.infrastructure.cluster.x-k8s.io"

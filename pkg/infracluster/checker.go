@@ -19,6 +19,9 @@ type Checker struct {
 	Reader client.Reader
 	// Local reaches the management cluster, the default infra cluster.
 	Local *rest.Config
+	// SecretNamespaces, when not empty, are the only namespaces besides an
+	// object's own from which infra cluster Secrets are read.
+	SecretNamespaces []string
 
 	localDiscovery discovery.DiscoveryInterface
 }
@@ -37,7 +40,7 @@ func NewChecker(reader client.Reader, local *rest.Config) (*Checker, error) {
 // CDI APIs. A Secret that cannot be read or parsed is reported as
 // InfraClusterUnreachable with the reason in the message.
 func (c *Checker) Check(ctx context.Context, ref *corev1.ObjectReference, ns string) (*Target, APIStatus) {
-	target, err := Resolve(ctx, c.Reader, c.Local, ref, ns)
+	target, err := Resolve(ctx, c.Reader, c.Local, ref, ns, c.SecretNamespaces)
 	if err != nil {
 		return nil, APIStatus{Reason: infrav1.InfraClusterUnreachableReason, Message: err.Error()}
 	}

@@ -24,7 +24,7 @@ import (
 // operator can see that unused ones are dropped.
 var activeCaches = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "capkv_infra_cluster_caches",
-	Help: "Number of external infra clusters with a running cache and watches.",
+	Help: "Number of external infra clusters with a running cache (watches are added once their KubeVirt and CDI APIs are found).",
 })
 
 func init() { metrics.Registry.MustRegister(activeCaches) }
@@ -84,6 +84,7 @@ type Clients struct {
 
 type entry struct {
 	infra     *Infra
+	watched   bool
 	hash      [32]byte
 	cancel    context.CancelFunc
 	discovery discovery.DiscoveryInterface
@@ -114,69 +115,85 @@ func (c *Clients) AddWatches(w WatchFunc) {
 
 // Acquire returns the infra cluster named by ref (nil: the management
 // cluster) for the object user in namespace ns, and records that user uses
-// it (releasing whatever it used before). An error means the kubeconfig
-// Secret could not be used; Status reports an unreachable cluster or missing
-// APIs.
-func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns string, user User) (*Infra, error) {
-	target, err := Resolve(ctx, c.checker.Reader, c.checker.Local, ref, ns)
+// it (releasing whatever it used before). vmNamespace, when set, overrides
+// the infra namespace. An error means the kubeconfig Secret could not be
+// used; Status reports an unreachable cluster or missing APIs.
+func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns, vmNamespace string, user User) (*Infra, error) {
+	target, err := Resolve(ctx, c.checker.Reader, c.checker.Local, ref, ns, c.checker.SecretNamespaces)
 	if err != nil {
 		return nil, err
 	}
+	if vmNamespace != "" {
+		target.Namespace = vmNamespace
+	}
 	if !target.External {
-		status := CheckAPIs(c.checker.localDiscovery)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.releaseLocked(user)
+		c.Release(user)
 		infra := *c.local
-		infra.Namespace, infra.Status = target.Namespace, status
-		if status.Available && !c.localWatched {
-			for _, w := range c.watches {
-				if err := w(&infra); err != nil {
-					return nil, fmt.Errorf("watching the management cluster as infra cluster: %w", err)
-				}
-			}
-			c.localWatched = true
-		}
-		return &infra, nil
+		infra.Namespace, infra.Status = target.Namespace, CheckAPIs(c.checker.localDiscovery)
+		return &infra, c.addWatches(&infra, &c.localWatched)
 	}
 
 	key := fmt.Sprintf("%s/%s@%s", refNamespace(ref, ns), ref.Name, target.Namespace)
-	hash := target.Hash
+	e, err := c.entry(key, target, user)
+	if err != nil {
+		return nil, err
+	}
+	// Discovery goes to the network: outside the lock, so one slow infra
+	// cluster does not hold up the others.
+	infra := *e.infra
+	infra.Status = CheckAPIs(e.discovery)
+	return &infra, c.addWatches(&infra, &e.watched)
+}
+
+// entry returns the running entry for key, (re)building it when missing or
+// when the kubeconfig changed, and records user as one of its users.
+func (c *Clients) entry(key string, target *Target, user User) (*entry, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[key]
-	if e != nil && e.hash != hash {
-		// The kubeconfig changed: start over with the new one.
+	users := sets.New[User]()
+	if e != nil && e.hash != target.Hash {
+		// The kubeconfig changed: start over with the new one, for the same
+		// users.
+		users = e.users.Clone()
 		c.stop(key, e)
 		e = nil
 	}
 	if e == nil {
-		if e, err = c.start(key, target, hash); err != nil {
+		var err error
+		if e, err = c.start(key, target, target.Hash); err != nil {
 			return nil, err
 		}
+		e.users = users
 		c.entries[key] = e
 	}
 	if c.users[user] != key {
 		c.releaseLocked(user)
 		c.users[user] = key
-		e.users.Insert(user)
 	}
-	infra := *e.infra
-	infra.Status = CheckAPIs(e.discovery)
-	if infra.Status.Available && !e.watched() {
-		for _, w := range c.watches {
-			if err := w(e.infra); err != nil {
-				return nil, fmt.Errorf("watching infra cluster %s: %w", key, err)
-			}
-		}
-		e.infra.Status = infra.Status
-	}
-	return &infra, nil
+	e.users.Insert(user)
+	return e, nil
 }
 
-// watched reports whether watches were added; they are added once the
-// APIs are found, since a watch on a missing kind never syncs.
-func (e *entry) watched() bool { return e.infra.Status.Available }
+// addWatches runs the watch functions on an infra cluster once its APIs are
+// served; a watch on a missing kind would never sync.
+func (c *Clients) addWatches(infra *Infra, watched *bool) error {
+	if !infra.Status.Available {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *watched {
+		return nil
+	}
+	for _, w := range c.watches {
+		if err := w(infra); err != nil {
+			return fmt.Errorf("watching infra cluster %s: %w", infra.Key, err)
+		}
+	}
+	*watched = true
+	return nil
+}
 
 func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, error) {
 	cfg := rest.CopyConfig(target.Config)

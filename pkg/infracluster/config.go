@@ -3,9 +3,14 @@ package infracluster
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,32 +31,42 @@ type Target struct {
 	Hash [32]byte
 }
 
-// Resolve finds the infra cluster for an object in namespace ns. A nil ref
+// Resolve finds the infra cluster for an object in namespace ns. A Secret in
+// another namespace is used only if secretNamespaces is empty or lists it. A nil ref
 // means the management cluster, reached with local, and the object's own
 // namespace. Otherwise the referenced Secret (in ns unless the reference names
 // a namespace) must hold a kubeconfig under "kubeconfig"; its optional key
 // "namespace" names the infra namespace, else ns is used. The Secret's content
 // is never logged or put into errors.
-func Resolve(ctx context.Context, reader client.Reader, local *rest.Config, ref *corev1.ObjectReference, ns string) (*Target, error) {
+func Resolve(ctx context.Context, reader client.Reader, local *rest.Config, ref *corev1.ObjectReference, ns string, secretNamespaces []string) (*Target, error) {
 	if ref == nil {
 		return &Target{Config: local, Namespace: ns}, nil
 	}
-	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
-	if key.Namespace == "" {
-		key.Namespace = ns
+	key := types.NamespacedName{Namespace: ns, Name: ref.Name}
+	if ref.Namespace != "" && ref.Namespace != ns {
+		// The community provider allows a central Secret; an allowlist keeps
+		// one tenant from naming another's credentials.
+		if len(secretNamespaces) > 0 && !slices.Contains(secretNamespaces, ref.Namespace) {
+			return nil, configError(fmt.Errorf("infra cluster Secret %s/%s is in another namespace than the object naming it, and the manager allows that only for %s",
+				ref.Namespace, ref.Name, strings.Join(secretNamespaces, ", ")))
+		}
+		key.Namespace = ref.Namespace
 	}
 	secret := &corev1.Secret{}
 	if err := reader.Get(ctx, key, secret); err != nil {
-		return nil, fmt.Errorf("reading infra cluster Secret %s: %w", key, err)
+		err = fmt.Errorf("reading infra cluster Secret %s: %w", key, err)
+		if apierrors.IsNotFound(err) {
+			return nil, configError(err)
+		}
+		return nil, err
 	}
 	kubeconfig, ok := secret.Data[infrav1.InfraClusterSecretKubeconfigKey]
 	if !ok || len(kubeconfig) == 0 {
-		return nil, fmt.Errorf("infra cluster Secret %s has no %q key", key, infrav1.InfraClusterSecretKubeconfigKey)
+		return nil, configError(fmt.Errorf("infra cluster Secret %s has no %q key", key, infrav1.InfraClusterSecretKubeconfigKey))
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	cfg, err := restConfig(kubeconfig)
 	if err != nil {
-		// The parse error can quote the content; report only that it failed.
-		return nil, fmt.Errorf("infra cluster Secret %s: key %q is not a valid kubeconfig", key, infrav1.InfraClusterSecretKubeconfigKey)
+		return nil, configError(fmt.Errorf("infra cluster Secret %s: key %q: %w", key, infrav1.InfraClusterSecretKubeconfigKey, err))
 	}
 	target := &Target{Config: cfg, Namespace: ns, External: true, Hash: sha256.Sum256(kubeconfig)}
 	if infraNS := string(secret.Data[infrav1.InfraClusterSecretNamespaceKey]); infraNS != "" {
@@ -59,3 +74,52 @@ func Resolve(ctx context.Context, reader client.Reader, local *rest.Config, ref 
 	}
 	return target, nil
 }
+
+// externalTimeout bounds every request to an external infra cluster, so an
+// unreachable one fails fast instead of holding workers.
+const externalTimeout = 15 * time.Second
+
+// restConfig builds a client configuration from a kubeconfig that must be
+// self-contained. Kubeconfigs come from Secrets tenants may write, so
+// anything that would make the provider run a command or read its own files
+// (its service account token, for one) is refused.
+func restConfig(kubeconfig []byte) (*rest.Config, error) {
+	raw, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		// The parse error can quote the content; report only that it failed.
+		return nil, errors.New("not a valid kubeconfig")
+	}
+	for name, auth := range raw.AuthInfos {
+		switch {
+		case auth.Exec != nil, auth.AuthProvider != nil:
+			return nil, fmt.Errorf("user %q runs a credential plugin; only inline credentials are allowed", name)
+		case auth.TokenFile != "", auth.ClientCertificate != "", auth.ClientKey != "":
+			return nil, fmt.Errorf("user %q reads credentials from files; only inline credentials are allowed", name)
+		}
+	}
+	for name, cluster := range raw.Clusters {
+		if cluster.CertificateAuthority != "" {
+			return nil, fmt.Errorf("cluster %q reads its CA from a file; use certificate-authority-data", name)
+		}
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, errors.New("not a usable kubeconfig: no current context, cluster or user")
+	}
+	cfg.Timeout = externalTimeout
+	return cfg, nil
+}
+
+// errConfig marks errors that only a change of the Secret or of the object
+// naming it can fix; both are watched, so there is no point retrying.
+var errConfig = errors.New("infra cluster configuration")
+
+type wrappedConfigError struct{ error }
+
+func (e wrappedConfigError) Unwrap() []error { return []error{e.error, errConfig} }
+
+func configError(err error) error { return wrappedConfigError{err} }
+
+// IsConfigError reports whether err is a configuration problem of the infra
+// cluster Secret (missing, incomplete, refused) rather than a transient one.
+func IsConfigError(err error) bool { return errors.Is(err, errConfig) }

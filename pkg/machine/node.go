@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
@@ -32,13 +33,7 @@ func (s *Service) setNodeProviderID(ctx context.Context, sc *Scope) error {
 	if err != nil {
 		return err
 	}
-	hostname := ""
-	if t := km.Spec.VirtualMachineTemplate.Spec.Template; t != nil {
-		hostname = t.Spec.Hostname
-	}
-	if hostname == "" {
-		hostname = vmbuilder.Hostname(sc.VMName())
-	}
+	hostname := NodeName(km)
 	node := &corev1.Node{}
 	if err := c.Get(ctx, types.NamespacedName{Name: hostname}, node); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -62,4 +57,13 @@ func (s *Service) setNodeProviderID(ctx context.Context, sc *Scope) error {
 	}
 	km.Status.NodeUpdated = true
 	return nil
+}
+
+// NodeName is the name the tenant Node of a machine registers with: the
+// VM's hostname.
+func NodeName(km *infrav1.KubevirtMachine) string {
+	if t := km.Spec.VirtualMachineTemplate.Spec.Template; t != nil && t.Spec.Hostname != "" {
+		return t.Spec.Hostname
+	}
+	return vmbuilder.Hostname(km.Name)
 }

@@ -52,7 +52,7 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (ctrl.Result, error)
 		}
 		return ctrl.Result{}, nil
 	}
-	if vm.Labels[infrav1.KubevirtMachineNamespaceLabel] != km.Namespace || vm.Labels[infrav1.KubevirtMachineLabel] != km.Name {
+	if !s.ours(km, vm) {
 		s.setVM(km, vmstatus.State{Reason: infrav1.VMConflictReason, Warning: true, Message: fmt.Sprintf(
 			"VirtualMachine %s exists but was not created for this KubevirtMachine; rename or remove it", key)})
 		return ctrl.Result{}, nil
@@ -146,7 +146,9 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		ControlPlane:      isControlPlane(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
 		UserDataSecret: sc.UserDataSecretName(), Format: data.format, HasNetworkData: data.networkData != nil,
 	}
-	if !sc.Infra.External {
+	if !sc.Infra.External && key.Namespace == km.Namespace {
+		// An owner in another namespace counts as missing for the garbage
+		// collector, which would delete the VM at once.
 		in.Owner = metav1.NewControllerRef(km, infrav1.GroupVersion.WithKind("KubevirtMachine"))
 	}
 	vm, err := vmbuilder.Build(in)
@@ -154,7 +156,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		s.setVM(km, vmstatus.State{Reason: infrav1.VMCreateFailedReason, Warning: true, Message: err.Error()})
 		return false, nil
 	}
-	if err := s.ensureUserDataSecret(ctx, sc, data); err != nil {
+	if ok, err := s.ensureUserDataSecret(ctx, sc, data); err != nil || !ok {
 		return false, err
 	}
 	if err := sc.Infra.Client.Create(ctx, vm); err != nil {
@@ -187,6 +189,14 @@ func infraName(sc *Scope) string {
 		return "external infra cluster " + sc.Infra.Key
 	}
 	return "management cluster"
+}
+
+// SetVMCondition sets VirtualMachineReady to False with reason and message,
+// with an Event when the reason changes, for waits the controller itself
+// finds (owner, infra cluster).
+func (s *Service) SetVMCondition(km *infrav1.KubevirtMachine, reason, message string) {
+	warning := reason != infrav1.WaitingForOwnerReason && reason != infrav1.DeletingReason
+	s.setVM(km, vmstatus.State{Reason: reason, Message: message, Warning: warning})
 }
 
 // setVM sets the VirtualMachineReady condition, with an Event when its

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
@@ -98,19 +100,27 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, erro
 }
 
 // ensureUserDataSecret creates the user data Secret beside the VM. An
-// existing one is kept: bootstrap data of a machine does not change.
-func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData) error {
+// existing one of this machine is kept: bootstrap data of a machine does not
+// change. A same-named Secret of someone else is reported, never reused.
+func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData) (bool, error) {
+	km := sc.KubevirtMachine
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: sc.UserDataSecretName(), Namespace: sc.VMNamespace(),
 			Labels: map[string]string{
 				infrav1.ClusterNameLabel:              sc.Cluster.Name,
-				infrav1.KubevirtMachineLabel:          sc.KubevirtMachine.Name,
-				infrav1.KubevirtMachineNamespaceLabel: sc.KubevirtMachine.Namespace,
+				infrav1.KubevirtMachineLabel:          km.Name,
+				infrav1.KubevirtMachineNamespaceLabel: km.Namespace,
 			},
+			Annotations: map[string]string{infrav1.OwnerAnnotation: vmbuilder.OwnerOf(km.Namespace, km.Name)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{userDataKey: data.userData},
+	}
+	for k, v := range secret.Labels {
+		if len(validation.IsValidLabelValue(v)) > 0 {
+			delete(secret.Labels, k)
+		}
 	}
 	if data.networkData != nil {
 		secret.Data[networkDataKey] = data.networkData
@@ -118,10 +128,23 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	if data.hostPublicKey != "" {
 		secret.Data[hostPublicKeyKey] = []byte(data.hostPublicKey)
 	}
-	if err := sc.Infra.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating user data Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	err := sc.Infra.Client.Create(ctx, secret)
+	if apierrors.IsAlreadyExists(err) {
+		existing := &corev1.Secret{}
+		if err := sc.Infra.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
+			return false, err
+		}
+		if !s.ours(km, existing) {
+			s.setVM(km, vmstatus.State{Reason: infrav1.VMConflictReason, Warning: true, Message: fmt.Sprintf(
+				"Secret %s/%s exists but was not created for this KubevirtMachine; rename or remove it", secret.Namespace, secret.Name)})
+			return false, nil
+		}
+		return true, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("creating user data Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	return true, nil
 }
 
 // adoptUserData makes the VM own its user data Secret, so that it goes
@@ -129,7 +152,7 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 func (s *Service) adoptUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) error {
 	secret := &corev1.Secret{}
 	found, err := get(ctx, sc.Infra.APIReader, types.NamespacedName{Namespace: vm.Namespace, Name: sc.UserDataSecretName()}, secret)
-	if err != nil || !found {
+	if err != nil || !found || !s.ours(sc.KubevirtMachine, secret) {
 		return err
 	}
 	for _, o := range secret.OwnerReferences {

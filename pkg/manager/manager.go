@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -75,6 +76,10 @@ type Options struct {
 	// TLSOpts apply to the webhook and metrics servers.
 	TLSOpts []func(*tls.Config)
 
+	// InfraSecretNamespaces, when set, are the only namespaces besides an
+	// object's own from which infra cluster kubeconfig Secrets are read.
+	InfraSecretNamespaces []string
+
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 
@@ -111,6 +116,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Cache: cache.Options{
 			DefaultNamespaces: defaultNamespaces,
 			SyncPeriod:        &o.SyncPeriod,
+			ByObject: map[client.Object]cache.ByObject{
+				// The Secret watch needs names only; kubectl apply can leave a
+				// Secret's whole content in an annotation.
+				secretMetadata(): {Transform: stripMetadata},
+			},
 		},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read uncached so that the manager does not hold every
@@ -159,6 +169,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
+	checker.SecretNamespaces = o.InfraSecretNamespaces
 	if err := (&controllers.KubevirtClusterReconciler{
 		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
 		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
@@ -195,4 +206,19 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up KubevirtMachineTemplate controller: %w", err)
 	}
 	return nil
+}
+
+func secretMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
+}
+
+// stripMetadata drops what the Secret metadata watch does not need.
+func stripMetadata(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetAnnotations(nil)
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

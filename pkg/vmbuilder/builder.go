@@ -76,6 +76,8 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 		},
 		Spec: *tmplSpec,
 	}
+	owner := OwnerOf(in.KubevirtMachineNamespace, in.Name)
+	vm.Annotations = merged(vm.Annotations, map[string]string{infrav1.OwnerAnnotation: owner})
 	if in.Owner != nil {
 		vm.OwnerReferences = []metav1.OwnerReference{*in.Owner}
 	}
@@ -87,6 +89,13 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 	prefixDataVolumes(vm)
 	tmpl := vm.Spec.Template
 	tmpl.ObjectMeta.Labels = merged(tmpl.ObjectMeta.Labels, labels)
+	tmpl.ObjectMeta.Annotations = merged(tmpl.ObjectMeta.Annotations, map[string]string{infrav1.OwnerAnnotation: owner})
+	for i := range vm.Spec.DataVolumeTemplates {
+		// KubeVirt copies these to the DataVolume, so its events map back
+		// to the machine even after the VM is gone.
+		t := &vm.Spec.DataVolumeTemplates[i]
+		t.Annotations = merged(t.Annotations, map[string]string{infrav1.OwnerAnnotation: owner})
+	}
 	if tmpl.Spec.Hostname == "" {
 		tmpl.Spec.Hostname = Hostname(in.Name)
 	}
@@ -129,6 +138,9 @@ func prefixDataVolumes(vm *kubevirtv1.VirtualMachine) {
 		}
 	}
 }
+
+// OwnerOf is the value of the owner annotation for a KubevirtMachine.
+func OwnerOf(namespace, name string) string { return namespace + "/" + name }
 
 // identity are the labels that tie a VM and its pods to the CAPI objects.
 func identity(in Input) map[string]string {

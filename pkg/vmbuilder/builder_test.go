@@ -50,7 +50,10 @@ func TestBuild(t *testing.T) {
 			expectEqual(t, "VM labels", vm.Labels, want)
 			delete(want, "team")
 			expectEqual(t, "instance labels", vm.Spec.Template.ObjectMeta.Labels, want)
-			expectEqual(t, "annotations", vm.Annotations, map[string]string{"note": "x"})
+			expectEqual(t, "annotations", vm.Annotations, map[string]string{"note": "x", infrav1.OwnerAnnotation: "tenant/md-0-abc"})
+			if vm.Spec.Template.ObjectMeta.Annotations[infrav1.OwnerAnnotation] != "tenant/md-0-abc" {
+				t.Error("instance template lacks the owner annotation")
+			}
 			if vm.Name != "md-0-abc" || vm.Namespace != "tenant" {
 				t.Errorf("VM is %s/%s", vm.Namespace, vm.Name)
 			}
@@ -235,6 +238,9 @@ func TestBuildPrefixesDataVolumes(t *testing.T) {
 	}
 	if n := vm.Spec.DataVolumeTemplates[0].Name; n != "md-0-abc-root" {
 		t.Errorf("template name %q", n)
+	}
+	if a := vm.Spec.DataVolumeTemplates[1].Annotations[infrav1.OwnerAnnotation]; a != "tenant/md-0-abc" {
+		t.Errorf("DataVolume template owner annotation %q", a)
 	}
 	vols := vm.Spec.Template.Spec.Volumes[1:] // after the user data volume
 	if vols[0].DataVolume.Name != "md-0-abc-root" || vols[1].PersistentVolumeClaim.ClaimName != "md-0-abc-data" || vols[2].DataVolume.Name != "shared" {

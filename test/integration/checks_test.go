@@ -92,7 +92,7 @@ func TestCheckSSHRefusesAnotherHostKey(t *testing.T) {
 	stranger, err := sshcheck.NewKeyPair()
 	g.Expect(err).NotTo(HaveOccurred())
 	mine := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ssh-mitm-userdata", Namespace: tc.ns,
-		Labels: map[string]string{infrav1.KubevirtMachineLabel: km.Name, infrav1.KubevirtMachineNamespaceLabel: tc.ns}},
+		Annotations: map[string]string{infrav1.OwnerAnnotation: tc.ns + "/" + km.Name}},
 		Data: map[string][]byte{"userdata": otherData.Data["userdata"], "ssh-host-key.pub": []byte(stranger.Public)}}
 	g.Expect(w.Env.Client.Create(ctx, mine)).To(Succeed())
 	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ssh-mitm-bootstrap", Namespace: tc.ns},

@@ -144,3 +144,25 @@ func TestNodeProviderID(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n.Spec.ProviderID).To(Equal("kubevirt://node-md-0"))
 }
+
+// TestLongMachineName checks a name beyond the 63 characters of a label
+// value or a hostname: the machine is found, provisioned and deleted
+// cleanly, through the owner annotation.
+func TestLongMachineName(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	name := "tenant-md-workers-with-a-very-long-deployment-name-7d9f8c6b5-x2x4z-abcdef"
+	km := tc.newMachine(t, machineOptions{name: name})
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	vm := &kubevirtv1.VirtualMachine{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, name, vm)).To(Succeed())
+	g.Expect(vm.Annotations).To(HaveKeyWithValue(infrav1.OwnerAnnotation, tc.ns+"/"+name))
+	g.Expect(vm.Spec.Template.Spec.Hostname).To(HaveLen(63))
+	g.Expect(w.Env.Client.Delete(ctx, km)).To(Succeed())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(km), &infrav1.KubevirtMachine{}))
+	}).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, name, &kubevirtv1.VirtualMachine{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, name+"-userdata", &corev1.Secret{}))).To(BeTrue())
+}
