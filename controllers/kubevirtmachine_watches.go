@@ -24,6 +24,7 @@ import (
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 )
@@ -66,12 +67,31 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 
 // watchInfra adds the watches on one infra cluster's cache.
 func (r *KubevirtMachineReconciler) watchInfra(infra *infracluster.Infra) error {
-	for _, obj := range []client.Object{&kubevirtv1.VirtualMachine{}, &kubevirtv1.VirtualMachineInstance{}, &cdiv1.DataVolume{}} {
+	for _, obj := range []client.Object{&kubevirtv1.VirtualMachine{}, &kubevirtv1.VirtualMachineInstance{}} {
 		if err := r.controller.Watch(source.Kind(infra.Cache, obj, handler.EnqueueRequestsFromMapFunc(ownerToMachine))); err != nil {
 			return err
 		}
 	}
-	return nil
+	return r.controller.Watch(source.Kind[client.Object](infra.Cache, &cdiv1.DataVolume{}, handler.EnqueueRequestsFromMapFunc(
+		func(ctx context.Context, dv client.Object) []reconcile.Request {
+			if dv.GetLabels()[golden.Label] == "true" {
+				return r.goldenToMachines(ctx, infra.Secret, dv)
+			}
+			return ownerToMachine(ctx, dv)
+		})))
+}
+
+// goldenToMachines maps a golden volume to the machines waiting for it.
+func (r *KubevirtMachineReconciler) goldenToMachines(ctx context.Context, infraSecret types.NamespacedName, dv client.Object) []reconcile.Request {
+	kms := &infrav1.KubevirtMachineList{}
+	if err := r.Client.List(ctx, kms, client.MatchingFields{GoldenImageIndex: goldenIndexValue(infraSecret, dv.GetNamespace(), dv.GetName())}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(kms.Items))
+	for _, km := range kms.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
+	}
+	return reqs
 }
 
 // ownerToMachine maps a VM, VMI or DataVolume to its KubevirtMachine by the

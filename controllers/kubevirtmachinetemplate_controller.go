@@ -23,7 +23,9 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/capacity"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 )
 
 // KubevirtMachineTemplateReconciler keeps status.capacity and status.nodeInfo
@@ -85,6 +87,16 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 			}
 			return ctrl.Result{}, nil
 		}
+	}
+	if golden.Needed(spec.RootDisk) {
+		// The template keeps its golden volume in use, so scaling a
+		// MachineDeployment up again does not download the image again.
+		infra, err := r.Clients.Acquire(ctx, spec.InfraClusterSecretRef, t.Namespace, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
+		if err == nil {
+			t.Status.GoldenImage = machine.GoldenImageOf(infra.Secret, infra.Namespace, spec.RootDisk)
+		}
+	} else {
+		t.Status.GoldenImage = nil
 	}
 	res := capacity.FromVirtualMachine(&spec.VirtualMachineTemplate.Spec, it)
 	t.Status.Capacity = res.Capacity

@@ -64,6 +64,14 @@ const (
 	// VMConflictReason: a VM of that name exists and was not created for
 	// this KubevirtMachine.
 	VMConflictReason = "NameConflict"
+	// WaitingForGoldenImageReason: the golden volume of the root disk is
+	// being imported; the message carries CDI's progress or retry error.
+	WaitingForGoldenImageReason = "WaitingForGoldenImage"
+	// CloneNotAuthorizedReason: the VM's service account may not clone the
+	// admin-provided image from its namespace.
+	CloneNotAuthorizedReason = "CloneNotAuthorized"
+	// GoldenImageFailedReason: the golden volume could not be made.
+	GoldenImageFailedReason = "GoldenImageFailed"
 	// DiskImportingReason: a DataVolume of the VM is being imported.
 	DiskImportingReason = "DiskImporting"
 	// DiskCloningReason: a DataVolume of the VM is being cloned.

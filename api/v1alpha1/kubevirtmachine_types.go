@@ -58,6 +58,18 @@ type KubevirtMachineSpec struct {
 	// +optional
 	InfraClusterSecretRef *corev1.ObjectReference `json:"infraClusterSecretRef,omitempty"`
 
+	// rootDisk names the image the machine boots from. The provider adds it
+	// as the VM's first disk, cloned from a golden volume imported once.
+	// +optional
+	RootDisk *RootDiskSpec `json:"rootDisk,omitempty"`
+
+	// dataDisks are extra, empty disks.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	DataDisks []DataDiskSpec `json:"dataDisks,omitempty"`
+
 	// userData tunes how bootstrap data reaches the guest.
 	// +optional
 	UserData UserDataSpec `json:"userData,omitempty,omitzero"`
@@ -133,6 +145,11 @@ type KubevirtMachineStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	FailureDomain string `json:"failureDomain,omitempty"`
+
+	// goldenImage is the golden volume the machine's root disk is cloned
+	// from; it keeps the volume in use.
+	// +optional
+	GoldenImage *GoldenImageStatus `json:"goldenImage,omitempty"`
 
 	// nodeupdated is true once the tenant Node carries this machine's
 	// providerID.

@@ -34,6 +34,12 @@ type KubevirtMachineTemplateStatus struct {
 	// +optional
 	NodeInfo NodeInfo `json:"nodeInfo,omitempty,omitzero"`
 
+	// goldenImage is the golden volume machines of this template clone
+	// their root disk from; the template keeps it in use, so scaling up
+	// does not download the image again.
+	// +optional
+	GoldenImage *GoldenImageStatus `json:"goldenImage,omitempty"`
+
 	// conditions report whether the capacity is known.
 	// +optional
 	// +listType=map

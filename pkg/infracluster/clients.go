@@ -46,6 +46,9 @@ type Infra struct {
 	// Key identifies the infra cluster: empty for the management cluster,
 	// else the kubeconfig Secret and namespace.
 	Key string
+	// Secret is the kubeconfig Secret of an external infra cluster; empty
+	// for the management cluster.
+	Secret types.NamespacedName
 	// Status says whether the infra cluster serves the KubeVirt and CDI APIs,
 	// as of when the Infra was handed out.
 	Status APIStatus

@@ -29,6 +29,8 @@ type Target struct {
 	External bool
 	// Hash identifies the kubeconfig, to notice when it changes.
 	Hash [32]byte
+	// Secret is the kubeconfig Secret of an external cluster.
+	Secret types.NamespacedName
 }
 
 // Resolve finds the infra cluster for an object in namespace ns. A Secret in
@@ -68,7 +70,7 @@ func Resolve(ctx context.Context, reader client.Reader, local *rest.Config, ref 
 	if err != nil {
 		return nil, configError(fmt.Errorf("infra cluster Secret %s: key %q: %w", key, infrav1.InfraClusterSecretKubeconfigKey, err))
 	}
-	target := &Target{Config: cfg, Namespace: ns, External: true, Hash: sha256.Sum256(kubeconfig)}
+	target := &Target{Config: cfg, Namespace: ns, External: true, Hash: sha256.Sum256(kubeconfig), Secret: key}
 	if infraNS := string(secret.Data[infrav1.InfraClusterSecretNamespaceKey]); infraNS != "" {
 		target.Namespace = infraNS
 	}

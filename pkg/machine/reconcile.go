@@ -46,9 +46,12 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (ctrl.Result, error)
 		}
 	}
 	if !found {
-		created, err := s.create(ctx, sc, key)
-		if err != nil || !created {
+		if _, err := s.create(ctx, sc, key); err != nil {
 			return ctrl.Result{}, err
+		}
+		if c := conditions.Get(km, infrav1.VirtualMachineReadyCondition); c != nil && c.Reason == infrav1.CloneNotAuthorizedReason {
+			// RBAC changes are not watched.
+			return ctrl.Result{RequeueAfter: s.recheck()}, nil
 		}
 		return ctrl.Result{}, nil
 	}
@@ -139,12 +142,20 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if err != nil || data == nil {
 		return false, err
 	}
+	goldenVolume, ready, err := s.goldenVolume(ctx, sc)
+	if err != nil || !ready {
+		return false, err
+	}
+	if ok, err := s.cloneAuthorized(ctx, sc); err != nil || !ok {
+		return false, err
+	}
 	in := vmbuilder.Input{
 		Name: key.Name, Namespace: key.Namespace, Spec: km.Spec, KubevirtMachineNamespace: km.Namespace,
 		ClusterName: sc.Cluster.Name, MachineName: sc.Machine.Name,
 		MachineDeployment: sc.Machine.Labels[clusterv1.MachineDeploymentNameLabel],
 		ControlPlane:      isControlPlane(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
 		UserDataSecret: sc.UserDataSecretName(), Format: data.format, HasNetworkData: data.networkData != nil,
+		GoldenVolume: goldenVolume,
 	}
 	if !sc.Infra.External && key.Namespace == km.Namespace {
 		// An owner in another namespace counts as missing for the garbage
@@ -248,7 +259,8 @@ func get(ctx context.Context, r client.Reader, key types.NamespacedName, obj cli
 	return true, nil
 }
 
-// recheck is the wait before an SSH check runs again.
+// recheck is the wait before checking again what no event announces: an
+// SSH bootstrap check, a clone permission.
 func (s *Service) recheck() time.Duration {
 	if s.RecheckAfter > 0 {
 		return s.RecheckAfter

@@ -56,7 +56,7 @@ type Service struct {
 	ClusterCache clustercache.ClusterCache
 	// SSH runs the ssh bootstrap check.
 	SSH *sshcheck.Prober
-	// RecheckAfter is how long to wait before checking bootstrap again over
-	// SSH, which has no event to wait for.
+	// RecheckAfter is how long to wait before checking again what has no
+	// event to wait for: bootstrap over SSH, clone permissions.
 	RecheckAfter time.Duration
 }

@@ -11,6 +11,9 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.Namespace, "namespace", "", "Namespace to watch; empty watches every namespace.")
 	fs.StringSliceVar(&o.InfraSecretNamespaces, "infra-secret-namespaces", nil,
 		"Namespaces, besides an object's own, from which infraClusterSecretRef may read kubeconfig Secrets; empty allows any (as the community provider does).")
+	fs.DurationVar(&o.GoldenImageRetention, "golden-image-retention", time.Hour,
+		"How long a golden image volume is kept after the last machine or template using it is gone.")
+	fs.IntVar(&o.GoldenImageConcurrency, "goldenimage-concurrency", 2, "Golden image volumes reconciled at once.")
 	fs.StringVar(&o.WatchFilterValue, "watch-filter", "",
 		"Only reconcile objects labelled cluster.x-k8s.io/watch-filter with this value; empty reconciles all.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "How often every watched object is reconciled again.")

@@ -83,6 +83,12 @@ type Options struct {
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 
+	// GoldenImageRetention is how long an unused golden volume is kept.
+	GoldenImageRetention time.Duration
+	// GoldenImageConcurrency is the number of golden volumes reconciled at
+	// once.
+	GoldenImageConcurrency int
+
 	// SSHDial, when set, replaces the TCP dialer of the ssh bootstrap check
 	// (tests route VM addresses to the simulator's guests).
 	SSHDial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -176,6 +182,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
+	if err := controllers.IndexGoldenImages(ctx, mgr); err != nil {
+		return err
+	}
 	clients := infracluster.NewClients(mgr, checker)
 	clients.WrapConfig = o.WrapInfraConfig
 	var clusterCache clustercache.ClusterCache
@@ -204,6 +213,15 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineTemplateConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachineTemplate controller: %w", err)
+	}
+	retention := o.GoldenImageRetention
+	if retention <= 0 {
+		retention = time.Hour
+	}
+	if err := (&controllers.GoldenImageReconciler{
+		Client: mgr.GetClient(), Clients: clients, Retention: retention,
+	}).SetupWithManager(ctx, mgr, controller.TypedOptions[controllers.GoldenRequest]{MaxConcurrentReconciles: max(o.GoldenImageConcurrency, 1)}); err != nil {
+		return fmt.Errorf("setting up golden image controller: %w", err)
 	}
 	return nil
 }

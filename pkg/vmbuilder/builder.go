@@ -10,10 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 )
 
 // UserDataVolume is the name of the volume and disk carrying bootstrap data.
@@ -49,6 +51,9 @@ type Input struct {
 	Format string
 	// HasNetworkData is true when the user data Secret carries network data.
 	HasNetworkData bool
+	// GoldenVolume is the golden volume the root disk is cloned from, when
+	// the spec's root disk needs one.
+	GoldenVolume *types.NamespacedName
 	// Owner, when set, becomes the VM's controller owner reference; only on
 	// the management cluster itself, where the reference can resolve.
 	Owner *metav1.OwnerReference
@@ -86,6 +91,9 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 		always := kubevirtv1.RunStrategyAlways
 		vm.Spec.RunStrategy = &always
 	}
+	if err := addDisks(vm, in); err != nil {
+		return nil, err
+	}
 	prefixDataVolumes(vm)
 	tmpl := vm.Spec.Template
 	tmpl.ObjectMeta.Labels = merged(tmpl.ObjectMeta.Labels, labels)
@@ -111,6 +119,37 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 		tmpl.Spec.ReadinessProbe = SentinelProbe()
 	}
 	return vm, nil
+}
+
+// addDisks adds the root disk, first so that it boots, and the data disks,
+// each with its DataVolume template.
+func addDisks(vm *kubevirtv1.VirtualMachine, in Input) error {
+	spec := &vm.Spec.Template.Spec
+	if rd := in.Spec.RootDisk; rd != nil {
+		t, err := golden.RootDiskTemplate(rd, in.Namespace, in.GoldenVolume)
+		if err != nil {
+			return err
+		}
+		vm.Spec.DataVolumeTemplates = append([]kubevirtv1.DataVolumeTemplateSpec{t}, vm.Spec.DataVolumeTemplates...)
+		spec.Volumes = append([]kubevirtv1.Volume{{Name: golden.RootDiskName, VolumeSource: kubevirtv1.VolumeSource{
+			DataVolume: &kubevirtv1.DataVolumeSource{Name: golden.RootDiskName}}}}, spec.Volumes...)
+		spec.Domain.Devices.Disks = append([]kubevirtv1.Disk{{Name: golden.RootDiskName,
+			DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}}}, spec.Domain.Devices.Disks...)
+	}
+	for i := range in.Spec.DataDisks {
+		d := &in.Spec.DataDisks[i]
+		vm.Spec.DataVolumeTemplates = append(vm.Spec.DataVolumeTemplates, golden.DataDiskTemplate(d))
+		spec.Volumes = append(spec.Volumes, kubevirtv1.Volume{Name: d.Name, VolumeSource: kubevirtv1.VolumeSource{
+			DataVolume: &kubevirtv1.DataVolumeSource{Name: d.Name, Hotpluggable: d.Hotpluggable}}})
+		bus := kubevirtv1.DiskBusVirtio
+		if d.Hotpluggable {
+			// KubeVirt hotplugs disks on the SCSI bus only.
+			bus = kubevirtv1.DiskBusSCSI
+		}
+		spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: d.Name,
+			DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: bus}}})
+	}
+	return nil
 }
 
 // DataVolumeName is the name of the DataVolume made from the VM's template

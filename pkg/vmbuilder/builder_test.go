@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -248,5 +249,44 @@ func TestBuildPrefixesDataVolumes(t *testing.T) {
 	}
 	if in.Spec.VirtualMachineTemplate.Spec.DataVolumeTemplates[0].Name != "root" {
 		t.Error("input modified")
+	}
+}
+
+func TestBuildRootAndDataDisks(t *testing.T) {
+	in := baseInput()
+	in.Spec.RootDisk = &infrav1.RootDiskSpec{
+		Image:    infrav1.ImageSource{HTTP: &infrav1.HTTPImageSource{URL: "https://images.example/a.qcow2"}},
+		DiskSize: resource.MustParse("20Gi"),
+	}
+	in.Spec.DataDisks = []infrav1.DataDiskSpec{{Name: "data", DiskSize: resource.MustParse("50Gi"), Hotpluggable: true}}
+	if _, err := Build(in); err == nil {
+		t.Fatal("a golden root disk needs its golden volume")
+	}
+	in.GoldenVolume = &types.NamespacedName{Namespace: "tenant", Name: "capkv-golden-x"}
+	vm, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dvs := vm.Spec.DataVolumeTemplates
+	if len(dvs) != 2 || dvs[0].Name != "md-0-abc-rootdisk" || dvs[0].Spec.Source.PVC.Name != "capkv-golden-x" || dvs[1].Name != "md-0-abc-data" {
+		t.Fatalf("DataVolume templates %+v", dvs)
+	}
+	disks := vm.Spec.Template.Spec.Domain.Devices.Disks
+	if disks[0].Name != "rootdisk" || disks[1].Name != "root" {
+		t.Errorf("the root disk must boot first: %+v", disks)
+	}
+	var data *kubevirtv1.Volume
+	for i, v := range vm.Spec.Template.Spec.Volumes {
+		if v.Name == "data" {
+			data = &vm.Spec.Template.Spec.Volumes[i]
+		}
+	}
+	if data == nil || data.DataVolume.Name != "md-0-abc-data" || !data.DataVolume.Hotpluggable {
+		t.Errorf("data volume %+v", data)
+	}
+	for _, d := range disks {
+		if d.Name == "data" && d.Disk.Bus != kubevirtv1.DiskBusSCSI {
+			t.Errorf("hotplug disk on bus %s", d.Disk.Bus)
+		}
 	}
 }

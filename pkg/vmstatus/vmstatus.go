@@ -43,39 +43,47 @@ func Of(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, d
 
 func disks(dvs []*cdiv1.DataVolume) (State, bool) {
 	for _, dv := range dvs {
-		phase := dv.Status.Phase
-		switch phase {
-		case cdiv1.Succeeded, cdiv1.WaitForFirstConsumer, cdiv1.PendingPopulation:
-			continue
-		case cdiv1.Failed:
-			return State{Reason: infrav1.DiskFailedReason, Warning: true,
-				Message: fmt.Sprintf("DataVolume %s failed: %s", dv.Name, dvMessage(dv))}, true
+		if st, waiting := Disk(dv); waiting {
+			return st, true
 		}
-		reason := infrav1.DiskPendingReason
-		p := string(phase)
-		switch {
-		case strings.HasPrefix(p, "Import"):
-			reason = infrav1.DiskImportingReason
-		case strings.Contains(p, "Clone") || strings.Contains(p, "Snapshot") || p == string(cdiv1.PrepClaimInProgress) || p == string(cdiv1.RebindInProgress):
-			reason = infrav1.DiskCloningReason
-		}
-		msg := fmt.Sprintf("DataVolume %s is %s", dv.Name, orUnknown(p))
-		if prog := string(dv.Status.Progress); prog != "" && prog != "N/A" {
-			msg += " (" + prog + ")"
-		}
-		if m := dvMessage(dv); m != "" {
-			msg += ": " + m
-		}
-		if dv.Status.RestartCount > 0 {
-			msg += fmt.Sprintf(" (restarted %d times)", dv.Status.RestartCount)
-		}
-		return State{Reason: reason, Message: msg, Warning: dv.Status.RestartCount > 0}, true
 	}
 	return State{}, false
 }
 
-// dvMessage is the most telling condition message CDI set.
-func dvMessage(dv *cdiv1.DataVolume) string {
+// Disk judges one DataVolume; waiting is false once it no longer holds a VM
+// back (Succeeded, or waiting for its first consumer).
+func Disk(dv *cdiv1.DataVolume) (State, bool) {
+	phase := dv.Status.Phase
+	switch phase {
+	case cdiv1.Succeeded, cdiv1.WaitForFirstConsumer, cdiv1.PendingPopulation:
+		return State{}, false
+	case cdiv1.Failed:
+		return State{Reason: infrav1.DiskFailedReason, Warning: true,
+			Message: fmt.Sprintf("DataVolume %s failed: %s", dv.Name, DataVolumeMessage(dv))}, true
+	}
+	reason := infrav1.DiskPendingReason
+	p := string(phase)
+	switch {
+	case strings.HasPrefix(p, "Import"):
+		reason = infrav1.DiskImportingReason
+	case strings.Contains(p, "Clone") || strings.Contains(p, "Snapshot") || p == string(cdiv1.PrepClaimInProgress) || p == string(cdiv1.RebindInProgress):
+		reason = infrav1.DiskCloningReason
+	}
+	msg := fmt.Sprintf("DataVolume %s is %s", dv.Name, orUnknown(p))
+	if prog := string(dv.Status.Progress); prog != "" && prog != "N/A" {
+		msg += " (" + prog + ")"
+	}
+	if m := DataVolumeMessage(dv); m != "" {
+		msg += ": " + m
+	}
+	if dv.Status.RestartCount > 0 {
+		msg += fmt.Sprintf(" (restarted %d times)", dv.Status.RestartCount)
+	}
+	return State{Reason: reason, Message: msg, Warning: dv.Status.RestartCount > 0}, true
+}
+
+// DataVolumeMessage is the most telling condition message CDI set.
+func DataVolumeMessage(dv *cdiv1.DataVolume) string {
 	for _, t := range []cdiv1.DataVolumeConditionType{cdiv1.DataVolumeRunning, cdiv1.DataVolumeReady, cdiv1.DataVolumeBound} {
 		for _, c := range dv.Status.Conditions {
 			if c.Type == t && c.Status != corev1.ConditionTrue && c.Message != "" {

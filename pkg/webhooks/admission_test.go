@@ -265,6 +265,28 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 		{"unknown cloud-init data source", machine(func(m *infrav1.KubevirtMachine) {
 			m.Spec.UserData.CloudInitDataSource = "Metadata"
 		}), "spec.userData.cloudInitDataSource"},
+		{"root disk image from an ftp URL", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{HTTP: &infrav1.HTTPImageSource{URL: "ftp://images/a.qcow2"}}, DiskSize: resource.MustParse("20Gi")}
+		}), "spec.rootDisk.image.http.url"},
+		{"root disk with two image sources", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{
+				HTTP: &infrav1.HTTPImageSource{URL: "https://images/a.qcow2"}, PVC: &infrav1.ImageVolumeRef{Name: "seed"}}, DiskSize: resource.MustParse("20Gi")}
+		}), "spec.rootDisk.image"},
+		{"golden image larger than the disk", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{HTTP: &infrav1.HTTPImageSource{URL: "https://images/a.qcow2"}},
+				DiskSize: resource.MustParse("10Gi"), ImageSize: ptr.To(resource.MustParse("20Gi"))}
+		}), "spec.rootDisk.imageSize"},
+		{"per-VM import of an admin PVC", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{PVC: &infrav1.ImageVolumeRef{Name: "seed"}},
+				DiskSize: resource.MustParse("10Gi"), CloneStrategy: infrav1.CloneStrategyPerVMImport}
+		}), "spec.rootDisk.cloneStrategy"},
+		{"data disk named like a template disk", machine(func(m *infrav1.KubevirtMachine) {
+			name := m.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.Devices.Disks[0].Name
+			m.Spec.DataDisks = []infrav1.DataDiskSpec{{Name: name, DiskSize: resource.MustParse("10Gi")}}
+		}), "spec.dataDisks[0].name"},
+		{"data disk of zero size", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.DataDisks = []infrav1.DataDiskSpec{{Name: "data", DiskSize: resource.MustParse("0")}}
+		}), "spec.dataDisks[0].diskSize"},
 		{"infra cluster reference to a ConfigMap", machine(func(m *infrav1.KubevirtMachine) {
 			m.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "ConfigMap", Name: "kubeconfig"}
 		}), "spec.infraClusterSecretRef.kind"},

@@ -63,6 +63,7 @@ func validateMachineSpec(spec *infrav1.KubevirtMachineSpec, namespace string, fl
 		}
 	}
 	errs = append(errs, validateSecretRef(spec.InfraClusterSecretRef, fld.Child("infraClusterSecretRef"))...)
+	errs = append(errs, validateProviderDisks(spec, fld)...)
 	return errs
 }
 

@@ -51,6 +51,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// goldenRetention is how long the tests' provider keeps unused golden
+// volumes.
+const goldenRetention = 2 * time.Second
+
 // writeCounter counts the provider's requests that change something.
 type writeCounter struct{ n atomic.Int64 }
 
@@ -87,7 +91,8 @@ func startProvider(w *world.World, counter *writeCounter) (func(), error) {
 		SkipNameValidation: true, SyncPeriod: 10 * time.Hour,
 		KubevirtClusterConcurrency: 2, KubevirtMachineConcurrency: 10, KubevirtMachineTemplateConcurrency: 2,
 		SSHDial: w.Sim.DialGuest, SSHRecheck: 500 * time.Millisecond,
-		WrapInfraConfig: counter.wrap,
+		GoldenImageRetention: goldenRetention,
+		WrapInfraConfig:      counter.wrap,
 	})
 	if err != nil {
 		cancel()

@@ -1,0 +1,176 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+)
+
+// GoldenRequest names a golden volume: its infra cluster (the kubeconfig
+// Secret, empty for the management cluster) and its DataVolume.
+type GoldenRequest struct {
+	InfraSecret types.NamespacedName
+	types.NamespacedName
+}
+
+// GoldenImageReconciler deletes golden volumes a retention period after
+// their last user (a KubevirtMachine or KubevirtMachineTemplate naming them
+// in status.goldenImage) is gone. Only volumes the provider made carry the
+// golden label; admin-provided PVCs and DataSources are never touched.
+type GoldenImageReconciler struct {
+	Client  client.Client
+	Clients *infracluster.Clients
+	// Retention is how long an unused golden volume is kept, so that a
+	// machine recreated soon after does not download the image again.
+	Retention time.Duration
+
+	controller controller.TypedController[GoldenRequest]
+}
+
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;create;patch;delete
+
+// Reconcile counts the users of one golden volume and deletes it when its
+// retention after the last one has passed.
+func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest) (ctrl.Result, error) {
+	user := infracluster.User{Kind: "GoldenImage", NamespacedName: types.NamespacedName{
+		Namespace: req.InfraSecret.String() + "|" + req.Namespace, Name: req.Name}}
+	var ref *corev1.ObjectReference
+	if req.InfraSecret.Name != "" {
+		ref = &corev1.ObjectReference{Kind: "Secret", Namespace: req.InfraSecret.Namespace, Name: req.InfraSecret.Name}
+	}
+	// Holding the infra cluster keeps its cache, and so this watch, alive
+	// while the golden volume exists, even when no machine uses it.
+	infra, err := r.Clients.Acquire(ctx, ref, req.InfraSecret.Namespace, req.Namespace, user)
+	if err != nil || !infra.Status.Available {
+		if err != nil && !infracluster.IsConfigError(err) || infra != nil && !infra.Status.Available {
+			return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+		}
+		r.Clients.Release(user)
+		return ctrl.Result{}, nil
+	}
+	dv := &cdiv1.DataVolume{}
+	if err := infra.Client.Get(ctx, req.NamespacedName, dv); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Clients.Release(user)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if dv.Labels[golden.Label] != "true" || !dv.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	users, err := r.users(ctx, req)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	since, marked := dv.Annotations[golden.UnusedSinceAnnotation]
+	switch {
+	case users > 0 && marked:
+		return ctrl.Result{}, r.mark(ctx, infra.Client, dv, "")
+	case users > 0:
+		return ctrl.Result{}, nil
+	case !marked:
+		return ctrl.Result{RequeueAfter: r.Retention}, r.mark(ctx, infra.Client, dv, time.Now().UTC().Format(time.RFC3339))
+	}
+	unusedSince, err := time.Parse(time.RFC3339, since)
+	if err != nil {
+		// Someone edited it: start the retention over.
+		return ctrl.Result{RequeueAfter: r.Retention}, r.mark(ctx, infra.Client, dv, time.Now().UTC().Format(time.RFC3339))
+	}
+	if wait := time.Until(unusedSince.Add(r.Retention)); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := infra.Client.Delete(ctx, dv, client.Preconditions{UID: &dv.UID}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting unused golden volume %s: %w", req.NamespacedName, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted unused golden volume", "dataVolume", req.NamespacedName, "unusedSince", since)
+	return ctrl.Result{}, nil
+}
+
+// users counts the KubevirtMachines and templates naming the volume.
+func (r *GoldenImageReconciler) users(ctx context.Context, req GoldenRequest) (int, error) {
+	value := goldenIndexValue(req.InfraSecret, req.Namespace, req.Name)
+	kms := &infrav1.KubevirtMachineList{}
+	if err := r.Client.List(ctx, kms, client.MatchingFields{GoldenImageIndex: value}); err != nil {
+		return 0, err
+	}
+	templates := &infrav1.KubevirtMachineTemplateList{}
+	if err := r.Client.List(ctx, templates, client.MatchingFields{GoldenImageIndex: value}); err != nil {
+		return 0, err
+	}
+	return len(kms.Items) + len(templates.Items), nil
+}
+
+// mark sets (or with "" removes) the unused-since annotation.
+func (r *GoldenImageReconciler) mark(ctx context.Context, c client.Client, dv *cdiv1.DataVolume, since string) error {
+	before := dv.DeepCopy()
+	if since == "" {
+		delete(dv.Annotations, golden.UnusedSinceAnnotation)
+	} else {
+		if dv.Annotations == nil {
+			dv.Annotations = map[string]string{}
+		}
+		dv.Annotations[golden.UnusedSinceAnnotation] = since
+	}
+	return c.Patch(ctx, dv, client.MergeFrom(before))
+}
+
+// SetupWithManager registers the controller: KubevirtMachines and templates
+// on the management cluster, and golden volumes on every infra cluster.
+func (r *GoldenImageReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.TypedOptions[GoldenRequest]) error {
+	c, err := builder.TypedControllerManagedBy[GoldenRequest](mgr).
+		Named("goldenimage").
+		WithOptions(options).
+		WatchesRawSource(source.TypedKind[client.Object, GoldenRequest](mgr.GetCache(), &infrav1.KubevirtMachine{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []GoldenRequest {
+				return requestOf(o.(*infrav1.KubevirtMachine).Status.GoldenImage)
+			}))).
+		WatchesRawSource(source.TypedKind[client.Object, GoldenRequest](mgr.GetCache(), &infrav1.KubevirtMachineTemplate{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []GoldenRequest {
+				return requestOf(o.(*infrav1.KubevirtMachineTemplate).Status.GoldenImage)
+			}))).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.controller = c
+	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
+		return r.controller.Watch(source.TypedKind[client.Object, GoldenRequest](infra.Cache, &cdiv1.DataVolume{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, dv client.Object) []GoldenRequest {
+				return []GoldenRequest{{InfraSecret: infra.Secret, NamespacedName: client.ObjectKeyFromObject(dv)}}
+			}), isGolden))
+	})
+	return nil
+}
+
+var isGolden = predicate.NewTypedPredicateFuncs[client.Object](func(o client.Object) bool {
+	return o.GetLabels()[golden.Label] == "true"
+})
+
+func requestOf(s *infrav1.GoldenImageStatus) []GoldenRequest {
+	if s == nil || s.Name == "" {
+		return nil
+	}
+	req := GoldenRequest{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}}
+	if ns, name, ok := strings.Cut(s.InfraCluster, "/"); ok {
+		req.InfraSecret = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	return []GoldenRequest{req}
+}

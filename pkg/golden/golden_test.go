@@ -1,0 +1,103 @@
+package golden
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+func rootDisk(mutate func(*infrav1.RootDiskSpec)) *infrav1.RootDiskSpec {
+	rd := &infrav1.RootDiskSpec{
+		Image:    infrav1.ImageSource{HTTP: &infrav1.HTTPImageSource{URL: "https://images.example/a.qcow2"}},
+		DiskSize: resource.MustParse("20Gi"),
+	}
+	if mutate != nil {
+		mutate(rd)
+	}
+	return rd
+}
+
+func TestNameIdentifiesImageClassAndMode(t *testing.T) {
+	base := Name(rootDisk(nil))
+	same := []func(*infrav1.RootDiskSpec){
+		func(rd *infrav1.RootDiskSpec) { rd.DiskSize = resource.MustParse("40Gi") },
+		func(rd *infrav1.RootDiskSpec) {
+			rd.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+		},
+	}
+	for i, m := range same {
+		if n := Name(rootDisk(m)); n != base {
+			t.Errorf("same case %d: %s != %s", i, n, base)
+		}
+	}
+	different := []func(*infrav1.RootDiskSpec){
+		func(rd *infrav1.RootDiskSpec) { rd.Image.HTTP.URL = "https://images.example/b.qcow2" },
+		func(rd *infrav1.RootDiskSpec) { rd.StorageClassName = ptr.To("fast") },
+		func(rd *infrav1.RootDiskSpec) { rd.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
+		func(rd *infrav1.RootDiskSpec) {
+			rd.Image = infrav1.ImageSource{Registry: &infrav1.RegistryImageSource{URL: "docker://quay.io/a"}}
+		},
+	}
+	for i, m := range different {
+		if n := Name(rootDisk(m)); n == base {
+			t.Errorf("different case %d has the same name %s", i, n)
+		}
+	}
+	if len(base) > 63 {
+		t.Errorf("name %q too long for a label value or hostname", base)
+	}
+}
+
+func TestDataVolume(t *testing.T) {
+	rd := rootDisk(func(rd *infrav1.RootDiskSpec) { rd.ImageSize = ptr.To(resource.MustParse("10Gi")) })
+	dv := DataVolume(rd, "tenants")
+	if dv.Annotations[immediateBinding] != "true" || dv.Labels[Label] != "true" {
+		t.Errorf("metadata %+v", dv.ObjectMeta)
+	}
+	if got := dv.Spec.Storage.Resources.Requests[corev1.ResourceStorage]; got.String() != "10Gi" {
+		t.Errorf("size %s, want the image size", got.String())
+	}
+	if dv.Spec.Source.HTTP == nil || dv.Namespace != "tenants" {
+		t.Errorf("source %+v ns %s", dv.Spec.Source, dv.Namespace)
+	}
+}
+
+func TestRootDiskTemplate(t *testing.T) {
+	goldenVolume := &types.NamespacedName{Namespace: "tenants", Name: "capkv-golden-x"}
+	tmpl, err := RootDiskTemplate(rootDisk(nil), "tenants", goldenVolume)
+	if err != nil || tmpl.Spec.Source.PVC.Name != "capkv-golden-x" || tmpl.Name != RootDiskName {
+		t.Errorf("golden clone: %+v %v", tmpl, err)
+	}
+	if got := tmpl.Spec.Storage.Resources.Requests[corev1.ResourceStorage]; got.String() != "20Gi" {
+		t.Errorf("clone size %s, want the disk size", got.String())
+	}
+	if _, err := RootDiskTemplate(rootDisk(nil), "tenants", nil); err == nil {
+		t.Error("a golden clone without its golden volume must fail")
+	}
+	perVM, _ := RootDiskTemplate(rootDisk(func(rd *infrav1.RootDiskSpec) { rd.CloneStrategy = infrav1.CloneStrategyPerVMImport }), "tenants", nil)
+	if perVM.Spec.Source.HTTP == nil {
+		t.Errorf("per-VM import: %+v", perVM.Spec.Source)
+	}
+	pvc, _ := RootDiskTemplate(rootDisk(func(rd *infrav1.RootDiskSpec) {
+		rd.Image = infrav1.ImageSource{PVC: &infrav1.ImageVolumeRef{Name: "seed"}}
+	}), "tenants", nil)
+	if pvc.Spec.Source.PVC.Namespace != "tenants" || pvc.Spec.Source.PVC.Name != "seed" {
+		t.Errorf("pvc clone: %+v", pvc.Spec.Source)
+	}
+	ds, _ := RootDiskTemplate(rootDisk(func(rd *infrav1.RootDiskSpec) {
+		rd.Image = infrav1.ImageSource{DataSource: &infrav1.ImageVolumeRef{Namespace: "images", Name: "ubuntu"}}
+	}), "tenants", nil)
+	if ds.Spec.SourceRef == nil || *ds.Spec.SourceRef.Namespace != "images" || ds.Spec.Source != nil {
+		t.Errorf("dataSource clone: %+v", ds.Spec)
+	}
+	if Needed(rootDisk(func(rd *infrav1.RootDiskSpec) {
+		rd.Image = infrav1.ImageSource{PVC: &infrav1.ImageVolumeRef{Name: "seed"}}
+	})) {
+		t.Error("admin PVCs need no golden volume")
+	}
+}
