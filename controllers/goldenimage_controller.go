@@ -97,7 +97,9 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 	if wait := time.Until(unusedSince.Add(r.Retention)); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if err := infra.Client.Delete(ctx, dv, client.Preconditions{UID: &dv.UID}); client.IgnoreNotFound(err) != nil {
+	// Conditional on the version seen: a machine claiming the volume back
+	// changes it, and the delete then fails and is retried.
+	if err := infra.Client.Delete(ctx, dv, client.Preconditions{UID: &dv.UID, ResourceVersion: &dv.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting unused golden volume %s: %w", req.NamespacedName, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted unused golden volume", "dataVolume", req.NamespacedName, "unusedSince", since)

@@ -171,12 +171,18 @@ func provisioned(km *infrav1.KubevirtMachine) bool {
 }
 
 func (r *KubevirtMachineReconciler) kubevirtCluster(ctx context.Context, cluster *clusterv1.Cluster) (*infrav1.KubevirtCluster, error) {
+	return kubevirtClusterOf(ctx, r.Client, cluster)
+}
+
+// kubevirtClusterOf reads the KubevirtCluster of a Cluster; nil when the
+// Cluster's infrastructure is something else or does not exist yet.
+func kubevirtClusterOf(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) (*infrav1.KubevirtCluster, error) {
 	infraRef := cluster.Spec.InfrastructureRef
 	if infraRef.Kind != "KubevirtCluster" || infraRef.Name == "" {
 		return nil, nil
 	}
 	kc := &infrav1.KubevirtCluster{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: infraRef.Name}, kc); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: infraRef.Name}, kc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

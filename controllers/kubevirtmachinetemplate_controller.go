@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
 	"sigs.k8s.io/cluster-api/util/patch"
@@ -73,30 +75,34 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 	}()
 
 	spec := &t.Spec.Template.Spec
-	var it *instancetypev1beta1.VirtualMachineInstancetypeSpec
-	if m := spec.VirtualMachineTemplate.Spec.Instancetype; m != nil {
-		it, err = r.instancetype(ctx, spec, t.Namespace, m, user)
-		if err != nil {
-			conditions.Set(t, metav1.Condition{
-				Type: infrav1.CapacityKnownCondition, Status: metav1.ConditionFalse,
-				Reason: infrav1.CapacityUnknownReason, Message: err.Error(),
-			})
-			if spec.InfraClusterSecretRef != nil && !infracluster.IsConfigError(err) {
-				// Nothing announces that an external cluster is back.
-				return ctrl.Result{RequeueAfter: unreachableRetry}, nil
-			}
-			return ctrl.Result{}, nil
-		}
+	ref, err := r.infraClusterRef(ctx, t)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if golden.Needed(spec.RootDisk) {
 		// The template keeps its golden volume in use, so scaling a
 		// MachineDeployment up again does not download the image again.
-		infra, err := r.Clients.Acquire(ctx, spec.InfraClusterSecretRef, t.Namespace, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
+		infra, err := r.Clients.Acquire(ctx, ref, t.Namespace, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
 		if err == nil {
 			t.Status.GoldenImage = machine.GoldenImageOf(infra.Secret, infra.Namespace, spec.RootDisk)
 		}
 	} else {
 		t.Status.GoldenImage = nil
+	}
+	var it *instancetypev1beta1.VirtualMachineInstancetypeSpec
+	if m := spec.VirtualMachineTemplate.Spec.Instancetype; m != nil {
+		it, err = r.instancetype(ctx, spec, ref, t.Namespace, m, user)
+		if err != nil {
+			conditions.Set(t, metav1.Condition{
+				Type: infrav1.CapacityKnownCondition, Status: metav1.ConditionFalse,
+				Reason: infrav1.CapacityUnknownReason, Message: err.Error(),
+			})
+			if ref != nil && !infracluster.IsConfigError(err) {
+				// Nothing announces that an external cluster is back.
+				return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+			}
+			return ctrl.Result{}, nil
+		}
 	}
 	res := capacity.FromVirtualMachine(&spec.VirtualMachineTemplate.Spec, it)
 	t.Status.Capacity = res.Capacity
@@ -111,9 +117,9 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 
 // instancetype reads the selected instance type from the infra cluster; nil
 // without error when it does not exist.
-func (r *KubevirtMachineTemplateReconciler) instancetype(ctx context.Context, spec *infrav1.KubevirtMachineSpec, ns string,
+func (r *KubevirtMachineTemplateReconciler) instancetype(ctx context.Context, spec *infrav1.KubevirtMachineSpec, ref *corev1.ObjectReference, ns string,
 	m *kubevirtv1.InstancetypeMatcher, user infracluster.User) (*instancetypev1beta1.VirtualMachineInstancetypeSpec, error) {
-	infra, err := r.Clients.Acquire(ctx, spec.InfraClusterSecretRef, ns, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
+	infra, err := r.Clients.Acquire(ctx, ref, ns, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +144,33 @@ func (r *KubevirtMachineTemplateReconciler) instancetype(ctx context.Context, sp
 		return nil, fmt.Errorf("reading instance type %s: %w", m.Name, err)
 	}
 	return out, nil
+}
+
+// infraClusterRef is the template's own infra cluster reference, else the
+// one of the KubevirtCluster of the Cluster the template belongs to (by its
+// cluster-name label or owner reference), as its machines will use.
+func (r *KubevirtMachineTemplateReconciler) infraClusterRef(ctx context.Context, t *infrav1.KubevirtMachineTemplate) (*corev1.ObjectReference, error) {
+	if ref := t.Spec.Template.Spec.InfraClusterSecretRef; ref != nil {
+		return ref, nil
+	}
+	name := t.Labels[clusterv1.ClusterNameLabel]
+	for _, o := range t.OwnerReferences {
+		if o.Kind == "Cluster" && name == "" {
+			name = o.Name
+		}
+	}
+	if name == "" {
+		return nil, nil
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, cluster); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	kc, err := kubevirtClusterOf(ctx, r.Client, cluster)
+	if err != nil || kc == nil {
+		return nil, err
+	}
+	return kc.Spec.InfraClusterSecretRef, nil
 }
 
 func namespacedInstancetype(m *kubevirtv1.InstancetypeMatcher) bool {

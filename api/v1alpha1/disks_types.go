@@ -143,6 +143,16 @@ type DataDiskSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	StorageClassName *string `json:"storageClassName,omitempty"`
+	// accessModes of the disk; empty lets CDI take them from the
+	// StorageProfile.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+	// volumeMode of the disk; empty lets CDI take it from the
+	// StorageProfile.
+	// +optional
+	// +kubebuilder:validation:Enum=Filesystem;Block
+	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
 	// hotpluggable attaches the disk as a hotplug volume, which KubeVirt can
 	// detach from a running VM (needs KubeVirt's HotplugVolumes feature).
 	// +optional

@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -31,6 +32,10 @@ const (
 	// WaitForFirstConsumer class, which no VM would otherwise consume
 	// (FACTS C6).
 	immediateBinding = "cdi.kubevirt.io/storage.bind.immediate.requested"
+	// keepAfterCompletion stops CDI versions that garbage-collect completed
+	// DataVolumes (FACTS C7) from removing the golden DataVolume and
+	// leaving its PVC behind, unmanaged.
+	keepAfterCompletion = "cdi.kubevirt.io/storage.deleteAfterCompletion"
 	// namePrefix starts the names of golden volumes.
 	namePrefix = "capkv-golden-"
 )
@@ -47,16 +52,19 @@ func Needed(rd *infrav1.RootDiskSpec) bool {
 
 // key is what identifies a golden volume besides its namespace.
 type key struct {
-	HTTP         *infrav1.HTTPImageSource     `json:"http,omitempty"`
-	Registry     *infrav1.RegistryImageSource `json:"registry,omitempty"`
-	StorageClass string                       `json:"storageClass,omitempty"`
-	VolumeMode   string                       `json:"volumeMode,omitempty"`
+	HTTP         *infrav1.HTTPImageSource            `json:"http,omitempty"`
+	Registry     *infrav1.RegistryImageSource        `json:"registry,omitempty"`
+	StorageClass string                              `json:"storageClass,omitempty"`
+	VolumeMode   string                              `json:"volumeMode,omitempty"`
+	AccessModes  []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 }
 
 // Name is the name of the golden volume of a root disk in an infra
 // namespace: the same for every machine naming the same image there.
 func Name(rd *infrav1.RootDiskSpec) string {
-	k := key{HTTP: rd.Image.HTTP, Registry: rd.Image.Registry}
+	// Access modes are part of the key because on a class whose
+	// StorageProfile has none, the golden volume needs the ones given.
+	k := key{HTTP: rd.Image.HTTP, Registry: rd.Image.Registry, AccessModes: rd.AccessModes}
 	if rd.StorageClassName != nil {
 		k.StorageClass = *rd.StorageClassName
 	}
@@ -79,17 +87,29 @@ func DataVolume(rd *infrav1.RootDiskSpec, ns string) *cdiv1.DataVolume {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: Name(rd), Namespace: ns,
 			Labels:      map[string]string{Label: "true"},
-			Annotations: map[string]string{immediateBinding: "true", SourceAnnotation: Describe(&rd.Image)},
+			Annotations: map[string]string{immediateBinding: "true", keepAfterCompletion: "false", SourceAnnotation: Describe(&rd.Image)},
 		},
 		Spec: cdiv1.DataVolumeSpec{
 			Source: importSource(&rd.Image),
 			Storage: &cdiv1.StorageSpec{
 				StorageClassName: rd.StorageClassName,
+				AccessModes:      rd.AccessModes,
 				VolumeMode:       rd.VolumeMode,
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
 			},
 		},
 	}
+}
+
+// Size is the requested size of a golden DataVolume.
+func Size(dv *cdiv1.DataVolume) resource.Quantity {
+	if dv.Spec.Storage != nil {
+		return dv.Spec.Storage.Resources.Requests[corev1.ResourceStorage]
+	}
+	if dv.Spec.PVC != nil {
+		return dv.Spec.PVC.Resources.Requests[corev1.ResourceStorage]
+	}
+	return resource.Quantity{}
 }
 
 // Describe says where an image comes from, for people.
@@ -173,6 +193,8 @@ func DataDiskTemplate(d *infrav1.DataDiskSpec) kubevirtv1.DataVolumeTemplateSpec
 			Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
 			Storage: &cdiv1.StorageSpec{
 				StorageClassName: d.StorageClassName,
+				AccessModes:      d.AccessModes,
+				VolumeMode:       d.VolumeMode,
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: d.DiskSize}},
 			},
 		},

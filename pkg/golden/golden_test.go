@@ -26,9 +26,7 @@ func TestNameIdentifiesImageClassAndMode(t *testing.T) {
 	base := Name(rootDisk(nil))
 	same := []func(*infrav1.RootDiskSpec){
 		func(rd *infrav1.RootDiskSpec) { rd.DiskSize = resource.MustParse("40Gi") },
-		func(rd *infrav1.RootDiskSpec) {
-			rd.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
-		},
+		func(rd *infrav1.RootDiskSpec) { rd.CloneStrategy = infrav1.CloneStrategyGolden },
 	}
 	for i, m := range same {
 		if n := Name(rootDisk(m)); n != base {
@@ -39,6 +37,9 @@ func TestNameIdentifiesImageClassAndMode(t *testing.T) {
 		func(rd *infrav1.RootDiskSpec) { rd.Image.HTTP.URL = "https://images.example/b.qcow2" },
 		func(rd *infrav1.RootDiskSpec) { rd.StorageClassName = ptr.To("fast") },
 		func(rd *infrav1.RootDiskSpec) { rd.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
+		func(rd *infrav1.RootDiskSpec) {
+			rd.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+		},
 		func(rd *infrav1.RootDiskSpec) {
 			rd.Image = infrav1.ImageSource{Registry: &infrav1.RegistryImageSource{URL: "docker://quay.io/a"}}
 		},
@@ -56,7 +57,7 @@ func TestNameIdentifiesImageClassAndMode(t *testing.T) {
 func TestDataVolume(t *testing.T) {
 	rd := rootDisk(func(rd *infrav1.RootDiskSpec) { rd.ImageSize = ptr.To(resource.MustParse("10Gi")) })
 	dv := DataVolume(rd, "tenants")
-	if dv.Annotations[immediateBinding] != "true" || dv.Labels[Label] != "true" {
+	if dv.Annotations[immediateBinding] != "true" || dv.Annotations[keepAfterCompletion] != "false" || dv.Labels[Label] != "true" {
 		t.Errorf("metadata %+v", dv.ObjectMeta)
 	}
 	if got := dv.Spec.Storage.Resources.Requests[corev1.ResourceStorage]; got.String() != "10Gi" {

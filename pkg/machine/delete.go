@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
@@ -48,12 +49,12 @@ func (s *Service) Delete(ctx context.Context, sc *Scope, withCDI bool) (bool, er
 		return false, err
 	}
 	pending := 0
-	for _, t := range km.Spec.VirtualMachineTemplate.Spec.DataVolumeTemplates {
+	for _, name := range dataVolumeNames(km) {
 		if !withCDI {
 			break
 		}
 		dv := &cdiv1.DataVolume{}
-		found, err := get(ctx, sc.Infra.APIReader, types.NamespacedName{Namespace: ns, Name: vmbuilder.DataVolumeName(key.Name, t.Name)}, dv)
+		found, err := get(ctx, sc.Infra.APIReader, types.NamespacedName{Namespace: ns, Name: vmbuilder.DataVolumeName(key.Name, name)}, dv)
 		if err != nil {
 			return false, err
 		}
@@ -94,4 +95,20 @@ func (s *Service) ours(km *infrav1.KubevirtMachine, obj client.Object) bool {
 
 func (s *Service) deleting(km *infrav1.KubevirtMachine, message string) {
 	s.SetVMCondition(km, infrav1.DeletingReason, message)
+}
+
+// dataVolumeNames are the DataVolume templates of the machine's VM, before
+// the VM-name prefix: the user's, the root disk and the data disks.
+func dataVolumeNames(km *infrav1.KubevirtMachine) []string {
+	var names []string
+	for _, t := range km.Spec.VirtualMachineTemplate.Spec.DataVolumeTemplates {
+		names = append(names, t.Name)
+	}
+	if km.Spec.RootDisk != nil {
+		names = append(names, golden.RootDiskName)
+	}
+	for _, d := range km.Spec.DataDisks {
+		names = append(names, d.Name)
+	}
+	return names
 }

@@ -6,6 +6,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -38,7 +39,14 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 	}
 	want := golden.DataVolume(rd, sc.VMNamespace())
 	key := client.ObjectKeyFromObject(want)
-	km.Status.GoldenImage = GoldenImageOf(sc.Infra.Secret, key.Namespace, rd)
+	if ref := GoldenImageOf(sc.Infra.Secret, key.Namespace, rd); !equality.Semantic.DeepEqual(km.Status.GoldenImage, ref) {
+		// Become a user of the golden volume, saved, before touching it: the
+		// golden image controller counts users from status.
+		km.Status.GoldenImage = ref
+		s.setVM(km, vmstatus.State{Reason: infrav1.WaitingForGoldenImageReason,
+			Message: fmt.Sprintf("using golden volume %s for %s", key, golden.Describe(&rd.Image))})
+		return nil, false, nil
+	}
 	dv := &cdiv1.DataVolume{}
 	found, err := get(ctx, sc.Infra.Client, key, dv)
 	if err != nil {
@@ -69,8 +77,24 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 			Message: fmt.Sprintf("golden volume %s is being deleted; it will be imported again", key)})
 		return nil, false, nil
 	}
+	if size := golden.Size(dv); size.Cmp(rd.DiskSize) > 0 {
+		s.setVM(km, vmstatus.State{Reason: infrav1.GoldenImageFailedReason, Warning: true, Message: fmt.Sprintf(
+			"golden volume %s is %s, larger than this machine's diskSize %s; a clone cannot be smaller than its source: set rootDisk.imageSize on the templates sharing the image",
+			key, size.String(), rd.DiskSize.String())})
+		return nil, false, nil
+	}
 	switch dv.Status.Phase {
 	case cdiv1.Succeeded:
+		if _, unused := dv.Annotations[golden.UnusedSinceAnnotation]; unused {
+			// Claim it back before cloning, so that the golden image
+			// controller, whose delete is conditional on the version it saw,
+			// cannot delete it under this clone.
+			before := dv.DeepCopy()
+			delete(dv.Annotations, golden.UnusedSinceAnnotation)
+			if err := sc.Infra.Client.Patch(ctx, dv, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+				return nil, false, fmt.Errorf("claiming golden volume %s: %w", key, err)
+			}
+		}
 		return &key, true, nil
 	case cdiv1.Failed:
 		s.setVM(km, vmstatus.State{Reason: infrav1.GoldenImageFailedReason, Warning: true, Message: fmt.Sprintf(
@@ -138,4 +162,22 @@ func serviceAccountOf(km *infrav1.KubevirtMachine) string {
 		}
 	}
 	return "default"
+}
+
+// ensureGoldenVolume re-creates the golden volume of a machine whose VM
+// exists but whose root disk has not been cloned yet, in case it was
+// deleted meanwhile; otherwise the clone would wait for its source forever.
+func (s *Service) ensureGoldenVolume(ctx context.Context, sc *Scope) error {
+	rd := sc.KubevirtMachine.Spec.RootDisk
+	want := golden.DataVolume(rd, sc.VMNamespace())
+	found, err := get(ctx, sc.Infra.Client, client.ObjectKeyFromObject(want), &cdiv1.DataVolume{})
+	if err != nil || found {
+		return err
+	}
+	if err := sc.Infra.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("re-creating golden volume %s: %w", client.ObjectKeyFromObject(want), err)
+	}
+	s.Recorder.Eventf(sc.KubevirtMachine, nil, corev1.EventTypeNormal, "GoldenImageCreated", "ImportGoldenImage",
+		"golden volume %s was gone before this machine's root disk was cloned; importing %s again", client.ObjectKeyFromObject(want), golden.Describe(&rd.Image))
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
@@ -49,8 +50,9 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (ctrl.Result, error)
 		if _, err := s.create(ctx, sc, key); err != nil {
 			return ctrl.Result{}, err
 		}
-		if c := conditions.Get(km, infrav1.VirtualMachineReadyCondition); c != nil && c.Reason == infrav1.CloneNotAuthorizedReason {
-			// RBAC changes are not watched.
+		if c := conditions.Get(km, infrav1.VirtualMachineReadyCondition); c != nil &&
+			(c.Reason == infrav1.CloneNotAuthorizedReason || c.Reason == infrav1.GoldenImageFailedReason) {
+			// RBAC changes and refusals of the infra API are not watched.
 			return ctrl.Result{RequeueAfter: s.recheck()}, nil
 		}
 		return ctrl.Result{}, nil
@@ -92,6 +94,14 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 			dvs = append(dvs, dv)
 		}
 	}
+	if golden.Needed(km.Spec.RootDisk) {
+		km.Status.GoldenImage = GoldenImageOf(sc.Infra.Secret, sc.VMNamespace(), km.Spec.RootDisk)
+	}
+	if golden.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) {
+		if err := s.ensureGoldenVolume(ctx, sc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	state := vmstatus.Of(vm, vmi, dvs)
 	nodeNetwork := ""
 	if vmi != nil {
@@ -127,6 +137,17 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 	return result, nil
 }
 
+// rootDiskCloned reports whether the VM's root DataVolume finished.
+func rootDiskCloned(vm *kubevirtv1.VirtualMachine, dvs []*cdiv1.DataVolume) bool {
+	name := vmbuilder.DataVolumeName(vm.Name, golden.RootDiskName)
+	for _, dv := range dvs {
+		if dv.Name == name {
+			return dv.Status.Phase == cdiv1.Succeeded
+		}
+	}
+	return false
+}
+
 func (sc *Scope) failureDomain() string {
 	if sc.Machine != nil {
 		return sc.Machine.Spec.FailureDomain
@@ -138,12 +159,14 @@ func (sc *Scope) failureDomain() string {
 // condition set when it has to wait for something.
 func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedName) (bool, error) {
 	km := sc.KubevirtMachine
-	data, err := s.userData(ctx, sc)
-	if err != nil || data == nil {
-		return false, err
-	}
+	// The import starts before bootstrap data exists: workers get theirs
+	// only once the control plane is up, and the download need not wait.
 	goldenVolume, ready, err := s.goldenVolume(ctx, sc)
 	if err != nil || !ready {
+		return false, err
+	}
+	data, err := s.userData(ctx, sc)
+	if err != nil || data == nil {
 		return false, err
 	}
 	if ok, err := s.cloneAuthorized(ctx, sc); err != nil || !ok {

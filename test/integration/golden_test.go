@@ -303,3 +303,20 @@ func TestCrossNamespaceCloneNeedsRBAC(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: tc.ns, Name: "default"}}})).To(Succeed())
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 }
+
+// TestGoldenImageSizeMismatch: a machine whose disk is smaller than the
+// shared golden volume says so instead of creating a VM CDI cannot clone.
+func TestGoldenImageSizeMismatch(t *testing.T) {
+	g := NewWithT(t)
+	tc := newTenantCluster(t, nil)
+	big := tc.newMachine(t, machineOptions{name: "big-0", mutate: withImage(imageA, "")})
+	eventually(t, tc.provisioned(big)).Should(Succeed())
+	small := tc.newMachine(t, machineOptions{name: "small-0", mutate: func(km *infrav1.KubevirtMachine) {
+		withImage(imageA, "")(km)
+		km.Spec.RootDisk.DiskSize = resource.MustParse("10Gi")
+	}})
+	eventually(t, tc.reason(small, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.GoldenImageFailedReason))
+	g.Expect(condition(get(t, tc.c, small), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("imageSize"))
+	g.Expect(apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, "small-0", &kubevirtv1.VirtualMachine{}))).To(BeTrue())
+	g.Expect(w.Env.Client.Delete(context.Background(), small)).To(Succeed())
+}
