@@ -63,13 +63,36 @@ type ControlPlaneServiceTemplate struct {
 	Spec ServiceSpecTemplate `json:"spec,omitempty,omitzero"`
 }
 
+// ServiceTypeNone creates no control-plane Service: the endpoint is provided
+// elsewhere (an external load balancer, a hosted control plane) and must be
+// set in controlPlaneEndpoint.
+const ServiceTypeNone corev1.ServiceType = "None"
+
+// DefaultAPIServerPort is the port of the tenant API server in the VMs and,
+// unless configured, of the Service.
+const DefaultAPIServerPort = 6443
+
 // ServiceSpecTemplate holds the Service spec fields a user may set.
 type ServiceSpecTemplate struct {
-	// type is how the Service is exposed: ClusterIP (the default), NodePort or
-	// LoadBalancer.
+	// type is how the Service is exposed: ClusterIP (the default), NodePort,
+	// LoadBalancer, or None for no Service at all.
 	// +optional
-	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer;None
 	Type corev1.ServiceType `json:"type,omitempty"`
+
+	// port is the Service port clients connect to; empty means the port of
+	// controlPlaneEndpoint if set, else 6443.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// targetPort is the port the API server listens on in the control-plane
+	// VMs; empty means 6443.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	TargetPort int32 `json:"targetPort,omitempty"`
 }
 
 // SSHKeys names where the SSH keys for the cluster's machines are kept.
