@@ -106,3 +106,22 @@ const (
 	// DeletingReason: the VM and its objects are being deleted.
 	DeletingReason = "Deleting"
 )
+
+// Conditions and reasons of a KubevirtCluster.
+const (
+	// ControlPlaneEndpointReadyCondition is True once the control-plane
+	// endpoint is known.
+	ControlPlaneEndpointReadyCondition = "ControlPlaneEndpointReady"
+	// EndpointReadyReason: the endpoint is set.
+	EndpointReadyReason = "EndpointReady"
+	// WaitingForEndpointReason: the Service has no address yet, or the user
+	// must provide one; the message says which.
+	WaitingForEndpointReason = "WaitingForEndpoint"
+	// ServiceFailedReason: the control-plane Service could not be created or
+	// corrected; the message carries the API error.
+	ServiceFailedReason = "ServiceFailed"
+)
+
+// ClusterFinalizer keeps a KubevirtCluster until what was created for it on
+// the infra cluster is gone.
+const ClusterFinalizer = "kubevirtcluster.infrastructure.cluster.x-k8s.io"

@@ -176,12 +176,6 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	checker.SecretNamespaces = o.InfraSecretNamespaces
-	if err := (&controllers.KubevirtClusterReconciler{
-		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
-		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
-		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
-	}
 	if err := controllers.IndexGoldenImages(ctx, mgr); err != nil {
 		return err
 	}
@@ -197,6 +191,12 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err != nil {
 			return fmt.Errorf("setting up the tenant cluster cache: %w", err)
 		}
+	}
+	if err := (&controllers.KubevirtClusterReconciler{
+		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
+		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
+		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
 	recorder := mgr.GetEventRecorder("kubevirtmachine-controller")
 	if err := (&controllers.KubevirtMachineReconciler{
