@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -84,10 +85,15 @@ func crdMetadata() *metav1.PartialObjectMetadata {
 
 // enqueueAll maps an event to every object of a kind in the cache, for events
 // that concern all of them.
-func enqueueAll(c client.Reader, newList func() client.ObjectList) handler.MapFunc {
+func enqueueAll(c client.Reader, watchFilter string, newList func() client.ObjectList) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := newList()
-		if err := c.List(ctx, list); err != nil {
+		var opts []client.ListOption
+		if watchFilter != "" {
+			// Objects of another manager's watch filter are not ours.
+			opts = append(opts, client.MatchingLabels{clusterv1.WatchLabel: watchFilter})
+		}
+		if err := c.List(ctx, list, opts...); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "listing objects to re-check the infra cluster")
 			return nil
 		}
@@ -106,3 +112,10 @@ func enqueueAll(c client.Reader, newList func() client.ObjectList) handler.MapFu
 }
 
 func isNotConnected(err error) bool { return errors.Is(err, clustercache.ErrClusterNotConnected) }
+
+// filteredOut reports whether obj belongs to another manager's watch filter.
+// Requests mapped from other objects (infra VMs, Secrets, golden volumes)
+// bypass the watch predicates, so reconcilers check it themselves.
+func filteredOut(obj client.Object, watchFilter string) bool {
+	return watchFilter != "" && obj.GetLabels()[clusterv1.WatchLabel] != watchFilter
+}

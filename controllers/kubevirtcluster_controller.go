@@ -52,6 +52,9 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return ctrl.Result{}, err
 	}
+	if filteredOut(kc, r.WatchFilterValue) {
+		return ctrl.Result{}, nil
+	}
 	if annotations.IsExternallyManaged(kc) {
 		// Someone else provides the endpoint and status; leave it to them.
 		return ctrl.Result{}, nil
@@ -109,7 +112,7 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 			predicates.ClusterPausedTransitions(mgr.GetScheme(), log),
 			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		WatchesMetadata(crdMetadata(),
-			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), func() client.ObjectList { return &infrav1.KubevirtClusterList{} })),
+			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })),
 			kubevirtCRDChanged).
 		Complete(ctx, r)
 }

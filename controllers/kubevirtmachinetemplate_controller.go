@@ -59,7 +59,7 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 		}
 		return ctrl.Result{}, err
 	}
-	if !t.DeletionTimestamp.IsZero() {
+	if !t.DeletionTimestamp.IsZero() || filteredOut(t, r.WatchFilterValue) {
 		r.Clients.Release(user)
 		return ctrl.Result{}, nil
 	}
@@ -186,7 +186,7 @@ func (r *KubevirtMachineTemplateReconciler) SetupWithManager(ctx context.Context
 			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue))).
 		WithOptions(options).
 		WatchesMetadata(crdMetadata(),
-			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), func() client.ObjectList { return &infrav1.KubevirtMachineTemplateList{} })),
+			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachineTemplateList{} })),
 			kubevirtCRDChanged).
 		Build(ctx, r)
 	if err != nil {
