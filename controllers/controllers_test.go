@@ -254,13 +254,15 @@ func TestPausedAndOwnerless(t *testing.T) {
 func TestWatchFilterAndNamespace(t *testing.T) {
 	g := NewWithT(t)
 	mine, other := newNamespace(t), newNamespace(t)
-	startManager(t, manager.Options{WatchFilterValue: "scoped", Namespace: mine})
-
-	inScope := createTenant(t, mine, "scoped", nil)
-	otherNamespace := createTenant(t, other, "scoped", nil)
+	// Created before the manager starts, so that the initial list of CRDs,
+	// which re-checks every object, comes after them: it must skip objects
+	// of another watch filter too.
 	otherFilter := &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Name: "other-filter", Namespace: mine,
 		Labels: map[string]string{watchFilterLabel: "someone-else"}}}
 	g.Expect(env.Client.Create(context.Background(), otherFilter)).To(Succeed())
+	otherNamespace := createTenant(t, other, "scoped", nil)
+	startManager(t, manager.Options{WatchFilterValue: "scoped", Namespace: mine})
+	inScope := createTenant(t, mine, "scoped", nil)
 
 	g.Eventually(condition(inScope.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).ShouldNot(BeNil())
 	g.Eventually(condition(inScope.km, infrav1.InfraClusterAvailableCondition), 30*time.Second).ShouldNot(BeNil())
@@ -268,7 +270,7 @@ func TestWatchFilterAndNamespace(t *testing.T) {
 		n := 0
 		for _, o := range []client.Object{otherNamespace.kc, otherNamespace.km, otherFilter} {
 			_ = env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o)
-			if strings.Contains(toConditionsString(o), infrav1.InfraClusterAvailableCondition) {
+			if toConditionsString(o) != "" {
 				n++
 			}
 		}

@@ -112,3 +112,10 @@ func enqueueAll(c client.Reader, watchFilter string, newList func() client.Objec
 }
 
 func isNotConnected(err error) bool { return errors.Is(err, clustercache.ErrClusterNotConnected) }
+
+// filteredOut reports whether obj belongs to another manager's watch filter.
+// Requests mapped from other objects (infra VMs, Secrets, golden volumes)
+// bypass the watch predicates, so reconcilers check it themselves.
+func filteredOut(obj client.Object, watchFilter string) bool {
+	return watchFilter != "" && obj.GetLabels()[clusterv1.WatchLabel] != watchFilter
+}

@@ -63,6 +63,9 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return ctrl.Result{}, err
 	}
+	if filteredOut(kc, r.WatchFilterValue) {
+		return ctrl.Result{}, nil
+	}
 	if annotations.IsExternallyManaged(kc) {
 		// Someone else provides the endpoint and status; leave it to them.
 		return ctrl.Result{}, nil

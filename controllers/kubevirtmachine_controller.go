@@ -68,6 +68,9 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return ctrl.Result{}, err
 	}
+	if filteredOut(km, r.WatchFilterValue) {
+		return ctrl.Result{}, nil
+	}
 
 	machineOwner, err := util.GetOwnerMachine(ctx, r.Client, km.ObjectMeta)
 	if err != nil {

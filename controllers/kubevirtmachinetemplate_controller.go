@@ -59,7 +59,7 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 		}
 		return ctrl.Result{}, err
 	}
-	if !t.DeletionTimestamp.IsZero() {
+	if !t.DeletionTimestamp.IsZero() || filteredOut(t, r.WatchFilterValue) {
 		r.Clients.Release(user)
 		return ctrl.Result{}, nil
 	}
