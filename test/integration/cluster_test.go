@@ -1,0 +1,114 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// ownedCluster creates a tenant whose KubevirtCluster is owned by its
+// Cluster, as Cluster API does, so the provider provisions it.
+func ownedCluster(t *testing.T, mutate func(*infrav1.KubevirtCluster)) *tenantCluster {
+	t.Helper()
+	tc := newTenantCluster(t, nil)
+	cluster := get(t, tc.c, tc.cluster)
+	kc := get(t, tc.c, tc.kc)
+	kc.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID}}
+	if mutate != nil {
+		mutate(kc)
+	}
+	NewWithT(t).Expect(tc.c.Update(context.Background(), kc)).To(Succeed())
+	return tc
+}
+
+// endpoint polls the KubevirtCluster's endpoint once provisioned.
+func (tc *tenantCluster) endpoint() func() string {
+	return func() string {
+		kc := &infrav1.KubevirtCluster{}
+		if err := tc.c.Get(context.Background(), client.ObjectKeyFromObject(tc.kc), kc); err != nil {
+			return err.Error()
+		}
+		if !ptr.Deref(kc.Status.Initialization.Provisioned, false) {
+			c := conditions.Get(kc, infrav1.ControlPlaneEndpointReadyCondition)
+			if c == nil {
+				return "not provisioned"
+			}
+			return "not provisioned: " + c.Reason + ": " + c.Message
+		}
+		return fmt.Sprintf("%s:%d", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)
+	}
+}
+
+func TestControlPlaneServiceTypes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	clusterIP := ownedCluster(t, nil)
+	eventually(t, clusterIP.endpoint()).Should(MatchRegexp(`^10\.[0-9.]+:6443$`))
+	svc := &corev1.Service{}
+	g.Expect(clusterIP.c.Get(ctx, client.ObjectKey{Namespace: clusterIP.ns, Name: "tenant-lb"}, svc)).To(Succeed())
+	g.Expect(svc.Spec.Selector).To(Equal(map[string]string{infrav1.ClusterNameLabel: "tenant", infrav1.RoleLabel: infrav1.RoleControlPlane}))
+
+	lb := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeLoadBalancer
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Port = 443
+	})
+	// The simulated load balancer gives each Service its own loopback IP.
+	eventually(t, lb.endpoint()).Should(MatchRegexp(`^127\.1\.[0-9.]+:443$`))
+
+	nodePort := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeNodePort
+	})
+	eventually(t, nodePort.endpoint()).Should(ContainSubstring("node address"))
+
+	none := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = infrav1.ServiceTypeNone
+		kc.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "api.tenant.example", Port: 443}
+	})
+	eventually(t, none.endpoint()).Should(Equal("api.tenant.example:443"))
+	g.Expect(apierrors.IsNotFound(none.c.Get(ctx, client.ObjectKey{Namespace: none.ns, Name: "tenant-lb"}, &corev1.Service{}))).To(BeTrue())
+}
+
+
+func TestUserEndpointRespected(t *testing.T) {
+	hostOnly := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneEndpoint.Host = "api.blue.example"
+	})
+	portOnly := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneEndpoint.Port = 7443
+	})
+	eventually(t, hostOnly.endpoint()).Should(Equal("api.blue.example:6443"))
+	eventually(t, portOnly.endpoint()).Should(MatchRegexp(`^10\.[0-9.]+:7443$`))
+}
+
+func TestControlPlaneServiceDriftAndDeletion(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	a := ownedCluster(t, nil)
+	eventually(t, a.endpoint()).Should(MatchRegexp(`:6443$`))
+	key := client.ObjectKey{Namespace: a.ns, Name: "tenant-lb"}
+	svc := &corev1.Service{}
+	g.Expect(a.c.Get(ctx, key, svc)).To(Succeed())
+	svc.Spec.Selector = map[string]string{"app": "hijacked"}
+	g.Expect(a.c.Update(ctx, svc)).To(Succeed())
+	eventually(t, func() map[string]string {
+		s := &corev1.Service{}
+		_ = a.c.Get(ctx, key, s)
+		return s.Spec.Selector
+	}).Should(HaveKeyWithValue(infrav1.RoleLabel, infrav1.RoleControlPlane))
+
+	g.Expect(a.c.Delete(ctx, a.kc)).To(Succeed())
+	eventually(t, func() bool { return apierrors.IsNotFound(a.c.Get(ctx, client.ObjectKeyFromObject(a.kc), &infrav1.KubevirtCluster{})) }).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(a.c.Get(ctx, key, &corev1.Service{}))).To(BeTrue())
+}
