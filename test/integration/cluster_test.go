@@ -80,7 +80,6 @@ func TestControlPlaneServiceTypes(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(none.c.Get(ctx, client.ObjectKey{Namespace: none.ns, Name: "tenant-lb"}, &corev1.Service{}))).To(BeTrue())
 }
 
-
 func TestUserEndpointRespected(t *testing.T) {
 	hostOnly := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.ControlPlaneEndpoint.Host = "api.blue.example"
@@ -109,6 +108,8 @@ func TestControlPlaneServiceDriftAndDeletion(t *testing.T) {
 	}).Should(HaveKeyWithValue(infrav1.RoleLabel, infrav1.RoleControlPlane))
 
 	g.Expect(a.c.Delete(ctx, a.kc)).To(Succeed())
-	eventually(t, func() bool { return apierrors.IsNotFound(a.c.Get(ctx, client.ObjectKeyFromObject(a.kc), &infrav1.KubevirtCluster{})) }).Should(BeTrue())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(a.c.Get(ctx, client.ObjectKeyFromObject(a.kc), &infrav1.KubevirtCluster{}))
+	}).Should(BeTrue())
 	g.Expect(apierrors.IsNotFound(a.c.Get(ctx, key, &corev1.Service{}))).To(BeTrue())
 }
