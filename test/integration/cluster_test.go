@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -23,12 +24,14 @@ func ownedCluster(t *testing.T, mutate func(*infrav1.KubevirtCluster)) *tenantCl
 	t.Helper()
 	tc := newTenantCluster(t, nil)
 	cluster := get(t, tc.c, tc.cluster)
-	kc := get(t, tc.c, tc.kc)
-	kc.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID}}
-	if mutate != nil {
-		mutate(kc)
-	}
-	NewWithT(t).Expect(tc.c.Update(context.Background(), kc)).To(Succeed())
+	NewWithT(t).Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kc := get(t, tc.c, tc.kc)
+		kc.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID}}
+		if mutate != nil {
+			mutate(kc)
+		}
+		return tc.c.Update(context.Background(), kc)
+	})).To(Succeed())
 	return tc
 }
 
