@@ -23,6 +23,15 @@ type KubevirtClusterSpec struct {
 	// +optional
 	SSHKeys SSHKeys `json:"sshKeys,omitempty,omitzero"`
 
+	// failureDomains lists where machines may be placed. Empty means one
+	// failure domain per value of the infra nodes' topology.kubernetes.io/zone
+	// label, all eligible for control-plane machines.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	FailureDomains []FailureDomainSpec `json:"failureDomains,omitempty"`
+
 	// infraClusterSecretRef references a Secret, in the KubevirtCluster's
 	// namespace unless a namespace is given, holding the kubeconfig of an
 	// external infra cluster under the key "kubeconfig" and optionally the
@@ -30,6 +39,23 @@ type KubevirtClusterSpec struct {
 	// management cluster is the infra cluster. Only kind Secret is allowed.
 	// +optional
 	InfraClusterSecretRef *corev1.ObjectReference `json:"infraClusterSecretRef,omitempty"`
+}
+
+// FailureDomainSpec is one place machines can be put in.
+type FailureDomainSpec struct {
+	// name of the failure domain, as Machines name it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+	// controlPlane says whether control-plane machines may go there;
+	// default true.
+	// +optional
+	ControlPlane *bool `json:"controlPlane,omitempty"`
+	// nodeSelector is the infra node labels of the failure domain; empty
+	// means topology.kubernetes.io/zone=<name>.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 }
 
 // APIEndpoint is a reachable Kubernetes API endpoint.

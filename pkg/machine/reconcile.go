@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
@@ -179,6 +180,9 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		ControlPlane:      isControlPlane(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
 		UserDataSecret: sc.UserDataSecretName(), Format: data.format, HasNetworkData: data.networkData != nil,
 		GoldenVolume: goldenVolume,
+	}
+	if sc.KubevirtCluster != nil {
+		in.FailureDomainSelector = failuredomains.Selector(sc.KubevirtCluster.Spec.FailureDomains, in.FailureDomain)
 	}
 	if !sc.Infra.External && key.Namespace == km.Namespace {
 		// An owner in another namespace counts as missing for the garbage

@@ -6,6 +6,7 @@ package vmbuilder
 import (
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,9 @@ type Input struct {
 	// FailureDomainLabel is the node label a failure domain is matched
 	// against; empty means DefaultFailureDomainLabel.
 	FailureDomainLabel string
+	// FailureDomainSelector, when set, are the node labels the failure
+	// domain requires, instead of FailureDomainLabel=FailureDomain.
+	FailureDomainSelector map[string]string
 	// UserDataSecret is the Secret holding user data (and network data).
 	UserDataSecret string
 	// Format is the bootstrap data format: cloud-config or ignition.
@@ -108,11 +112,17 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 		tmpl.Spec.Hostname = Hostname(in.Name)
 	}
 	if in.FailureDomain != "" {
-		key := in.FailureDomainLabel
-		if key == "" {
-			key = DefaultFailureDomainLabel
+		sel := in.FailureDomainSelector
+		if len(sel) == 0 {
+			key := in.FailureDomainLabel
+			if key == "" {
+				key = DefaultFailureDomainLabel
+			}
+			sel = map[string]string{key: in.FailureDomain}
 		}
-		requireNodeLabel(&tmpl.Spec, key, in.FailureDomain)
+		for _, k := range slices.Sorted(maps.Keys(sel)) {
+			requireNodeLabel(&tmpl.Spec, k, sel[k])
+		}
 	}
 	addUserData(&tmpl.Spec, in)
 	if in.Spec.BootstrapCheckSpec.CheckStrategy == infrav1.CheckStrategyGuestAgent {

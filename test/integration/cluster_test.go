@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,4 +116,42 @@ func TestControlPlaneServiceDriftAndDeletion(t *testing.T) {
 		return apierrors.IsNotFound(a.c.Get(ctx, client.ObjectKeyFromObject(a.kc), &infrav1.KubevirtCluster{}))
 	}).Should(BeTrue())
 	g.Expect(apierrors.IsNotFound(a.c.Get(ctx, key, &corev1.Service{}))).To(BeTrue())
+}
+
+func TestFailureDomains(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	discovered := ownedCluster(t, nil)
+	eventually(t, func() []string {
+		kc := get(t, discovered.c, discovered.kc)
+		var names []string
+		for _, fd := range kc.Status.FailureDomains {
+			names = append(names, fmt.Sprintf("%s/%v", fd.Name, ptr.Deref(fd.ControlPlane, false)))
+		}
+		return names
+	}).Should(Equal([]string{"zone-a/true", "zone-b/true", "zone-c/true"}))
+
+	explicit := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.FailureDomains = []infrav1.FailureDomainSpec{
+			{Name: "rack-c", NodeSelector: map[string]string{corev1.LabelHostname: "infra-c"}},
+			{Name: "rack-a", ControlPlane: ptr.To(false), NodeSelector: map[string]string{corev1.LabelHostname: "infra-a"}},
+		}
+	})
+	eventually(t, func() int { return len(get(t, explicit.c, explicit.kc).Status.FailureDomains) }).Should(Equal(2))
+	fds := get(t, explicit.c, explicit.kc).Status.FailureDomains
+	g.Expect(fds[0].Name).To(Equal("rack-a"))
+	g.Expect(*fds[0].ControlPlane).To(BeFalse())
+
+	// A machine in rack-c lands on the node its selector names.
+	km := explicit.newMachine(t, machineOptions{name: "rack-c-0", noBootstrap: true})
+	m := get(t, explicit.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "rack-c-0", Namespace: explicit.ns}})
+	m.Spec.FailureDomain = "rack-c"
+	g.Expect(explicit.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rack-c-0-bootstrap", Namespace: explicit.ns},
+		Data: map[string][]byte{"value": []byte(validCloudConfig)}})).To(Succeed())
+	m.Spec.Bootstrap.DataSecretName = ptr.To("rack-c-0-bootstrap")
+	g.Expect(explicit.c.Update(ctx, m)).To(Succeed())
+	eventually(t, explicit.provisioned(km)).Should(Succeed())
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, explicit.ns, km.Name, vmi)).To(Succeed())
+	g.Expect(vmi.Status.NodeName).To(Equal("infra-c"))
 }
