@@ -39,7 +39,7 @@ func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, c
 		return nil, err
 	}
 	if live.Annotations[infrav1.OwnerAnnotation] != want.Annotations[infrav1.OwnerAnnotation] {
-		return nil, fmt.Errorf("Service %s/%s exists but was not created for this KubevirtCluster; rename or remove it", live.Namespace, live.Name)
+		return nil, fmt.Errorf("a Service %s/%s exists but was not created for this KubevirtCluster; rename or remove it", live.Namespace, live.Name)
 	}
 	if !Drifted(live, want) {
 		return live, nil
