@@ -143,14 +143,7 @@ func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.Kubev
 	if ref == nil && kc != nil {
 		ref = kc.Spec.InfraClusterSecretRef
 	}
-	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace, machineUser(client.ObjectKeyFromObject(km)))
-	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
-	if err != nil {
-		status.Message = err.Error()
-	} else {
-		status = infra.Status
-	}
-	setInfraCondition(r.Recorder, km, status)
+	infra, status, err := r.acquire(ctx, km, ref)
 	if !status.Available {
 		if !provisioned(km) {
 			// A provisioned machine's VM keeps running while its infra
@@ -212,14 +205,7 @@ func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, km *inf
 			ref = kc.Spec.InfraClusterSecretRef
 		}
 	}
-	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace, machineUser(client.ObjectKeyFromObject(km)))
-	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
-	if err != nil {
-		status.Message = err.Error()
-	} else {
-		status = infra.Status
-	}
-	setInfraCondition(r.Recorder, km, status)
+	infra, status, _ := r.acquire(ctx, km, ref)
 	switch {
 	case status.Available || status.Reason == infrav1.CDINotInstalledReason:
 		// Without CDI there are no DataVolumes to wait for, but the VM may
@@ -239,6 +225,20 @@ func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, km *inf
 	r.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "Deleted", "DeleteVirtualMachine", "VirtualMachine and its objects are gone")
 	controllerutil.RemoveFinalizer(km, infrav1.MachineFinalizer)
 	return ctrl.Result{}, nil
+}
+
+// acquire takes the machine's infra cluster and reports its state in the
+// InfraClusterAvailable condition; err is the reason it could not be used.
+func (r *KubevirtMachineReconciler) acquire(ctx context.Context, km *infrav1.KubevirtMachine, ref *corev1.ObjectReference) (*infracluster.Infra, infracluster.APIStatus, error) {
+	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace, machineUser(client.ObjectKeyFromObject(km)))
+	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
+	if err != nil {
+		status.Message = err.Error()
+	} else {
+		status = infra.Status
+	}
+	setInfraCondition(r.Recorder, km, status)
+	return infra, status, err
 }
 
 func machineUser(key types.NamespacedName) infracluster.User {

@@ -44,9 +44,6 @@ func withRootDataVolume(km *infrav1.KubevirtMachine) {
 // provider writes nothing for 60 s, then deletes them and checks that
 // nothing is left in the infra namespace.
 func TestFiftyMachines(t *testing.T) {
-	if testing.Short() {
-		t.Skip("creates 50 VMs and watches them for a minute")
-	}
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
