@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
@@ -29,9 +29,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cpservice"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
 
 // KubevirtClusterReconciler reconciles KubevirtClusters.
@@ -39,18 +40,23 @@ type KubevirtClusterReconciler struct {
 	Client   client.Client
 	Clients  *infracluster.Clients
 	Recorder events.EventRecorder
+	// Isolation are the provider-wide isolation settings.
+	Isolation isolation.Options
 	// WatchFilterValue limits reconciliation to objects labelled
 	// cluster.x-k8s.io/watch-filter with this value.
 	WatchFilterValue string
 
 	controller capicontroller.Controller
+	service    *cluster.Service
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
@@ -74,13 +80,13 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, nil
 	}
 
-	cluster, err := util.GetOwnerCluster(ctx, r.Client, kc.ObjectMeta)
+	owner, err := util.GetOwnerCluster(ctx, r.Client, kc.ObjectMeta)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("getting owner Cluster: %w", err)
 	}
-	if cluster != nil {
-		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(cluster)))
-		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, kc); err != nil || isPaused || requeue {
+	if owner != nil {
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(owner)))
+		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, owner, kc); err != nil || isPaused || requeue {
 			return ctrl.Result{}, err
 		}
 		if kc.DeletionTimestamp.IsZero() {
@@ -95,15 +101,14 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		if conditions.Has(kc, infrav1.ControlPlaneEndpointReadyCondition) {
-			if err := conditions.SetSummaryCondition(kc, kc, infrav1.ReadyCondition, conditions.ForConditionTypes{
-				infrav1.InfraClusterAvailableCondition, infrav1.ControlPlaneEndpointReadyCondition}); err != nil && rerr == nil {
+		if conditions.Has(kc, infrav1.ControlPlaneEndpointReadyCondition) && kc.DeletionTimestamp.IsZero() {
+			summarized := append([]string{infrav1.InfraClusterAvailableCondition}, cluster.Conditions...)
+			if err := conditions.SetSummaryCondition(kc, kc, infrav1.ReadyCondition, conditions.ForConditionTypes(summarized)); err != nil && rerr == nil {
 				rerr = err
 			}
 		}
-		err := helper.Patch(ctx, kc, patch.WithOwnedConditions{Conditions: []string{
-			infrav1.InfraClusterAvailableCondition, infrav1.ControlPlaneEndpointReadyCondition, infrav1.ReadyCondition,
-		}})
+		owned := append([]string{infrav1.InfraClusterAvailableCondition, infrav1.ReadyCondition}, cluster.Conditions...)
+		err := helper.Patch(ctx, kc, patch.WithOwnedConditions{Conditions: owned})
 		if err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtCluster: %w", err)
 		}
@@ -124,7 +129,7 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if !kc.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, kc, infra, reachable, user)
 	}
-	if cluster == nil {
+	if owner == nil {
 		conditions.Set(kc, metav1.Condition{
 			Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.WaitingForOwnerReason,
 			Message: "waiting for the Cluster controller to set the owner reference",
@@ -137,72 +142,27 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
 	}
-	nodes := &corev1.NodeList{}
-	if err := infra.Client.List(ctx, nodes); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing infra nodes for failure domains: %w", err)
-	}
-	kc.Status.FailureDomains = failuredomains.Status(kc.Spec.FailureDomains, nodes.Items)
-	return ctrl.Result{}, r.reconcileEndpoint(ctx, kc, cluster, infra)
+	return ctrl.Result{}, r.service.Reconcile(ctx, kc, owner, infra)
 }
 
-// reconcileEndpoint keeps the control-plane Service and fills in the
-// endpoint parts the user left empty.
-func (r *KubevirtClusterReconciler) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra) error {
-	var owner *metav1.OwnerReference
-	if !infra.External {
-		owner = metav1.NewControllerRef(kc, infrav1.GroupVersion.WithKind("KubevirtCluster"))
-	}
-	svc, err := cpservice.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, owner)
-	if err != nil {
-		r.setEndpointCondition(kc, metav1.ConditionFalse, infrav1.ServiceFailedReason, err.Error())
-		return err
-	}
-	ep, ok, wait := cpservice.Endpoint(kc, svc)
-	if !ok {
-		r.setEndpointCondition(kc, metav1.ConditionFalse, infrav1.WaitingForEndpointReason, wait)
-		return nil
-	}
-	// Only the parts the user left empty are filled; a set endpoint is never
-	// overwritten.
-	if kc.Spec.ControlPlaneEndpoint.Host == "" {
-		kc.Spec.ControlPlaneEndpoint.Host = ep.Host
-	}
-	if kc.Spec.ControlPlaneEndpoint.Port == 0 {
-		kc.Spec.ControlPlaneEndpoint.Port = ep.Port
-	}
-	r.setEndpointCondition(kc, metav1.ConditionTrue, infrav1.EndpointReadyReason,
-		fmt.Sprintf("the control plane is reached at %s:%d", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port))
-	kc.Status.Ready = true
-	kc.Status.Initialization.Provisioned = ptr.To(true)
-	return nil
-}
-
-func (r *KubevirtClusterReconciler) setEndpointCondition(kc *infrav1.KubevirtCluster, status metav1.ConditionStatus, reason, message string) {
-	if prev := conditions.Get(kc, infrav1.ControlPlaneEndpointReadyCondition); prev == nil || prev.Reason != reason {
-		eventType := corev1.EventTypeNormal
-		if reason == infrav1.ServiceFailedReason {
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(kc, nil, eventType, reason, "ReconcileEndpoint", "%s", message)
-	}
-	conditions.Set(kc, metav1.Condition{Type: infrav1.ControlPlaneEndpointReadyCondition, Status: status, Reason: reason, Message: message})
-}
-
-// reconcileDelete removes the control-plane Service, then the finalizer. An
-// unreachable infra cluster keeps the finalizer.
+// reconcileDelete removes what was created for the cluster, then the
+// finalizer. An unreachable infra cluster keeps the finalizer.
 func (r *KubevirtClusterReconciler) reconcileDelete(ctx context.Context, kc *infrav1.KubevirtCluster, infra *infracluster.Infra, reachable bool, user infracluster.User) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(kc, infrav1.ClusterFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	if !reachable {
 		conditions.Set(kc, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.DeletingReason,
-			Message: "cannot delete the control-plane Service until the infra cluster is reachable"})
+			Message: "cannot delete the cluster's objects on the infra cluster until it is reachable"})
 		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
 	}
-	gone, err := cpservice.Delete(ctx, infra.Client, kc, infra.Namespace)
-	if err != nil || !gone {
-		conditions.Set(kc, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.DeletingReason,
-			Message: "waiting for the control-plane Service to be deleted"})
+	waiting, err := r.service.Delete(ctx, kc, infra)
+	if err != nil || waiting != "" {
+		message := "waiting for " + waiting + " to be deleted"
+		if err != nil {
+			message = "deleting " + waiting + ": " + err.Error()
+		}
+		conditions.Set(kc, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.DeletingReason, Message: message})
 		return ctrl.Result{}, err
 	}
 	r.Clients.Release(user)
@@ -231,9 +191,16 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 		return err
 	}
 	r.controller = c
+	r.service = &cluster.Service{Client: r.Client, Recorder: r.Recorder, Isolation: r.Isolation, Networks: &tenantnet.Allocator{}}
 	allClusters := enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })
 	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
 		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&corev1.Service{}), handler.EnqueueRequestsFromMapFunc(ownerToRequest))); err != nil {
+			return err
+		}
+		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&networkingv1.NetworkPolicy{}), handler.EnqueueRequestsFromMapFunc(ownerToRequest))); err != nil {
+			return err
+		}
+		if err := r.watchNetworks(infra, allClusters); err != nil {
 			return err
 		}
 		// Zones come and go with infra nodes; only label changes matter.
@@ -241,4 +208,23 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 			predicate.LabelChangedPredicate{}))
 	})
 	return nil
+}
+
+// watchNetworks watches Multus networks on infra clusters that have Multus:
+// generated ones map to their cluster, others (templates) to every cluster,
+// so a template created or changed after its clusters is picked up.
+// Metadata is enough: every change bumps the resource version.
+func (r *KubevirtClusterReconciler) watchNetworks(infra *infracluster.Infra, allClusters handler.MapFunc) error {
+	if _, err := infra.Client.RESTMapper().RESTMapping(tenantnet.GVK.GroupKind(), tenantnet.GVK.Version); err != nil {
+		return nil // no Multus on this infra cluster
+	}
+	nads := &metav1.PartialObjectMetadata{}
+	nads.SetGroupVersionKind(tenantnet.GVK)
+	return r.controller.Watch(source.Kind(infra.Cache, client.Object(nads), handler.EnqueueRequestsFromMapFunc(
+		func(ctx context.Context, o client.Object) []ctrl.Request {
+			if reqs := ownerToRequest(ctx, o); len(reqs) > 0 {
+				return reqs
+			}
+			return allClusters(ctx, o)
+		})))
 }

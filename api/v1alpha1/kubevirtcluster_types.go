@@ -32,6 +32,34 @@ type KubevirtClusterSpec struct {
 	// +kubebuilder:validation:MaxItems=100
 	FailureDomains []FailureDomainSpec `json:"failureDomains,omitempty"`
 
+	// isolation shapes the NetworkPolicies that isolate the cluster's VMs;
+	// on unless mode is Disabled.
+	// +optional
+	Isolation IsolationSpec `json:"isolation,omitempty,omitzero"`
+
+	// customNetworkPolicies are NetworkPolicies kept for the cluster's VMs
+	// besides the isolation ones, also when isolation is disabled.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	CustomNetworkPolicies []CustomNetworkPolicy `json:"customNetworkPolicies,omitempty"`
+
+	// network lists Multus networks for every machine of the cluster.
+	// +optional
+	Network ClusterNetworkSpec `json:"network,omitempty,omitzero"`
+
+	// dnsPolicy is the DNS policy of every VM whose template sets neither
+	// dnsPolicy nor dnsConfig.
+	// +optional
+	// +kubebuilder:validation:Enum=ClusterFirstWithHostNet;ClusterFirst;Default;None
+	DNSPolicy corev1.DNSPolicy `json:"dnsPolicy,omitempty"`
+
+	// dnsConfig is the DNS configuration of every VM whose template sets
+	// neither dnsPolicy nor dnsConfig.
+	// +optional
+	DNSConfig *corev1.PodDNSConfig `json:"dnsConfig,omitempty"`
+
 	// infraClusterSecretRef references a Secret, in the KubevirtCluster's
 	// namespace unless a namespace is given, holding the kubeconfig of an
 	// external infra cluster under the key "kubeconfig" and optionally the
@@ -134,6 +162,15 @@ type SSHKeys struct {
 	DataSecretName *string `json:"dataSecretName,omitempty"`
 }
 
+// SecretName is the Secret, in the KubevirtCluster's namespace, holding the
+// cluster's SSH client keys: dataSecretName, else <cluster>-ssh-keys.
+func (k SSHKeys) SecretName(clusterName string) string {
+	if k.DataSecretName != nil {
+		return *k.DataSecretName
+	}
+	return clusterName + "-ssh-keys"
+}
+
 // KubevirtClusterStatus is the observed state of a KubevirtCluster.
 type KubevirtClusterStatus struct {
 	// ready is true when the cluster infrastructure is provisioned. It mirrors
@@ -151,6 +188,10 @@ type KubevirtClusterStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=100
 	FailureDomains []clusterv1.FailureDomain `json:"failureDomains,omitempty"`
+
+	// network reports the networks created for the cluster.
+	// +optional
+	Network ClusterNetworkStatus `json:"network,omitempty,omitzero"`
 
 	// conditions report the state of the KubevirtCluster; Ready summarizes
 	// them.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
 // Name is the name of a KubevirtCluster's control-plane Service, as the
@@ -65,10 +66,8 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string) *corev1.Servic
 		},
 		Spec: corev1.ServiceSpec{
 			Type: svcType,
-			Selector: map[string]string{
-				infrav1.ClusterNameLabel: clusterName,
-				infrav1.RoleLabel:        infrav1.RoleControlPlane,
-			},
+			Selector: merged(vmbuilder.ClusterSelector(clusterName, kc.Namespace),
+				map[string]string{infrav1.RoleLabel: infrav1.RoleControlPlane}),
 			Ports: []corev1.ServicePort{{
 				Name: "api-server", Protocol: corev1.ProtocolTCP,
 				Port: Port(kc), TargetPort: intstr.FromInt32(target),
@@ -170,4 +169,9 @@ func Endpoint(kc *infrav1.KubevirtCluster, svc *corev1.Service) (ep infrav1.APIE
 		ep.Host = svc.Spec.ClusterIP
 		return ep, true, ""
 	}
+}
+
+func merged(a, b map[string]string) map[string]string {
+	maps.Copy(a, b)
+	return a
 }

@@ -28,7 +28,8 @@ func TestDesired(t *testing.T) {
 	if svc.Name != "blue-lb" || svc.Namespace != "tenants" || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		t.Errorf("service %s/%s type %s", svc.Namespace, svc.Name, svc.Spec.Type)
 	}
-	if svc.Spec.Selector[infrav1.RoleLabel] != infrav1.RoleControlPlane || svc.Spec.Selector[infrav1.ClusterNameLabel] != "blue" || len(svc.Spec.Selector) != 2 {
+	if svc.Spec.Selector[infrav1.RoleLabel] != infrav1.RoleControlPlane || svc.Spec.Selector[infrav1.ClusterNameLabel] != "blue" ||
+		svc.Spec.Selector[infrav1.KubevirtMachineNamespaceLabel] != "tenants" || len(svc.Spec.Selector) != 3 {
 		t.Errorf("selector %v", svc.Spec.Selector)
 	}
 	if p := svc.Spec.Ports[0]; p.Port != 443 || p.TargetPort.IntVal != 6443 {

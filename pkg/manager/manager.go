@@ -26,6 +26,7 @@ import (
 
 	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
@@ -79,6 +80,13 @@ type Options struct {
 	// InfraSecretNamespaces, when set, are the only namespaces besides an
 	// object's own from which infra cluster kubeconfig Secrets are read.
 	InfraSecretNamespaces []string
+
+	// IsolationDeniedCIDRs are the ranges tenant VMs may not reach, for
+	// clusters that set none; empty means isolation.DefaultDeniedCIDRs.
+	IsolationDeniedCIDRs []string
+	// ProviderNamespace is the namespace the manager runs in; its pods may
+	// reach port 22 of tenant VMs for the ssh bootstrap check.
+	ProviderNamespace string
 
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
@@ -194,7 +202,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&controllers.KubevirtClusterReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
-		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
+		Recorder:  mgr.GetEventRecorder("kubevirtcluster-controller"),
+		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}

@@ -46,6 +46,7 @@ func validateClusterSpec(spec *infrav1.KubevirtClusterSpec, fld *field.Path) fie
 		errs = append(errs, dns1123Subdomain(*name, fld.Child("sshKeys", "dataSecretName"))...)
 	}
 	errs = append(errs, validateSecretRef(spec.InfraClusterSecretRef, fld.Child("infraClusterSecretRef"))...)
+	errs = append(errs, validateClusterNetworking(spec, fld)...)
 	return errs
 }
 
@@ -65,6 +66,7 @@ func validateClusterSpecUpdate(oldSpec, newSpec *infrav1.KubevirtClusterSpec, fl
 		errs = append(errs, field.Forbidden(fld.Child("infraClusterSecretRef"),
 			"cannot be changed: what was created on the old infra cluster would be left behind"))
 	}
+	errs = append(errs, validateClusterNetworkUpdate(oldSpec, newSpec, fld)...)
 	return errs
 }
 
