@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,9 @@ type Options struct {
 	// DeniedCIDRs apply to clusters that set none; empty means
 	// DefaultDeniedCIDRs.
 	DeniedCIDRs []string
+	// IPFamilies are the infra cluster's IP families; internet egress is
+	// opened for each. Empty means both.
+	IPFamilies []corev1.IPFamily
 	// ProviderNamespace is where the provider runs on the management
 	// cluster; its pods may reach port 22 of the VMs for the ssh bootstrap
 	// check. Empty leaves the port closed.
@@ -83,7 +87,7 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string, opts Options) 
 		if len(denied) == 0 {
 			denied = DefaultDeniedCIDRs
 		}
-		egress, err := egressRules(kc, vms, denied)
+		egress, err := egressRules(kc, vms, denied, opts.IPFamilies)
 		if err != nil {
 			return nil, err
 		}
@@ -118,6 +122,7 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string, opts Options) 
 			spec.PodSelector.MatchLabels = map[string]string{}
 		}
 		maps.Copy(spec.PodSelector.MatchLabels, vms)
+		withAPIDefaults(&spec)
 		out = append(out, &networkingv1.NetworkPolicy{ObjectMeta: meta(CustomName(kc, custom.Name)), Spec: spec})
 	}
 	return out, nil
@@ -137,7 +142,7 @@ func ingressRules(vms map[string]string, opts Options) []networkingv1.NetworkPol
 	return rules
 }
 
-func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []string) ([]networkingv1.NetworkPolicyEgressRule, error) {
+func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []string, families []corev1.IPFamily) ([]networkingv1.NetworkPolicyEgressRule, error) {
 	var v4, v6 []string
 	for _, cidr := range denied {
 		_, n, err := net.ParseCIDR(strings.TrimSpace(cidr))
@@ -168,10 +173,16 @@ func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []st
 	rules := []networkingv1.NetworkPolicyEgressRule{
 		{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: vms}}}},
 		{To: resolvers, Ports: []networkingv1.NetworkPolicyPort{udp(53), tcp(53)}},
-		{To: []networkingv1.NetworkPolicyPeer{
-			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: v4}},
-			{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: v6}},
-		}},
+	}
+	var internet []networkingv1.NetworkPolicyPeer
+	if len(families) == 0 || slices.Contains(families, corev1.IPv4Protocol) {
+		internet = append(internet, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: v4}})
+	}
+	if len(families) == 0 || slices.Contains(families, corev1.IPv6Protocol) {
+		internet = append(internet, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: v6}})
+	}
+	if len(internet) > 0 {
+		rules = append(rules, networkingv1.NetworkPolicyEgressRule{To: internet})
 	}
 	// Kubelets reach the API server at the endpoint; when it is an address
 	// in a denied range (a private load balancer), it is opened explicitly.
@@ -212,4 +223,29 @@ func tcp(port int32) networkingv1.NetworkPolicyPort {
 
 func udp(port int32) networkingv1.NetworkPolicyPort {
 	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(port))}
+}
+
+// withAPIDefaults fills in what the API server would default, so that a
+// custom policy read back equals the desired one and causes no update.
+func withAPIDefaults(spec *networkingv1.NetworkPolicySpec) {
+	if len(spec.PolicyTypes) == 0 {
+		spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		if len(spec.Egress) > 0 {
+			spec.PolicyTypes = append(spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+		}
+	}
+	for i := range spec.Ingress {
+		defaultProtocols(spec.Ingress[i].Ports)
+	}
+	for i := range spec.Egress {
+		defaultProtocols(spec.Egress[i].Ports)
+	}
+}
+
+func defaultProtocols(ports []networkingv1.NetworkPolicyPort) {
+	for i := range ports {
+		if ports[i].Protocol == nil {
+			ports[i].Protocol = ptr.To(corev1.ProtocolTCP)
+		}
+	}
 }

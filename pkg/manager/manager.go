@@ -84,6 +84,9 @@ type Options struct {
 	// IsolationDeniedCIDRs are the ranges tenant VMs may not reach, for
 	// clusters that set none; empty means isolation.DefaultDeniedCIDRs.
 	IsolationDeniedCIDRs []string
+	// IsolationIPFamilies are the infra cluster's IP families (IPv4, IPv6);
+	// empty means both.
+	IsolationIPFamilies []string
 	// ProviderNamespace is the namespace the manager runs in; its pods may
 	// reach port 22 of tenant VMs for the ssh bootstrap check.
 	ProviderNamespace string
@@ -200,10 +203,15 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("setting up the tenant cluster cache: %w", err)
 		}
 	}
+	families, err := ipFamilies(o.IsolationIPFamilies)
+	if err != nil {
+		return err
+	}
 	if err := (&controllers.KubevirtClusterReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 		Recorder:  mgr.GetEventRecorder("kubevirtcluster-controller"),
-		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace},
+		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace,
+			IPFamilies: families},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
@@ -248,4 +256,16 @@ func stripMetadata(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+func ipFamilies(names []string) ([]corev1.IPFamily, error) {
+	var out []corev1.IPFamily
+	for _, n := range names {
+		f := corev1.IPFamily(n)
+		if f != corev1.IPv4Protocol && f != corev1.IPv6Protocol {
+			return nil, fmt.Errorf("--isolation-ip-families: %q is neither IPv4 nor IPv6", n)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

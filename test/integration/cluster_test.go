@@ -62,7 +62,8 @@ func TestControlPlaneServiceTypes(t *testing.T) {
 	eventually(t, clusterIP.endpoint()).Should(MatchRegexp(`^10\.[0-9.]+:6443$`))
 	svc := &corev1.Service{}
 	g.Expect(clusterIP.c.Get(ctx, client.ObjectKey{Namespace: clusterIP.ns, Name: "tenant-lb"}, svc)).To(Succeed())
-	g.Expect(svc.Spec.Selector).To(Equal(map[string]string{infrav1.ClusterNameLabel: "tenant", infrav1.RoleLabel: infrav1.RoleControlPlane}))
+	g.Expect(svc.Spec.Selector).To(Equal(map[string]string{infrav1.ClusterNameLabel: "tenant", infrav1.RoleLabel: infrav1.RoleControlPlane,
+		infrav1.KubevirtMachineNamespaceLabel: clusterIP.ns}))
 
 	lb := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeLoadBalancer
