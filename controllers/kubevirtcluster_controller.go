@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -210,21 +212,38 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 	return nil
 }
 
-// watchNetworks watches Multus networks on infra clusters that have Multus:
-// generated ones map to their cluster, others (templates) to every cluster,
-// so a template created or changed after its clusters is picked up.
-// Metadata is enough: every change bumps the resource version.
+// watchNetworks watches Multus networks on infra clusters that have Multus.
+// A generated network wakes its cluster; a deleted one wakes every cluster,
+// since its VLAN is free again; any other (a template) wakes every cluster,
+// so a template created or fixed after its clusters is picked up. Metadata
+// is enough: every change bumps the resource version.
 func (r *KubevirtClusterReconciler) watchNetworks(infra *infracluster.Infra, allClusters handler.MapFunc) error {
 	if _, err := infra.Client.RESTMapper().RESTMapping(tenantnet.GVK.GroupKind(), tenantnet.GVK.Version); err != nil {
 		return nil // no Multus on this infra cluster
 	}
 	nads := &metav1.PartialObjectMetadata{}
 	nads.SetGroupVersionKind(tenantnet.GVK)
-	return r.controller.Watch(source.Kind(infra.Cache, client.Object(nads), handler.EnqueueRequestsFromMapFunc(
-		func(ctx context.Context, o client.Object) []ctrl.Request {
-			if reqs := ownerToRequest(ctx, o); len(reqs) > 0 {
-				return reqs
-			}
-			return allClusters(ctx, o)
-		})))
+	enqueue := func(q workqueue.TypedRateLimitingInterface[ctrl.Request], reqs []ctrl.Request) {
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
+	changed := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		if reqs := ownerToRequest(ctx, o); len(reqs) > 0 {
+			enqueue(q, reqs)
+			return
+		}
+		enqueue(q, allClusters(ctx, o))
+	}
+	return r.controller.Watch(source.Kind(infra.Cache, client.Object(nads), handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			changed(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			changed(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			enqueue(q, allClusters(ctx, e.Object))
+		},
+	}))
 }
