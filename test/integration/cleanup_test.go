@@ -36,7 +36,9 @@ func TestIsolationDriftOptOutAndCustomPolicies(t *testing.T) {
 	ctx := context.Background()
 	custom := infrav1.CustomNetworkPolicy{Name: "scrape", Spec: networkingv1.NetworkPolicySpec{
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{}}}}
-	tc := ownedCluster(t, func(kc *infrav1.KubevirtCluster) { kc.Spec.CustomNetworkPolicies = []infrav1.CustomNetworkPolicy{custom} })
+	tc := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.CustomNetworkPolicies = []infrav1.CustomNetworkPolicy{custom}
+	})
 	eventually(t, policyNames(tc.ns)).Should(ConsistOf("tenant-isolation", "tenant-api-server", "tenant-scrape"))
 	eventually(t, tc.clusterCondition(infrav1.NetworkIsolationReadyCondition)).Should(HavePrefix(infrav1.IsolationAppliedReason))
 	// A policy someone else made is never touched.
