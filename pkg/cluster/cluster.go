@@ -86,7 +86,7 @@ func (s *Service) reconcileIsolation(ctx context.Context, kc *infrav1.KubevirtCl
 	}
 	s.setCondition(kc, infrav1.NetworkIsolationReadyCondition, true, infrav1.IsolationAppliedReason,
 		fmt.Sprintf("the cluster's VMs are isolated by NetworkPolicies %s and %s in %s (and %d custom)",
-			isolation.IsolationName(kc), isolation.APIServerName(kc), infra.Namespace, len(kc.Spec.CustomNetworkPolicies)))
+			isolation.PolicyName(kc), isolation.APIServerName(kc), infra.Namespace, len(kc.Spec.CustomNetworkPolicies)))
 	return true, nil
 }
 

@@ -50,8 +50,8 @@ type Options struct {
 	ProviderNamespace string
 }
 
-// IsolationName and APIServerName are the names of the isolation policies.
-func IsolationName(kc *infrav1.KubevirtCluster) string { return kc.Name + "-isolation" }
+// PolicyName is the name of the main isolation policy.
+func PolicyName(kc *infrav1.KubevirtCluster) string { return kc.Name + "-isolation" }
 
 // APIServerName is the name of the policy opening the API server port.
 func APIServerName(kc *infrav1.KubevirtCluster) string { return kc.Name + "-api-server" }
@@ -92,7 +92,7 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string, opts Options) 
 			return nil, err
 		}
 		out = append(out, &networkingv1.NetworkPolicy{
-			ObjectMeta: meta(IsolationName(kc)),
+			ObjectMeta: meta(PolicyName(kc)),
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: vms},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},

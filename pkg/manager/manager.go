@@ -209,7 +209,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&controllers.KubevirtClusterReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
-		Recorder:  mgr.GetEventRecorder("kubevirtcluster-controller"),
+		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
 		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace,
 			IPFamilies: families},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {

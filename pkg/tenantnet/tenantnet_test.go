@@ -20,7 +20,7 @@ func nadTemplate(config string, annotations map[string]string) *unstructured.Uns
 }
 
 func TestRange(t *testing.T) {
-	for raw, want := range map[string][2]int32{"100-199": {100, 199}, " 7 - 7 ": {7, 7}} {
+	for raw, want := range map[string][2]int32{"100-199": {100, 199}, "7 - 7": {7, 7}} {
 		lo, hi, err := Range(nadTemplate("{}", map[string]string{infrav1.VLANRangeAnnotation: raw}))
 		if err != nil || lo != want[0] || hi != want[1] {
 			t.Errorf("%q: %d-%d %v", raw, lo, hi, err)

@@ -60,7 +60,7 @@ func validateMultusNetworks(nets []infrav1.MultusNetwork, fld *field.Path) field
 		errs = append(errs, dns1123Label(n.Name, p.Child("name"))...)
 		ns, name, qualified := strings.Cut(n.NetworkAttachmentDefinition, "/")
 		if !qualified {
-			ns, name = "", ns
+			name = ns
 		} else {
 			errs = append(errs, dns1123Label(ns, p.Child("networkAttachmentDefinition"))...)
 		}

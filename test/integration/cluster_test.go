@@ -92,8 +92,16 @@ func TestUserEndpointRespected(t *testing.T) {
 	portOnly := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.ControlPlaneEndpoint.Port = 7443
 	})
+	both := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "api.green.example", Port: 8443}
+	})
 	eventually(t, hostOnly.endpoint()).Should(Equal("api.blue.example:6443"))
 	eventually(t, portOnly.endpoint()).Should(MatchRegexp(`^10\.[0-9.]+:7443$`))
+	eventually(t, both.endpoint()).Should(Equal("api.green.example:8443"))
+	// The Service still fronts the control plane, on the user's port.
+	svc := &corev1.Service{}
+	NewWithT(t).Expect(both.c.Get(context.Background(), client.ObjectKey{Namespace: both.ns, Name: "tenant-lb"}, svc)).To(Succeed())
+	NewWithT(t).Expect(svc.Spec.Ports[0].Port).To(Equal(int32(8443)))
 }
 
 func TestControlPlaneServiceDriftAndDeletion(t *testing.T) {
