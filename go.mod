@@ -26,6 +26,24 @@ require (
 )
 
 require (
+	github.com/evanphx/json-patch v5.7.0+incompatible // indirect
+	github.com/go-errors/errors v1.4.2 // indirect
+	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	github.com/imdario/mergo v0.3.6 // indirect
+	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
+	github.com/np-guard/models v0.3.4 // indirect
+	github.com/np-guard/netpol-analyzer v1.2.1
+	github.com/openshift/api v0.0.0-20230502160752-c71432710382 // indirect
+	github.com/xlab/treeprint v1.2.0 // indirect
+	go.starlark.net v0.0.0-20230525235612-a134d8f9ddca // indirect
+	gopkg.in/yaml.v2 v2.4.0 // indirect
+	k8s.io/cli-runtime v0.29.2 // indirect
+	sigs.k8s.io/kustomize/api v0.13.5-0.20230601165947-6ce0bf390ce3 // indirect
+	sigs.k8s.io/kustomize/kyaml v0.14.3-0.20230601165947-6ce0bf390ce3 // indirect
+)
+
+require (
 	cel.dev/expr v0.25.2 // indirect
 	dario.cat/mergo v1.0.1 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect

@@ -30,14 +30,6 @@ type conditionedObject interface {
 	conditions.Setter
 }
 
-// reportInfraCluster sets the InfraClusterAvailable condition from a check of
-// the infra cluster, and records an Event when its status changes.
-func reportInfraCluster(ctx context.Context, checker *infracluster.Checker, recorder events.EventRecorder,
-	obj conditionedObject, ref *corev1.ObjectReference) {
-	_, status := checker.Check(ctx, ref, obj.GetNamespace())
-	setInfraCondition(recorder, obj, status)
-}
-
 // setInfraCondition sets the InfraClusterAvailable condition, and records an
 // Event when its status changes.
 func setInfraCondition(recorder events.EventRecorder, obj conditionedObject, status infracluster.APIStatus) {

@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
+	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -20,34 +24,52 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
 
 // KubevirtClusterReconciler reconciles KubevirtClusters.
 type KubevirtClusterReconciler struct {
 	Client   client.Client
-	Checker  *infracluster.Checker
+	Clients  *infracluster.Clients
 	Recorder events.EventRecorder
+	// Isolation are the provider-wide isolation settings.
+	Isolation isolation.Options
 	// WatchFilterValue limits reconciliation to objects labelled
 	// cluster.x-k8s.io/watch-filter with this value.
 	WatchFilterValue string
+
+	controller capicontroller.Controller
+	service    *cluster.Service
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
 // Reconcile brings one KubevirtCluster towards its desired state.
 func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
 	kc := &infrav1.KubevirtCluster{}
+	user := infracluster.User{Kind: "KubevirtCluster", NamespacedName: req.NamespacedName}
 	if err := r.Client.Get(ctx, req.NamespacedName, kc); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.Clients.Release(user)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -60,14 +82,19 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, nil
 	}
 
-	cluster, err := util.GetOwnerCluster(ctx, r.Client, kc.ObjectMeta)
+	owner, err := util.GetOwnerCluster(ctx, r.Client, kc.ObjectMeta)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("getting owner Cluster: %w", err)
 	}
-	if cluster != nil {
-		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(cluster)))
-		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, kc); err != nil || isPaused || requeue {
+	if owner != nil {
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(owner)))
+		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, owner, kc); err != nil || isPaused || requeue {
 			return ctrl.Result{}, err
+		}
+		if kc.DeletionTimestamp.IsZero() {
+			if added, err := finalizers.EnsureFinalizer(ctx, r.Client, kc, infrav1.ClusterFinalizer); err != nil || added {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 
@@ -76,33 +103,80 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		err := helper.Patch(ctx, kc, patch.WithOwnedConditions{Conditions: []string{
-			infrav1.InfraClusterAvailableCondition, infrav1.ReadyCondition,
-		}})
+		if conditions.Has(kc, infrav1.ControlPlaneEndpointReadyCondition) && kc.DeletionTimestamp.IsZero() {
+			summarized := append([]string{infrav1.InfraClusterAvailableCondition}, cluster.Conditions...)
+			if err := conditions.SetSummaryCondition(kc, kc, infrav1.ReadyCondition, conditions.ForConditionTypes(summarized)); err != nil && rerr == nil {
+				rerr = err
+			}
+		}
+		owned := append([]string{infrav1.InfraClusterAvailableCondition, infrav1.ReadyCondition}, cluster.Conditions...)
+		err := helper.Patch(ctx, kc, patch.WithOwnedConditions{Conditions: owned})
 		if err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtCluster: %w", err)
 		}
 	}()
 
-	if !kc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+	infra, err := r.Clients.Acquire(ctx, kc.Spec.InfraClusterSecretRef, kc.Namespace, kc.Spec.ControlPlaneServiceTemplate.ObjectMeta.Namespace, user)
+	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
+	if err != nil {
+		status.Message = err.Error()
+	} else {
+		status = infra.Status
 	}
-	if cluster == nil {
+	setInfraCondition(r.Recorder, kc, status)
+	// Services are core objects: a reachable infra cluster without KubeVirt
+	// can still have them, and they must still be cleaned up.
+	reachable := err == nil && status.Reason != infrav1.InfraClusterUnreachableReason
+
+	if !kc.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, kc, infra, reachable, user)
+	}
+	if owner == nil {
 		conditions.Set(kc, metav1.Condition{
 			Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.WaitingForOwnerReason,
 			Message: "waiting for the Cluster controller to set the owner reference",
 		})
 		return ctrl.Result{}, nil
 	}
+	if !reachable {
+		if err != nil && infracluster.IsConfigError(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+	}
+	return ctrl.Result{}, r.service.Reconcile(ctx, kc, owner, infra)
+}
 
-	reportInfraCluster(ctx, r.Checker, r.Recorder, kc, kc.Spec.InfraClusterSecretRef)
+// reconcileDelete removes what was created for the cluster, then the
+// finalizer. An unreachable infra cluster keeps the finalizer.
+func (r *KubevirtClusterReconciler) reconcileDelete(ctx context.Context, kc *infrav1.KubevirtCluster, infra *infracluster.Infra, reachable bool, user infracluster.User) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(kc, infrav1.ClusterFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if !reachable {
+		conditions.Set(kc, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.DeletingReason,
+			Message: "cannot delete the cluster's objects on the infra cluster until it is reachable"})
+		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+	}
+	waiting, err := r.service.Delete(ctx, kc, infra)
+	if err != nil || waiting != "" {
+		message := "waiting for " + waiting + " to be deleted"
+		if err != nil {
+			message = "deleting " + waiting + ": " + err.Error()
+		}
+		conditions.Set(kc, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.DeletingReason, Message: message})
+		return ctrl.Result{}, err
+	}
+	r.Clients.Release(user)
+	controllerutil.RemoveFinalizer(kc, infrav1.ClusterFinalizer)
 	return ctrl.Result{}, nil
 }
 
-// SetupWithManager registers the controller and its watches.
+// SetupWithManager registers the controller and its watches, including the
+// control-plane Services on every infra cluster in use.
 func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "kubevirtcluster")
-	return capicontroller.NewControllerManagedBy(mgr, log).
+	c, err := capicontroller.NewControllerManagedBy(mgr, log).
 		For(&infrav1.KubevirtCluster{}, builder.WithPredicates(
 			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue))).
 		WithOptions(options).
@@ -114,5 +188,62 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 		WatchesMetadata(crdMetadata(),
 			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })),
 			kubevirtCRDChanged).
-		Complete(ctx, r)
+		Build(ctx, r)
+	if err != nil {
+		return err
+	}
+	r.controller = c
+	r.service = &cluster.Service{Client: r.Client, Recorder: r.Recorder, Isolation: r.Isolation, Networks: &tenantnet.Allocator{}}
+	allClusters := enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })
+	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
+		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&corev1.Service{}), handler.EnqueueRequestsFromMapFunc(ownerToRequest))); err != nil {
+			return err
+		}
+		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&networkingv1.NetworkPolicy{}), handler.EnqueueRequestsFromMapFunc(ownerToRequest))); err != nil {
+			return err
+		}
+		if err := r.watchNetworks(infra, allClusters); err != nil {
+			return err
+		}
+		// Zones come and go with infra nodes; only label changes matter.
+		return r.controller.Watch(source.Kind(infra.Cache, client.Object(&corev1.Node{}), handler.EnqueueRequestsFromMapFunc(allClusters),
+			predicate.LabelChangedPredicate{}))
+	})
+	return nil
+}
+
+// watchNetworks watches Multus networks on infra clusters that have Multus.
+// A generated network wakes its cluster; a deleted one wakes every cluster,
+// since its VLAN is free again; any other (a template) wakes every cluster,
+// so a template created or fixed after its clusters is picked up. Metadata
+// is enough: every change bumps the resource version.
+func (r *KubevirtClusterReconciler) watchNetworks(infra *infracluster.Infra, allClusters handler.MapFunc) error {
+	if _, err := infra.Client.RESTMapper().RESTMapping(tenantnet.GVK.GroupKind(), tenantnet.GVK.Version); err != nil {
+		return nil // no Multus on this infra cluster
+	}
+	nads := &metav1.PartialObjectMetadata{}
+	nads.SetGroupVersionKind(tenantnet.GVK)
+	enqueue := func(q workqueue.TypedRateLimitingInterface[ctrl.Request], reqs []ctrl.Request) {
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
+	changed := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		if reqs := ownerToRequest(ctx, o); len(reqs) > 0 {
+			enqueue(q, reqs)
+			return
+		}
+		enqueue(q, allClusters(ctx, o))
+	}
+	return r.controller.Watch(source.Kind(infra.Cache, client.Object(nads), handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			changed(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			changed(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			enqueue(q, allClusters(ctx, e.Object))
+		},
+	}))
 }

@@ -68,7 +68,7 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 // watchInfra adds the watches on one infra cluster's cache.
 func (r *KubevirtMachineReconciler) watchInfra(infra *infracluster.Infra) error {
 	for _, obj := range []client.Object{&kubevirtv1.VirtualMachine{}, &kubevirtv1.VirtualMachineInstance{}} {
-		if err := r.controller.Watch(source.Kind(infra.Cache, obj, handler.EnqueueRequestsFromMapFunc(ownerToMachine))); err != nil {
+		if err := r.controller.Watch(source.Kind(infra.Cache, obj, handler.EnqueueRequestsFromMapFunc(ownerToRequest))); err != nil {
 			return err
 		}
 	}
@@ -77,7 +77,7 @@ func (r *KubevirtMachineReconciler) watchInfra(infra *infracluster.Infra) error 
 			if dv.GetLabels()[golden.Label] == "true" {
 				return r.goldenToMachines(ctx, infra.Secret, dv)
 			}
-			return ownerToMachine(ctx, dv)
+			return ownerToRequest(ctx, dv)
 		})))
 }
 
@@ -94,10 +94,11 @@ func (r *KubevirtMachineReconciler) goldenToMachines(ctx context.Context, infraS
 	return reqs
 }
 
-// ownerToMachine maps a VM, VMI or DataVolume to its KubevirtMachine by the
-// owner annotation the VM builder puts on the VM, its instance template and
-// its DataVolume templates (KubeVirt copies both to what it creates).
-func ownerToMachine(_ context.Context, obj client.Object) []reconcile.Request {
+// ownerToRequest maps an infra object to the object it was made for, by
+// the owner annotation: a VM, VMI or DataVolume to its KubevirtMachine (the
+// VM builder puts it on the VM, its instance template and its DataVolume
+// templates, and KubeVirt copies it), a Service to its KubevirtCluster.
+func ownerToRequest(_ context.Context, obj client.Object) []reconcile.Request {
 	ns, name, ok := strings.Cut(obj.GetAnnotations()[infrav1.OwnerAnnotation], "/")
 	if !ok || ns == "" || name == "" {
 		return nil

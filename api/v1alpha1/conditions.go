@@ -84,6 +84,9 @@ const (
 	UnschedulableReason = "Unschedulable"
 	// VMPendingReason: KubeVirt has not started an instance yet.
 	VMPendingReason = "Pending"
+	// NodeNetworkNotFoundReason: nodeAddressNetwork names no network of the
+	// VM.
+	NodeNetworkNotFoundReason = "NodeNetworkNotFound"
 	// BootingReason: the instance is scheduled or running but not ready.
 	BootingReason = "Booting"
 	// VMStoppedReason: the instance stopped or failed.
@@ -106,3 +109,51 @@ const (
 	// DeletingReason: the VM and its objects are being deleted.
 	DeletingReason = "Deleting"
 )
+
+// Conditions and reasons of a KubevirtCluster.
+const (
+	// ControlPlaneEndpointReadyCondition is True once the control-plane
+	// endpoint is known.
+	ControlPlaneEndpointReadyCondition = "ControlPlaneEndpointReady"
+	// EndpointReadyReason: the endpoint is set.
+	EndpointReadyReason = "EndpointReady"
+	// WaitingForEndpointReason: the Service has no address yet, or the user
+	// must provide one; the message says which.
+	WaitingForEndpointReason = "WaitingForEndpoint"
+	// ServiceFailedReason: the control-plane Service could not be created or
+	// corrected; the message carries the API error.
+	ServiceFailedReason = "ServiceFailed"
+
+	// NetworkIsolationReadyCondition is True once the cluster's
+	// NetworkPolicies are in place, or isolation is disabled.
+	NetworkIsolationReadyCondition = "NetworkIsolationReady"
+	// IsolationAppliedReason: the isolation (and custom) policies are in
+	// place.
+	IsolationAppliedReason = "Applied"
+	// IsolationDisabledReason: isolation is off; only custom policies are
+	// kept.
+	IsolationDisabledReason = "Disabled"
+	// NetworkPolicyFailedReason: a NetworkPolicy could not be created,
+	// corrected or deleted; the message carries the API error.
+	NetworkPolicyFailedReason = "NetworkPolicyFailed"
+
+	// NetworksReadyCondition is True once the networks created for the
+	// cluster exist.
+	NetworksReadyCondition = "NetworksReady"
+	// NetworksCreatedReason: every network created for the cluster exists
+	// (or none is wanted).
+	NetworksCreatedReason = "Created"
+	// NetworkTemplateInvalidReason: the per-cluster network template is
+	// missing, not a template, or renders no valid config.
+	NetworkTemplateInvalidReason = "TemplateInvalid"
+	// VLANUnavailableReason: no VLAN is free in the template's range, or the
+	// requested one is used by another cluster.
+	VLANUnavailableReason = "VLANUnavailable"
+	// NetworkFailedReason: the NetworkAttachmentDefinition could not be
+	// created or corrected; the message carries the API error.
+	NetworkFailedReason = "NetworkFailed"
+)
+
+// ClusterFinalizer keeps a KubevirtCluster until what was created for it on
+// the infra cluster is gone.
+const ClusterFinalizer = "kubevirtcluster.infrastructure.cluster.x-k8s.io"

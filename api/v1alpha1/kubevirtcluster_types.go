@@ -23,6 +23,43 @@ type KubevirtClusterSpec struct {
 	// +optional
 	SSHKeys SSHKeys `json:"sshKeys,omitempty,omitzero"`
 
+	// failureDomains lists where machines may be placed. Empty means one
+	// failure domain per value of the infra nodes' topology.kubernetes.io/zone
+	// label, all eligible for control-plane machines.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	FailureDomains []FailureDomainSpec `json:"failureDomains,omitempty"`
+
+	// isolation shapes the NetworkPolicies that isolate the cluster's VMs;
+	// on unless mode is Disabled.
+	// +optional
+	Isolation IsolationSpec `json:"isolation,omitempty,omitzero"`
+
+	// customNetworkPolicies are NetworkPolicies kept for the cluster's VMs
+	// besides the isolation ones, also when isolation is disabled.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	CustomNetworkPolicies []CustomNetworkPolicy `json:"customNetworkPolicies,omitempty"`
+
+	// network lists Multus networks for every machine of the cluster.
+	// +optional
+	Network ClusterNetworkSpec `json:"network,omitempty,omitzero"`
+
+	// dnsPolicy is the DNS policy of every VM whose template sets neither
+	// dnsPolicy nor dnsConfig.
+	// +optional
+	// +kubebuilder:validation:Enum=ClusterFirstWithHostNet;ClusterFirst;Default;None
+	DNSPolicy corev1.DNSPolicy `json:"dnsPolicy,omitempty"`
+
+	// dnsConfig is the DNS configuration of every VM whose template sets
+	// neither dnsPolicy nor dnsConfig.
+	// +optional
+	DNSConfig *corev1.PodDNSConfig `json:"dnsConfig,omitempty"`
+
 	// infraClusterSecretRef references a Secret, in the KubevirtCluster's
 	// namespace unless a namespace is given, holding the kubeconfig of an
 	// external infra cluster under the key "kubeconfig" and optionally the
@@ -30,6 +67,23 @@ type KubevirtClusterSpec struct {
 	// management cluster is the infra cluster. Only kind Secret is allowed.
 	// +optional
 	InfraClusterSecretRef *corev1.ObjectReference `json:"infraClusterSecretRef,omitempty"`
+}
+
+// FailureDomainSpec is one place machines can be put in.
+type FailureDomainSpec struct {
+	// name of the failure domain, as Machines name it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+	// controlPlane says whether control-plane machines may go there;
+	// default true.
+	// +optional
+	ControlPlane *bool `json:"controlPlane,omitempty"`
+	// nodeSelector is the infra node labels of the failure domain; empty
+	// means topology.kubernetes.io/zone=<name>.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 }
 
 // APIEndpoint is a reachable Kubernetes API endpoint.
@@ -63,13 +117,36 @@ type ControlPlaneServiceTemplate struct {
 	Spec ServiceSpecTemplate `json:"spec,omitempty,omitzero"`
 }
 
+// ServiceTypeNone creates no control-plane Service: the endpoint is provided
+// elsewhere (an external load balancer, a hosted control plane) and must be
+// set in controlPlaneEndpoint.
+const ServiceTypeNone corev1.ServiceType = "None"
+
+// DefaultAPIServerPort is the port of the tenant API server in the VMs and,
+// unless configured, of the Service.
+const DefaultAPIServerPort = 6443
+
 // ServiceSpecTemplate holds the Service spec fields a user may set.
 type ServiceSpecTemplate struct {
-	// type is how the Service is exposed: ClusterIP (the default), NodePort or
-	// LoadBalancer.
+	// type is how the Service is exposed: ClusterIP (the default), NodePort,
+	// LoadBalancer, or None for no Service at all.
 	// +optional
-	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer;None
 	Type corev1.ServiceType `json:"type,omitempty"`
+
+	// port is the Service port clients connect to; empty means the port of
+	// controlPlaneEndpoint if set, else 6443.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// targetPort is the port the API server listens on in the control-plane
+	// VMs; empty means 6443.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	TargetPort int32 `json:"targetPort,omitempty"`
 }
 
 // SSHKeys names where the SSH keys for the cluster's machines are kept.
@@ -83,6 +160,15 @@ type SSHKeys struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	DataSecretName *string `json:"dataSecretName,omitempty"`
+}
+
+// SecretName is the Secret, in the KubevirtCluster's namespace, holding the
+// cluster's SSH client keys: dataSecretName, else <cluster>-ssh-keys.
+func (k SSHKeys) SecretName(clusterName string) string {
+	if k.DataSecretName != nil {
+		return *k.DataSecretName
+	}
+	return clusterName + "-ssh-keys"
 }
 
 // KubevirtClusterStatus is the observed state of a KubevirtCluster.
@@ -102,6 +188,10 @@ type KubevirtClusterStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=100
 	FailureDomains []clusterv1.FailureDomain `json:"failureDomains,omitempty"`
+
+	// network reports the networks created for the cluster.
+	// +optional
+	Network ClusterNetworkStatus `json:"network,omitempty,omitzero"`
 
 	// conditions report the state of the KubevirtCluster; Ready summarizes
 	// them.

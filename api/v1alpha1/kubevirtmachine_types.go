@@ -74,10 +74,19 @@ type KubevirtMachineSpec struct {
 	// +optional
 	UserData UserDataSpec `json:"userData,omitempty,omitzero"`
 
+	// networks are Multus networks attached to this machine, besides the
+	// cluster's (a network of the same name replaces the cluster's).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Networks []MultusNetwork `json:"networks,omitempty"`
+
 	// nodeAddressNetwork names the VM network (spec.template.spec.networks)
 	// whose addresses are listed first as the machine's InternalIP, for
 	// Multus layouts where the node address is not on the pod network. Empty
-	// means the pod network, else the first network.
+	// means the cluster's network.nodeAddressNetwork, else the pod network,
+	// else the first network.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	NodeAddressNetwork string `json:"nodeAddressNetwork,omitempty"`

@@ -45,3 +45,15 @@ const UserDataSecretSuffix = "-userdata"
 // the guest once bootstrapping succeeded; the guest-agent and ssh bootstrap
 // checks look for it.
 const BootstrapSentinelFile = "/run/cluster-api/bootstrap-success.complete"
+
+// VLANRangeAnnotation on a per-cluster network template is the range VLANs
+// are allocated from, as "first-last".
+const VLANRangeAnnotation = "capkv.io/vlan-range"
+
+// VLANAnnotation on a generated NetworkAttachmentDefinition is its VLAN.
+const VLANAnnotation = "capkv.io/vlan"
+
+// NetworkTemplateLabel on a generated NetworkAttachmentDefinition tells
+// which template it was made from (a hash of the template's namespace and
+// name), so VLANs are unique per template.
+const NetworkTemplateLabel = "capkv.io/network-template"

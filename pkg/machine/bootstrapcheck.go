@@ -15,7 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
@@ -97,7 +99,7 @@ func (s *Service) probeSSH(ctx context.Context, sc *Scope, vmi *kubevirtv1.Virtu
 		return false, err
 	}
 	var ip string
-	for _, a := range vmstatus.Addresses(vmi, vmstatus.NodeNetwork(vmi, sc.KubevirtMachine.Spec.NodeAddressNetwork)) {
+	for _, a := range vmstatus.Addresses(vmi, vmstatus.NodeNetwork(vmi, tenantnet.NodeAddressNetwork(sc.KubevirtCluster, sc.KubevirtMachine))) {
 		if a.Type == string(clusterv1.MachineInternalIP) {
 			ip = a.Address
 			break
@@ -117,9 +119,9 @@ func (s *Service) probeSSH(ctx context.Context, sc *Scope, vmi *kubevirtv1.Virtu
 // Secret (owned by the Cluster) on first use. The Secret is the one named in
 // the KubevirtCluster's sshKeys.dataSecretName, else <cluster>-ssh-keys.
 func (s *Service) clusterSSHKeys(ctx context.Context, sc *Scope) (sshcheck.KeyPair, error) {
-	name := sc.Cluster.Name + "-ssh-keys"
-	if kc := sc.KubevirtCluster; kc != nil && kc.Spec.SSHKeys.DataSecretName != nil {
-		name = *kc.Spec.SSHKeys.DataSecretName
+	name := infrav1.SSHKeys{}.SecretName(sc.Cluster.Name)
+	if kc := sc.KubevirtCluster; kc != nil {
+		name = kc.Spec.SSHKeys.SecretName(sc.Cluster.Name)
 	}
 	key := types.NamespacedName{Namespace: sc.Cluster.Namespace, Name: name}
 	secret := &corev1.Secret{}
@@ -143,6 +145,10 @@ func (s *Service) clusterSSHKeys(ctx context.Context, sc *Scope) (sshcheck.KeyPa
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sc.Cluster, clusterv1.GroupVersion.WithKind("Cluster"))}},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{sshPrivateKeyKey: pair.Private, sshPublicKeyKey: []byte(pair.Public)},
+	}
+	if sc.KubevirtCluster != nil {
+		// Deleted with the KubevirtCluster, before the Cluster is gone.
+		owned.Mark(secret, owned.Key(sc.KubevirtCluster))
 	}
 	if err := s.Client.Create(ctx, secret); err != nil {
 		if apierrors.IsAlreadyExists(err) {

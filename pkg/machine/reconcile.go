@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
@@ -105,8 +108,11 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 	state := vmstatus.Of(vm, vmi, dvs)
 	nodeNetwork := ""
 	if vmi != nil {
-		nodeNetwork = vmstatus.NodeNetwork(vmi, km.Spec.NodeAddressNetwork)
-		if state.Ready && !vmstatus.HasNodeAddress(vmi, nodeNetwork) {
+		nodeNetwork = vmstatus.NodeNetwork(vmi, tenantnet.NodeAddressNetwork(sc.KubevirtCluster, km))
+		if names := vmstatus.NetworkNames(vmi); !slices.Contains(names, nodeNetwork) {
+			state = vmstatus.State{Running: state.Running, Reason: infrav1.NodeNetworkNotFoundReason, Warning: true,
+				Message: fmt.Sprintf("nodeAddressNetwork %q is not a network of the VM; it has %v", nodeNetwork, names)}
+		} else if state.Ready && !vmstatus.HasNodeAddress(vmi, nodeNetwork) {
 			// KubeVirt can report an interface before its IP (FACTS B7).
 			state = vmstatus.State{Running: true, Reason: infrav1.BootingReason,
 				Message: fmt.Sprintf("VM instance is ready but network %q has no IP address yet", nodeNetwork)}
@@ -179,6 +185,12 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		ControlPlane:      isControlPlane(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
 		UserDataSecret: sc.UserDataSecretName(), Format: data.format, HasNetworkData: data.networkData != nil,
 		GoldenVolume: goldenVolume,
+	}
+	if sc.KubevirtCluster != nil {
+		kc := sc.KubevirtCluster
+		in.FailureDomainSelector = failuredomains.Selector(kc.Spec.FailureDomains, in.FailureDomain)
+		in.ClusterNetworks = tenantnet.ClusterNetworks(kc, sc.Infra.Namespace)
+		in.DNSPolicy, in.DNSConfig = kc.Spec.DNSPolicy, kc.Spec.DNSConfig
 	}
 	if !sc.Infra.External && key.Namespace == km.Namespace {
 		// An owner in another namespace counts as missing for the garbage

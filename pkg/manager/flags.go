@@ -1,7 +1,10 @@
 package manager
 
 import (
+	"os"
 	"time"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 
 	"github.com/spf13/pflag"
 )
@@ -11,6 +14,12 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.Namespace, "namespace", "", "Namespace to watch; empty watches every namespace.")
 	fs.StringSliceVar(&o.InfraSecretNamespaces, "infra-secret-namespaces", nil,
 		"Namespaces, besides an object's own, from which infraClusterSecretRef may read kubeconfig Secrets; empty allows any (as the community provider does).")
+	fs.StringSliceVar(&o.IsolationDeniedCIDRs, "isolation-denied-cidrs", isolation.DefaultDeniedCIDRs,
+		"Address ranges tenant VMs may not reach (the infra cluster's pod, service and node ranges), for clusters that set no isolation.deniedCIDRs.")
+	fs.StringSliceVar(&o.IsolationIPFamilies, "isolation-ip-families", []string{"IPv4", "IPv6"},
+		"IP families of the infra cluster; isolation opens internet egress for each.")
+	fs.StringVar(&o.ProviderNamespace, "provider-namespace", os.Getenv("POD_NAMESPACE"),
+		"Namespace the manager runs in; isolation lets its pods reach port 22 of tenant VMs for the ssh bootstrap check. Defaults to $POD_NAMESPACE.")
 	fs.DurationVar(&o.GoldenImageRetention, "golden-image-retention", time.Hour,
 		"How long a golden image volume is kept after the last machine or template using it is gone.")
 	fs.IntVar(&o.GoldenImageConcurrency, "goldenimage-concurrency", 2, "Golden image volumes reconciled at once.")

@@ -26,6 +26,7 @@ import (
 
 	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
@@ -79,6 +80,16 @@ type Options struct {
 	// InfraSecretNamespaces, when set, are the only namespaces besides an
 	// object's own from which infra cluster kubeconfig Secrets are read.
 	InfraSecretNamespaces []string
+
+	// IsolationDeniedCIDRs are the ranges tenant VMs may not reach, for
+	// clusters that set none; empty means isolation.DefaultDeniedCIDRs.
+	IsolationDeniedCIDRs []string
+	// IsolationIPFamilies are the infra cluster's IP families (IPv4, IPv6);
+	// empty means both.
+	IsolationIPFamilies []string
+	// ProviderNamespace is the namespace the manager runs in; its pods may
+	// reach port 22 of tenant VMs for the ssh bootstrap check.
+	ProviderNamespace string
 
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
@@ -176,12 +187,6 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	checker.SecretNamespaces = o.InfraSecretNamespaces
-	if err := (&controllers.KubevirtClusterReconciler{
-		Client: mgr.GetClient(), Checker: checker, WatchFilterValue: o.WatchFilterValue,
-		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
-		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
-	}
 	if err := controllers.IndexGoldenImages(ctx, mgr); err != nil {
 		return err
 	}
@@ -197,6 +202,18 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err != nil {
 			return fmt.Errorf("setting up the tenant cluster cache: %w", err)
 		}
+	}
+	families, err := ipFamilies(o.IsolationIPFamilies)
+	if err != nil {
+		return err
+	}
+	if err := (&controllers.KubevirtClusterReconciler{
+		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
+		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
+		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace,
+			IPFamilies: families},
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
+		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
 	recorder := mgr.GetEventRecorder("kubevirtmachine-controller")
 	if err := (&controllers.KubevirtMachineReconciler{
@@ -239,4 +256,16 @@ func stripMetadata(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+func ipFamilies(names []string) ([]corev1.IPFamily, error) {
+	var out []corev1.IPFamily
+	for _, n := range names {
+		f := corev1.IPFamily(n)
+		if f != corev1.IPv4Protocol && f != corev1.IPv6Protocol {
+			return nil, fmt.Errorf("--isolation-ip-families: %q is neither IPv4 nor IPv6", n)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

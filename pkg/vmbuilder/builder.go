@@ -6,6 +6,7 @@ package vmbuilder
 import (
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,9 @@ type Input struct {
 	// FailureDomainLabel is the node label a failure domain is matched
 	// against; empty means DefaultFailureDomainLabel.
 	FailureDomainLabel string
+	// FailureDomainSelector, when set, are the node labels the failure
+	// domain requires, instead of FailureDomainLabel=FailureDomain.
+	FailureDomainSelector map[string]string
 	// UserDataSecret is the Secret holding user data (and network data).
 	UserDataSecret string
 	// Format is the bootstrap data format: cloud-config or ignition.
@@ -54,6 +58,13 @@ type Input struct {
 	// GoldenVolume is the golden volume the root disk is cloned from, when
 	// the spec's root disk needs one.
 	GoldenVolume *types.NamespacedName
+	// ClusterNetworks are the Multus networks of every machine of the
+	// cluster; the machine's own networks of the same name win.
+	ClusterNetworks []infrav1.MultusNetwork
+	// DNSPolicy and DNSConfig are the cluster's DNS defaults, used when the
+	// VM template sets neither.
+	DNSPolicy corev1.DNSPolicy
+	DNSConfig *corev1.PodDNSConfig
 	// Owner, when set, becomes the VM's controller owner reference; only on
 	// the management cluster itself, where the reference can resolve.
 	Owner *metav1.OwnerReference
@@ -63,8 +74,9 @@ type Input struct {
 // is kept as written; the builder only prefixes DataVolume template names
 // with the VM name (see DataVolumeName) and adds: identifying labels, a run
 // strategy when none is set, a hostname when none is set, the failure-domain
-// node affinity, the user data volume, and for the guest-agent check a
-// readiness probe. It never adds CPU or memory, so instance types never
+// node affinity, the cluster's and the machine's Multus networks, the
+// cluster's DNS settings when the template has none, the user data volume,
+// and for the guest-agent check a readiness probe. It never adds CPU or memory, so instance types never
 // conflict.
 func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 	tmplSpec := in.Spec.VirtualMachineTemplate.Spec.DeepCopy()
@@ -108,11 +120,24 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 		tmpl.Spec.Hostname = Hostname(in.Name)
 	}
 	if in.FailureDomain != "" {
-		key := in.FailureDomainLabel
-		if key == "" {
-			key = DefaultFailureDomainLabel
+		sel := in.FailureDomainSelector
+		if len(sel) == 0 {
+			key := in.FailureDomainLabel
+			if key == "" {
+				key = DefaultFailureDomainLabel
+			}
+			sel = map[string]string{key: in.FailureDomain}
 		}
-		requireNodeLabel(&tmpl.Spec, key, in.FailureDomain)
+		for _, k := range slices.Sorted(maps.Keys(sel)) {
+			requireNodeLabel(&tmpl.Spec, k, sel[k])
+		}
+	}
+	if err := addNetworks(&tmpl.Spec, in); err != nil {
+		return nil, err
+	}
+	if tmpl.Spec.DNSPolicy == "" && tmpl.Spec.DNSConfig == nil {
+		tmpl.Spec.DNSPolicy = in.DNSPolicy
+		tmpl.Spec.DNSConfig = in.DNSConfig.DeepCopy()
 	}
 	addUserData(&tmpl.Spec, in)
 	if in.Spec.BootstrapCheckSpec.CheckStrategy == infrav1.CheckStrategyGuestAgent {
@@ -205,6 +230,14 @@ func identity(in Input) map[string]string {
 		}
 	}
 	return l
+}
+
+// ClusterSelector is the labels every VM instance (and so every
+// virt-launcher pod) of the tenant cluster clusterName carries, whose
+// KubevirtMachines live in namespace ns. Services and NetworkPolicies select
+// a cluster's VMs by them.
+func ClusterSelector(clusterName, ns string) map[string]string {
+	return map[string]string{infrav1.ClusterNameLabel: clusterName, infrav1.KubevirtMachineNamespaceLabel: ns}
 }
 
 // merged returns base with extra on top; base is not modified.

@@ -178,6 +178,19 @@ func NodeNetwork(vmi *kubevirtv1.VirtualMachineInstance, configured string) stri
 	return "default"
 }
 
+// NetworkNames lists the instance's network names; "default" when it has
+// none, for the pod network KubeVirt adds then.
+func NetworkNames(vmi *kubevirtv1.VirtualMachineInstance) []string {
+	var names []string
+	for _, n := range vmi.Spec.Networks {
+		names = append(names, n.Name)
+	}
+	if len(names) == 0 {
+		names = []string{"default"}
+	}
+	return names
+}
+
 // Address is one machine address; the type is a CAPI MachineAddressType.
 type Address struct {
 	Type    string

@@ -314,6 +314,35 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 		{"SSH key Secret name invalid", cluster(func(c *infrav1.KubevirtCluster) {
 			c.Spec.SSHKeys.DataSecretName = ptr.To("Keys!")
 		}), "spec.sshKeys.dataSecretName"},
+		{"denied CIDR that is no CIDR", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.Isolation.DeniedCIDRs = []string{"10.0.0.0/8", "10.300.0.0/16"}
+		}), "spec.isolation.deniedCIDRs[1]"},
+		{"unknown isolation mode", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.Isolation.Mode = "Off"
+		}), "spec.isolation.mode"},
+		{"dnsPolicy None without nameservers", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.DNSPolicy = corev1.DNSNone
+		}), "spec.dnsConfig.nameservers"},
+		{"nameserver that is no IP", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"dns.example.com"}}
+		}), "spec.dnsConfig.nameservers[0]"},
+		{"two primary networks", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.Network.Networks = []infrav1.MultusNetwork{{Name: "a", NetworkAttachmentDefinition: "a", Primary: true}}
+			c.Spec.Network.PerCluster = &infrav1.PerClusterNetwork{TemplateRef: infrav1.NamespacedRef{Namespace: "t", Name: "vlan"}, Primary: true}
+		}), "spec.network"},
+		{"network attachment not ns/name", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.Network.Networks = []infrav1.MultusNetwork{{Name: "a", NetworkAttachmentDefinition: "Infra/Net_1"}}
+		}), "spec.network.networks[0].networkAttachmentDefinition"},
+		{"cluster network named like the per-cluster one", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.Network.Networks = []infrav1.MultusNetwork{{Name: "tenant", NetworkAttachmentDefinition: "x"}}
+			c.Spec.Network.PerCluster = &infrav1.PerClusterNetwork{TemplateRef: infrav1.NamespacedRef{Namespace: "t", Name: "vlan"}}
+		}), "spec.network.networks[0].name"},
+		{"primary machine network beside the template's pod network", machine(func(m *infrav1.KubevirtMachine) {
+			s := &m.Spec.VirtualMachineTemplate.Spec.Template.Spec
+			s.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
+			s.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultBridgeNetworkInterface()}
+			m.Spec.Networks = []infrav1.MultusNetwork{{Name: "vlan", NetworkAttachmentDefinition: "vlan", Primary: true}}
+		}), "spec.networks[0].primary"},
 		{"machine template with a providerID", machineTemplate(func(t *infrav1.KubevirtMachineTemplate) {
 			t.Spec.Template.Spec.ProviderID = ptr.To("kubevirt://vm-1")
 		}), "spec.template.spec.providerID"},
@@ -411,6 +440,17 @@ func TestAdmissionUpdates(t *testing.T) {
 		})
 	}
 
+	t.Run("per-cluster network cannot change once set", func(t *testing.T) {
+		kc := cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.Network.PerCluster = &infrav1.PerClusterNetwork{TemplateRef: infrav1.NamespacedRef{Namespace: "t", Name: "vlan"}, VLANID: ptr.To[int32](100)}
+		}).(*infrav1.KubevirtCluster)
+		create(t, kc)
+		expectInvalid(t, update(kc, func() { kc.Spec.Network.PerCluster.VLANID = ptr.To[int32](200) }), "spec.network.perCluster")
+		expectInvalid(t, update(kc, func() { kc.Spec.Network.PerCluster = nil }), "spec.network.perCluster")
+		if err := update(kc, func() { kc.Spec.Isolation.Mode = infrav1.IsolationDisabled }); err != nil {
+			t.Errorf("turning isolation off was refused: %v", err)
+		}
+	})
 	t.Run("machine template spec is immutable", func(t *testing.T) {
 		tmpl := machineTemplate(func(*infrav1.KubevirtMachineTemplate) {}).(*infrav1.KubevirtMachineTemplate)
 		create(t, tmpl)

@@ -10,6 +10,7 @@ import (
 
 var allowedServiceTypes = []string{
 	string(corev1.ServiceTypeClusterIP), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeLoadBalancer),
+	string(infrav1.ServiceTypeNone),
 }
 
 // defaultClusterSpec fills defaults of a KubevirtClusterSpec.
@@ -36,11 +37,16 @@ func validateClusterSpec(spec *infrav1.KubevirtClusterSpec, fld *field.Path) fie
 		errs = append(errs, field.NotSupported(svc.Child("spec", "type"), t, allowedServiceTypes))
 	}
 
+	if spec.ControlPlaneServiceTemplate.Spec.Type == infrav1.ServiceTypeNone && ep.Host == "" {
+		errs = append(errs, field.Required(fld.Child("controlPlaneEndpoint", "host"),
+			"with controlPlaneServiceTemplate.spec.type None the endpoint is provided elsewhere and must be set here"))
+	}
 	errs = append(errs, validateSecretRef(spec.SSHKeys.ConfigRef, fld.Child("sshKeys", "configRef"))...)
 	if name := spec.SSHKeys.DataSecretName; name != nil {
 		errs = append(errs, dns1123Subdomain(*name, fld.Child("sshKeys", "dataSecretName"))...)
 	}
 	errs = append(errs, validateSecretRef(spec.InfraClusterSecretRef, fld.Child("infraClusterSecretRef"))...)
+	errs = append(errs, validateClusterNetworking(spec, fld)...)
 	return errs
 }
 
@@ -60,6 +66,7 @@ func validateClusterSpecUpdate(oldSpec, newSpec *infrav1.KubevirtClusterSpec, fl
 		errs = append(errs, field.Forbidden(fld.Child("infraClusterSecretRef"),
 			"cannot be changed: what was created on the old infra cluster would be left behind"))
 	}
+	errs = append(errs, validateClusterNetworkUpdate(oldSpec, newSpec, fld)...)
 	return errs
 }
 

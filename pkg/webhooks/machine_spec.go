@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -55,8 +56,12 @@ func validateMachineSpec(spec *infrav1.KubevirtMachineSpec, namespace string, fl
 			}
 		}
 		if len(names) == 0 {
-			// KubeVirt adds the pod network "default" to a VM without networks.
+			// KubeVirt (or the provider, when it adds Multus networks) adds
+			// the pod network "default" to a VM without networks.
 			names = []string{"default"}
+		}
+		for _, net := range spec.Networks {
+			names = append(names, net.Name)
 		}
 		if !contains(names, n) {
 			errs = append(errs, field.NotSupported(fld.Child("nodeAddressNetwork"), n, names))
@@ -64,6 +69,7 @@ func validateMachineSpec(spec *infrav1.KubevirtMachineSpec, namespace string, fl
 	}
 	errs = append(errs, validateSecretRef(spec.InfraClusterSecretRef, fld.Child("infraClusterSecretRef"))...)
 	errs = append(errs, validateProviderDisks(spec, fld)...)
+	errs = append(errs, validateMachineNetworks(spec, fld)...)
 	return errs
 }
 
@@ -79,6 +85,29 @@ func validateMachineSpecUpdate(oldSpec, newSpec *infrav1.KubevirtMachineSpec, fl
 	if !equality.Semantic.DeepEqual(oldRest, newRest) {
 		errs = append(errs, field.Forbidden(fld,
 			"only providerID can be set on a KubevirtMachine; to change the VM, change the KubevirtMachineTemplate so Cluster API replaces the machine"))
+	}
+	return errs
+}
+
+// validateMachineNetworks checks the machine's Multus networks against its
+// VM template: a primary network leaves no room for a pod network.
+func validateMachineNetworks(spec *infrav1.KubevirtMachineSpec, fld *field.Path) field.ErrorList {
+	errs := validateMultusNetworks(spec.Networks, fld.Child("networks"))
+	errs = append(errs, validatePrimaries(spec.Networks, fld.Child("networks"))...)
+	tmpl := spec.VirtualMachineTemplate.Spec.Template
+	if tmpl == nil {
+		return errs
+	}
+	for i, n := range spec.Networks {
+		if !n.Primary {
+			continue
+		}
+		for _, tn := range tmpl.Spec.Networks {
+			if tn.Pod != nil {
+				errs = append(errs, field.Invalid(fld.Child("networks").Index(i).Child("primary"), true,
+					fmt.Sprintf("a primary network replaces the pod network, but the VM template has pod network %q", tn.Name)))
+			}
+		}
 	}
 	return errs
 }

@@ -78,8 +78,10 @@ func TestExternalInfraCluster(t *testing.T) {
 		return apierrors.IsNotFound(ext.Env.Client.Get(ctx, client.ObjectKeyFromObject(km), &infrav1.KubevirtMachine{}))
 	}).Should(BeTrue())
 	g.Expect(apierrors.IsNotFound(infraGet(t, ext.Infra.Client, "tenants", "remote-0-userdata", &corev1.Secret{}))).To(BeTrue())
-	// No machine uses the infra cluster any more: its cache is stopped.
-	g.Expect(gauge(t, "capkv_infra_cluster_caches")).To(Equal(caches))
+	// Once neither machine nor KubevirtCluster uses the infra cluster, its
+	// cache is stopped.
+	g.Expect(ext.Env.Client.Delete(ctx, tc.kc)).To(Succeed())
+	eventually(t, func() float64 { return gauge(t, "capkv_infra_cluster_caches") }).Should(Equal(caches))
 }
 
 // gauge reads a gauge from controller-runtime's metrics registry.

@@ -8,9 +8,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -46,7 +49,15 @@ func withRootDataVolume(km *infrav1.KubevirtMachine) {
 func TestFiftyMachines(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	tc := newTenantCluster(t, nil)
+	// The cluster has everything a KubevirtCluster keeps on the infra
+	// cluster, so the steady-state check covers it too.
+	tmpl := vlanTemplate(t)
+	tc := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.Network.PerCluster = &infrav1.PerClusterNetwork{TemplateRef: tmpl}
+		kc.Spec.CustomNetworkPolicies = []infrav1.CustomNetworkPolicy{{Name: "scrape", Spec: networkingv1.NetworkPolicySpec{
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(9100))}}}}}}}
+	})
+	eventually(t, tc.endpoint()).Should(MatchRegexp(`:6443$`))
 	start := time.Now()
 	kms := make([]*infrav1.KubevirtMachine, 0, scaleMachines)
 	for i := range scaleMachines {
@@ -61,14 +72,21 @@ func TestFiftyMachines(t *testing.T) {
 	// Steady state: the provider makes no writes to either API server,
 	// even when every machine is reconciled again.
 	before := writes.n.Load()
-	reconciles := reconcileCount(t)
+	reconciles, clusterReconciles := reconcileCount(t, "kubevirtmachine"), reconcileCount(t, "kubevirtcluster")
 	for _, km := range kms {
 		cur := get(t, tc.c, km)
 		cur.Annotations = map[string]string{"test.capkv.io/touch": "1"}
 		g.Expect(w.Env.Client.Update(ctx, cur)).To(Succeed())
 	}
-	NewWithT(t).Eventually(func() float64 { return reconcileCount(t) }).WithTimeout(30 * time.Second).
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kc := get(t, tc.c, tc.kc)
+		kc.Annotations = map[string]string{"test.capkv.io/touch": "1"}
+		return tc.c.Update(ctx, kc)
+	})).To(Succeed())
+	NewWithT(t).Eventually(func() float64 { return reconcileCount(t, "kubevirtmachine") }).WithTimeout(30 * time.Second).
 		Should(BeNumerically(">=", reconciles+scaleMachines))
+	NewWithT(t).Eventually(func() float64 { return reconcileCount(t, "kubevirtcluster") }).WithTimeout(30 * time.Second).
+		Should(BeNumerically(">", clusterReconciles))
 	NewWithT(t).Consistently(writes.n.Load).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Equal(before))
 	t.Logf("writes during 60 s of steady state: %d", writes.n.Load()-before)
 
@@ -95,9 +113,9 @@ func list(t *testing.T, ns string, l client.ObjectList) int {
 	return meta.LenList(l)
 }
 
-// reconcileCount reads how many reconciles the KubevirtMachine controller
-// finished, from controller-runtime's metrics registry.
-func reconcileCount(t *testing.T) float64 {
+// reconcileCount reads how many reconciles a controller finished, from
+// controller-runtime's metrics registry.
+func reconcileCount(t *testing.T, controller string) float64 {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -108,7 +126,7 @@ func reconcileCount(t *testing.T) float64 {
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "kubevirtmachine" {
+				if l.GetName() == "controller" && l.GetValue() == controller {
 					total += m.GetCounter().GetValue()
 				}
 			}

@@ -55,6 +55,10 @@ func TestMain(m *testing.M) {
 // volumes.
 const goldenRetention = 2 * time.Second
 
+// providerNamespace is where the provider pretends to run; isolation opens
+// port 22 of tenant VMs to it.
+const providerNamespace = "capkv-system"
+
 // writeCounter counts the provider's requests that change something.
 type writeCounter struct{ n atomic.Int64 }
 
@@ -91,8 +95,11 @@ func startProvider(w *world.World, counter *writeCounter) (func(), error) {
 		SkipNameValidation: true, SyncPeriod: 10 * time.Hour,
 		KubevirtClusterConcurrency: 2, KubevirtMachineConcurrency: 10, KubevirtMachineTemplateConcurrency: 2,
 		SSHDial: w.Sim.DialGuest, SSHRecheck: 500 * time.Millisecond,
-		GoldenImageRetention: goldenRetention,
-		WrapInfraConfig:      counter.wrap,
+		GoldenImageRetention: goldenRetention, ProviderNamespace: providerNamespace,
+		// The simulated infra cluster is IPv4 only, and netpol-analyzer,
+		// which evaluates the policies, models IPv4 addresses only.
+		IsolationIPFamilies: []string{"IPv4"},
+		WrapInfraConfig:     counter.wrap,
 	})
 	if err != nil {
 		cancel()

@@ -165,6 +165,17 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 	ip := s.ips.podIP()
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+	// The kubelet reports its node's address as the host IP.
+	node := &corev1.Node{}
+	if err := s.client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			pod.Status.HostIP, pod.Status.HostIPs = a.Address, append(pod.Status.HostIPs, corev1.HostIP{IP: a.Address})
+			break
+		}
+	}
 	pod.Status.StartTime = &now
 	for _, t := range []corev1.PodConditionType{corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
 		setPodCondition(pod, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})

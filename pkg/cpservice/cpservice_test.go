@@ -1,0 +1,109 @@
+package cpservice
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+func cluster(mutate func(*infrav1.KubevirtCluster)) *infrav1.KubevirtCluster {
+	kc := &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Name: "blue", Namespace: "tenants"}}
+	if mutate != nil {
+		mutate(kc)
+	}
+	return kc
+}
+
+func TestDesired(t *testing.T) {
+	svc := Desired(cluster(func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneServiceTemplate.ObjectMeta.Labels = map[string]string{"tenant": "blue"}
+		kc.Spec.ControlPlaneServiceTemplate.ObjectMeta.Annotations = map[string]string{"metallb.universe.tf/address-pool": "tenants"}
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeLoadBalancer
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Port = 443
+	}), "blue", "tenants")
+	if svc.Name != "blue-lb" || svc.Namespace != "tenants" || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		t.Errorf("service %s/%s type %s", svc.Namespace, svc.Name, svc.Spec.Type)
+	}
+	if svc.Spec.Selector[infrav1.RoleLabel] != infrav1.RoleControlPlane || svc.Spec.Selector[infrav1.ClusterNameLabel] != "blue" ||
+		svc.Spec.Selector[infrav1.KubevirtMachineNamespaceLabel] != "tenants" || len(svc.Spec.Selector) != 3 {
+		t.Errorf("selector %v", svc.Spec.Selector)
+	}
+	if p := svc.Spec.Ports[0]; p.Port != 443 || p.TargetPort.IntVal != 6443 {
+		t.Errorf("ports %+v", p)
+	}
+	if svc.Labels["tenant"] != "blue" || svc.Annotations["metallb.universe.tf/address-pool"] != "tenants" {
+		t.Errorf("metadata %+v", svc.ObjectMeta)
+	}
+	other := Desired(cluster(func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneEndpoint.Port = 7443
+		kc.Spec.ControlPlaneServiceTemplate.ObjectMeta.Namespace = "lbs"
+	}), "blue", "tenants")
+	if other.Spec.Type != corev1.ServiceTypeClusterIP || other.Spec.Ports[0].Port != 7443 || other.Namespace != "lbs" {
+		t.Errorf("defaults: %+v in %s", other.Spec, other.Namespace)
+	}
+}
+
+func TestDriftAndApply(t *testing.T) {
+	want := Desired(cluster(nil), "blue", "tenants")
+	live := want.DeepCopy()
+	live.Spec.ClusterIP = "10.96.0.10"
+	live.Annotations = map[string]string{"someone": "else"}
+	if Drifted(live, want) {
+		t.Error("fields set by others are not drift")
+	}
+	live.Spec.Selector = map[string]string{"app": "anything"}
+	live.Spec.Ports[0].Port = 80
+	if !Drifted(live, want) {
+		t.Fatal("a changed selector and port are drift")
+	}
+	Apply(live, want)
+	if Drifted(live, want) || live.Spec.ClusterIP != "10.96.0.10" || live.Annotations["someone"] != "else" {
+		t.Errorf("after Apply: %+v", live)
+	}
+}
+
+func TestEndpoint(t *testing.T) {
+	lb := func(ingress ...corev1.LoadBalancerIngress) *corev1.Service {
+		s := Desired(cluster(nil), "blue", "tenants")
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Status.LoadBalancer.Ingress = ingress
+		return s
+	}
+	clusterIP := Desired(cluster(nil), "blue", "tenants")
+	clusterIP.Spec.ClusterIP = "10.96.0.10"
+	nodePort := Desired(cluster(nil), "blue", "tenants")
+	nodePort.Spec.Type = corev1.ServiceTypeNodePort
+	nodePort.Spec.Ports[0].NodePort = 31443
+	tests := []struct {
+		name     string
+		endpoint infrav1.APIEndpoint
+		svc      *corev1.Service
+		want     infrav1.APIEndpoint
+		ok       bool
+		wait     string
+	}{
+		{"cluster IP", infrav1.APIEndpoint{}, clusterIP, infrav1.APIEndpoint{Host: "10.96.0.10", Port: 6443}, true, ""},
+		{"load balancer IP", infrav1.APIEndpoint{}, lb(corev1.LoadBalancerIngress{IP: "192.0.2.10"}), infrav1.APIEndpoint{Host: "192.0.2.10", Port: 6443}, true, ""},
+		{"load balancer hostname", infrav1.APIEndpoint{}, lb(corev1.LoadBalancerIngress{Hostname: "blue.lb.example"}), infrav1.APIEndpoint{Host: "blue.lb.example", Port: 6443}, true, ""},
+		{"load balancer pending", infrav1.APIEndpoint{}, lb(), infrav1.APIEndpoint{Port: 6443}, false, "ingress address"},
+		{"user host kept", infrav1.APIEndpoint{Host: "api.blue.example"}, lb(corev1.LoadBalancerIngress{IP: "192.0.2.10"}), infrav1.APIEndpoint{Host: "api.blue.example", Port: 6443}, true, ""},
+		{"user port kept", infrav1.APIEndpoint{Port: 7443}, lb(corev1.LoadBalancerIngress{IP: "192.0.2.10"}), infrav1.APIEndpoint{Host: "192.0.2.10", Port: 7443}, true, ""},
+		{"user host and port", infrav1.APIEndpoint{Host: "api.blue.example", Port: 443}, nil, infrav1.APIEndpoint{Host: "api.blue.example", Port: 443}, true, ""},
+		{"no service, no host", infrav1.APIEndpoint{}, nil, infrav1.APIEndpoint{Port: 6443}, false, "must be set"},
+		{"node port needs a host", infrav1.APIEndpoint{}, nodePort, infrav1.APIEndpoint{Port: 31443}, false, "node address"},
+		{"node port with host", infrav1.APIEndpoint{Host: "192.0.2.1"}, nodePort, infrav1.APIEndpoint{Host: "192.0.2.1", Port: 31443}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kc := cluster(func(kc *infrav1.KubevirtCluster) { kc.Spec.ControlPlaneEndpoint = tt.endpoint })
+			got, ok, wait := Endpoint(kc, tt.svc)
+			if got != tt.want || ok != tt.ok || !strings.Contains(wait, tt.wait) {
+				t.Errorf("got %+v %v %q, want %+v %v %q", got, ok, wait, tt.want, tt.ok, tt.wait)
+			}
+		})
+	}
+}

@@ -1,0 +1,40 @@
+package cpservice
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
+)
+
+// Ensure creates the control-plane Service or corrects its drift, and
+// returns the live Service; nil when the cluster wants none. Objects of
+// the same name without the owner annotation are never taken over.
+func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, clusterName, ns string, ref *metav1.OwnerReference) (*corev1.Service, error) {
+	if !Wanted(kc) {
+		return nil, nil
+	}
+	want := Desired(kc, clusterName, ns)
+	if want.Namespace != kc.Namespace {
+		ref = nil
+	}
+	return owned.Ensure(ctx, c, want, &corev1.Service{}, owned.Key(kc), ref, "control-plane Service",
+		func(live, want *corev1.Service) bool {
+			if !Drifted(live, want) {
+				return false
+			}
+			Apply(live, want)
+			return true
+		})
+}
+
+// Delete deletes the control-plane Service if it is this cluster's, and
+// reports whether it is gone.
+func Delete(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, ns string) (bool, error) {
+	want := Desired(kc, "", ns)
+	return owned.Delete(ctx, c, &corev1.Service{}, client.ObjectKeyFromObject(want), owned.Key(kc))
+}

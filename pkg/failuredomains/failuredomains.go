@@ -1,0 +1,54 @@
+// Package failuredomains turns a KubevirtCluster's failure domains, given or
+// discovered from infra nodes' zones, into Cluster API's status entries and
+// into the node labels a machine in one of them requires.
+package failuredomains
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// Status lists the failure domains for status.failureDomains: the explicit
+// ones, else one per zone label value found on nodes, sorted by name.
+func Status(spec []infrav1.FailureDomainSpec, nodes []corev1.Node) []clusterv1.FailureDomain {
+	var out []clusterv1.FailureDomain
+	if len(spec) > 0 {
+		for _, fd := range spec {
+			out = append(out, clusterv1.FailureDomain{Name: fd.Name, ControlPlane: ptr.To(ptr.Deref(fd.ControlPlane, true))})
+		}
+	} else {
+		seen := map[string]bool{}
+		for _, n := range nodes {
+			if z := n.Labels[corev1.LabelTopologyZone]; z != "" && !seen[z] {
+				seen[z] = true
+				out = append(out, clusterv1.FailureDomain{Name: z, ControlPlane: ptr.To(true)})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b clusterv1.FailureDomain) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Selector is the node labels a machine in failure domain name requires:
+// the explicit domain's selector, else the zone label.
+func Selector(spec []infrav1.FailureDomainSpec, name string) map[string]string {
+	for _, fd := range spec {
+		if fd.Name == name && len(fd.NodeSelector) > 0 {
+			return fd.NodeSelector
+		}
+	}
+	return map[string]string{corev1.LabelTopologyZone: name}
+}

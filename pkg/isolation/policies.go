@@ -1,0 +1,251 @@
+// Package isolation builds the NetworkPolicies that isolate a tenant
+// cluster's VMs on the infra cluster, and keeps them there. The policies
+// select only the cluster's virt-launcher pods, so CDI's importer, cloner and
+// upload pods are never restricted by them. docs/isolation.md has the flow
+// table the tests check.
+package isolation
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+)
+
+// DefaultDeniedCIDRs are the ranges VMs may not reach unless configured
+// otherwise: private (RFC 1918, RFC 4193), shared (RFC 6598) and link-local
+// ranges, where infra pods, Services, nodes and metadata services live.
+var DefaultDeniedCIDRs = []string{
+	"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16",
+	"fc00::/7", "fe80::/10",
+}
+
+// LauncherLabel and LauncherValue mark every virt-launcher pod (FACTS B3).
+const (
+	LauncherLabel = "kubevirt.io"
+	LauncherValue = "virt-launcher"
+)
+
+// Options are the provider-wide settings of isolation.
+type Options struct {
+	// DeniedCIDRs apply to clusters that set none; empty means
+	// DefaultDeniedCIDRs.
+	DeniedCIDRs []string
+	// IPFamilies are the infra cluster's IP families; internet egress is
+	// opened for each. Empty means both.
+	IPFamilies []corev1.IPFamily
+	// ProviderNamespace is where the provider runs on the management
+	// cluster; its pods may reach port 22 of the VMs for the ssh bootstrap
+	// check. Empty leaves the port closed.
+	ProviderNamespace string
+}
+
+// PolicyName is the name of the main isolation policy.
+func PolicyName(kc *infrav1.KubevirtCluster) string { return kc.Name + "-isolation" }
+
+// APIServerName is the name of the policy opening the API server port.
+func APIServerName(kc *infrav1.KubevirtCluster) string { return kc.Name + "-api-server" }
+
+// CustomName is the name of a custom policy.
+func CustomName(kc *infrav1.KubevirtCluster, name string) string { return kc.Name + "-" + name }
+
+// Enabled reports whether the cluster wants isolation policies.
+func Enabled(kc *infrav1.KubevirtCluster) bool {
+	return kc.Spec.Isolation.Mode != infrav1.IsolationDisabled
+}
+
+// PodSelector selects the virt-launcher pods of the cluster's VMs.
+func PodSelector(clusterName, kcNamespace string) map[string]string {
+	sel := vmbuilder.ClusterSelector(clusterName, kcNamespace)
+	sel[LauncherLabel] = LauncherValue
+	return sel
+}
+
+// Desired returns every NetworkPolicy the cluster wants in infra namespace
+// ns: the two isolation policies unless disabled, and the custom ones.
+func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string, opts Options) ([]*networkingv1.NetworkPolicy, error) {
+	var out []*networkingv1.NetworkPolicy
+	vms := PodSelector(clusterName, kc.Namespace)
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{infrav1.ClusterNameLabel: clusterName}}
+	}
+	if Enabled(kc) {
+		denied := kc.Spec.Isolation.DeniedCIDRs
+		if len(denied) == 0 {
+			denied = opts.DeniedCIDRs
+		}
+		if len(denied) == 0 {
+			denied = DefaultDeniedCIDRs
+		}
+		egress, err := egressRules(kc, vms, denied, opts.IPFamilies)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &networkingv1.NetworkPolicy{
+			ObjectMeta: meta(PolicyName(kc)),
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: vms},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+				Ingress:     ingressRules(vms, opts),
+				Egress:      egress,
+			},
+		})
+		controlPlane := maps.Clone(vms)
+		controlPlane[infrav1.RoleLabel] = infrav1.RoleControlPlane
+		out = append(out, &networkingv1.NetworkPolicy{
+			ObjectMeta: meta(APIServerName(kc)),
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: controlPlane},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{
+					From:  kc.Spec.Isolation.APIServerClients,
+					Ports: []networkingv1.NetworkPolicyPort{tcp(targetPort(kc))},
+				}},
+			},
+		})
+	}
+	for _, custom := range kc.Spec.CustomNetworkPolicies {
+		spec := *custom.Spec.DeepCopy()
+		// Narrowed to this cluster's VMs, whatever the selector says, so a
+		// custom policy never changes what another tenant may do.
+		if spec.PodSelector.MatchLabels == nil {
+			spec.PodSelector.MatchLabels = map[string]string{}
+		}
+		maps.Copy(spec.PodSelector.MatchLabels, vms)
+		withAPIDefaults(&spec)
+		out = append(out, &networkingv1.NetworkPolicy{ObjectMeta: meta(CustomName(kc, custom.Name)), Spec: spec})
+	}
+	return out, nil
+}
+
+func ingressRules(vms map[string]string, opts Options) []networkingv1.NetworkPolicyIngressRule {
+	rules := []networkingv1.NetworkPolicyIngressRule{{
+		From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: vms}}},
+	}}
+	if opts.ProviderNamespace != "" {
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{
+			From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: opts.ProviderNamespace}}}},
+			Ports: []networkingv1.NetworkPolicyPort{tcp(22)},
+		})
+	}
+	return rules
+}
+
+func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []string, families []corev1.IPFamily) ([]networkingv1.NetworkPolicyEgressRule, error) {
+	var v4, v6 []string
+	for _, cidr := range denied {
+		_, n, err := net.ParseCIDR(strings.TrimSpace(cidr))
+		if err != nil {
+			return nil, fmt.Errorf("denied CIDR %q: %w", cidr, err)
+		}
+		if n.IP.To4() != nil {
+			v4 = append(v4, n.String())
+		} else {
+			v6 = append(v6, n.String())
+		}
+	}
+	resolvers := kc.Spec.Isolation.DNSResolvers
+	if len(resolvers) == 0 {
+		resolvers = []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: metav1.NamespaceSystem}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+		}}
+	}
+	resolvers = append([]networkingv1.NetworkPolicyPeer(nil), resolvers...)
+	if kc.Spec.DNSConfig != nil {
+		for _, ns := range kc.Spec.DNSConfig.Nameservers {
+			if block := hostBlock(ns); block != nil {
+				resolvers = append(resolvers, networkingv1.NetworkPolicyPeer{IPBlock: block})
+			}
+		}
+	}
+	rules := []networkingv1.NetworkPolicyEgressRule{
+		{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: vms}}}},
+		{To: resolvers, Ports: []networkingv1.NetworkPolicyPort{udp(53), tcp(53)}},
+	}
+	var internet []networkingv1.NetworkPolicyPeer
+	if len(families) == 0 || slices.Contains(families, corev1.IPv4Protocol) {
+		internet = append(internet, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: v4}})
+	}
+	if len(families) == 0 || slices.Contains(families, corev1.IPv6Protocol) {
+		internet = append(internet, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: v6}})
+	}
+	if len(internet) > 0 {
+		rules = append(rules, networkingv1.NetworkPolicyEgressRule{To: internet})
+	}
+	// Kubelets reach the API server at the endpoint; when it is an address
+	// in a denied range (a private load balancer), it is opened explicitly.
+	if ep := kc.Spec.ControlPlaneEndpoint; ep.Port != 0 {
+		if block := hostBlock(ep.Host); block != nil {
+			rules = append(rules, networkingv1.NetworkPolicyEgressRule{
+				To: []networkingv1.NetworkPolicyPeer{{IPBlock: block}}, Ports: []networkingv1.NetworkPolicyPort{tcp(ep.Port)},
+			})
+		}
+	}
+	return rules, nil
+}
+
+// targetPort is the API server port in the control-plane VMs.
+func targetPort(kc *infrav1.KubevirtCluster) int32 {
+	if p := kc.Spec.ControlPlaneServiceTemplate.Spec.TargetPort; p != 0 {
+		return p
+	}
+	return infrav1.DefaultAPIServerPort
+}
+
+// hostBlock is the single-address block of ip, or nil when it is no IP.
+func hostBlock(ip string) *networkingv1.IPBlock {
+	parsed := net.ParseIP(ip)
+	switch {
+	case parsed == nil:
+		return nil
+	case parsed.To4() != nil:
+		return &networkingv1.IPBlock{CIDR: parsed.String() + "/32"}
+	default:
+		return &networkingv1.IPBlock{CIDR: parsed.String() + "/128"}
+	}
+}
+
+func tcp(port int32) networkingv1.NetworkPolicyPort {
+	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(port))}
+}
+
+func udp(port int32) networkingv1.NetworkPolicyPort {
+	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(port))}
+}
+
+// withAPIDefaults fills in what the API server would default, so that a
+// custom policy read back equals the desired one and causes no update.
+func withAPIDefaults(spec *networkingv1.NetworkPolicySpec) {
+	if len(spec.PolicyTypes) == 0 {
+		spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		if len(spec.Egress) > 0 {
+			spec.PolicyTypes = append(spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+		}
+	}
+	for i := range spec.Ingress {
+		defaultProtocols(spec.Ingress[i].Ports)
+	}
+	for i := range spec.Egress {
+		defaultProtocols(spec.Egress[i].Ports)
+	}
+}
+
+func defaultProtocols(ports []networkingv1.NetworkPolicyPort) {
+	for i := range ports {
+		if ports[i].Protocol == nil {
+			ports[i].Protocol = ptr.To(corev1.ProtocolTCP)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package isolation
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+func kcWith(mutate func(*infrav1.KubevirtCluster)) *infrav1.KubevirtCluster {
+	kc := &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Name: "blue-kc", Namespace: "tenants"}}
+	if mutate != nil {
+		mutate(kc)
+	}
+	return kc
+}
+
+func byName(t *testing.T, kc *infrav1.KubevirtCluster, opts Options) map[string]*networkingv1.NetworkPolicy {
+	t.Helper()
+	policies, err := Desired(kc, "blue", "infra-ns", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*networkingv1.NetworkPolicy{}
+	for _, p := range policies {
+		if p.Namespace != "infra-ns" {
+			t.Errorf("policy %s in namespace %s", p.Name, p.Namespace)
+		}
+		out[p.Name] = p
+	}
+	return out
+}
+
+// internet returns the egress rule with 0.0.0.0/0 or ::/0 blocks.
+func internet(p *networkingv1.NetworkPolicy) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range p.Spec.Egress {
+		for _, to := range r.To {
+			if to.IPBlock != nil && (to.IPBlock.CIDR == "0.0.0.0/0" || to.IPBlock.CIDR == "::/0") {
+				out[to.IPBlock.CIDR] = to.IPBlock.Except
+			}
+		}
+	}
+	return out
+}
+
+func TestDesiredDefaults(t *testing.T) {
+	got := byName(t, kcWith(nil), Options{ProviderNamespace: "capkv-system"})
+	iso, api := got["blue-kc-isolation"], got["blue-kc-api-server"]
+	if iso == nil || api == nil || len(got) != 2 {
+		t.Fatalf("policies %v", got)
+	}
+	sel := iso.Spec.PodSelector.MatchLabels
+	if sel[infrav1.ClusterNameLabel] != "blue" || sel[infrav1.KubevirtMachineNamespaceLabel] != "tenants" || sel[LauncherLabel] != LauncherValue {
+		t.Errorf("selector %v", sel)
+	}
+	if api.Spec.PodSelector.MatchLabels[infrav1.RoleLabel] != infrav1.RoleControlPlane || len(api.Spec.Ingress[0].From) != 0 ||
+		api.Spec.Ingress[0].Ports[0].Port.IntVal != 6443 {
+		t.Errorf("api-server policy %+v", api.Spec)
+	}
+	blocks := internet(iso)
+	if len(blocks["0.0.0.0/0"]) != 5 || len(blocks["::/0"]) != 2 {
+		t.Errorf("internet egress %v", blocks)
+	}
+	if len(iso.Spec.Ingress) != 2 || iso.Spec.Ingress[1].Ports[0].Port.IntVal != 22 ||
+		iso.Spec.Ingress[1].From[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "capkv-system" {
+		t.Errorf("ingress %+v", iso.Spec.Ingress)
+	}
+	if len(byName(t, kcWith(nil), Options{})["blue-kc-isolation"].Spec.Ingress) != 1 {
+		t.Error("port 22 opened without a provider namespace")
+	}
+}
+
+func TestDesiredOptions(t *testing.T) {
+	kc := kcWith(func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.Isolation.DeniedCIDRs = []string{"10.0.0.0/8", "fd00::/8"}
+		kc.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.53.0.10", "fd00::53"}}
+		kc.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "192.168.7.7", Port: 443}
+		kc.Spec.ControlPlaneServiceTemplate.Spec.TargetPort = 8443
+		kc.Spec.Isolation.APIServerClients = []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "198.51.100.0/24"}}}
+	})
+	got := byName(t, kc, Options{DeniedCIDRs: []string{"1.2.3.0/24"}, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}})
+	iso, api := got["blue-kc-isolation"], got["blue-kc-api-server"]
+	blocks := internet(iso)
+	if len(blocks) != 1 || len(blocks["0.0.0.0/0"]) != 1 || blocks["0.0.0.0/0"][0] != "10.0.0.0/8" {
+		t.Errorf("cluster's denied ranges replace the manager's, IPv4 only: %v", blocks)
+	}
+	dns := iso.Spec.Egress[1]
+	if len(dns.To) != 3 || dns.To[1].IPBlock.CIDR != "10.53.0.10/32" || dns.To[2].IPBlock.CIDR != "fd00::53/128" || len(dns.Ports) != 2 {
+		t.Errorf("DNS rule %+v", dns)
+	}
+	last := iso.Spec.Egress[len(iso.Spec.Egress)-1]
+	if last.To[0].IPBlock == nil || last.To[0].IPBlock.CIDR != "192.168.7.7/32" || last.Ports[0].Port.IntVal != 443 {
+		t.Errorf("endpoint rule %+v", last)
+	}
+	if api.Spec.Ingress[0].Ports[0].Port.IntVal != 8443 || api.Spec.Ingress[0].From[0].IPBlock.CIDR != "198.51.100.0/24" {
+		t.Errorf("api-server policy %+v", api.Spec.Ingress)
+	}
+	kc.Spec.Isolation.DeniedCIDRs = []string{"not-a-cidr"}
+	if _, err := Desired(kc, "blue", "infra-ns", Options{}); err == nil {
+		t.Error("a bad CIDR was accepted")
+	}
+}
+
+func TestDesiredCustomAndDisabled(t *testing.T) {
+	kc := kcWith(func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.Isolation.Mode = infrav1.IsolationDisabled
+		kc.Spec.CustomNetworkPolicies = []infrav1.CustomNetworkPolicy{{Name: "scrape", Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{infrav1.ClusterNameLabel: "other-tenant", "role": "x"}},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{}}}},
+		}}}
+	})
+	got := byName(t, kc, Options{})
+	custom := got["blue-kc-scrape"]
+	if len(got) != 1 || custom == nil {
+		t.Fatalf("disabled isolation keeps only custom policies: %v", got)
+	}
+	sel := custom.Spec.PodSelector.MatchLabels
+	if sel[infrav1.ClusterNameLabel] != "blue" || sel["role"] != "x" || sel[LauncherLabel] != LauncherValue {
+		t.Errorf("custom selector not narrowed to the cluster: %v", sel)
+	}
+	if len(custom.Spec.PolicyTypes) != 1 || custom.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress ||
+		ptr.Deref(custom.Spec.Ingress[0].Ports[0].Protocol, "") != corev1.ProtocolTCP {
+		t.Errorf("API defaults not filled in: %+v", custom.Spec)
+	}
+	if kc.Spec.CustomNetworkPolicies[0].Spec.PodSelector.MatchLabels[infrav1.ClusterNameLabel] != "other-tenant" {
+		t.Error("Desired modified the spec")
+	}
+}

@@ -1,0 +1,165 @@
+package tenantnet
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
+)
+
+// Allocator gives clusters their per-cluster networks. Allocation lists
+// live objects under a lock, so two clusters reconciled at once never get
+// the same VLAN; one lock per manager is enough, as only the leader writes.
+type Allocator struct {
+	mu sync.Mutex
+}
+
+// Result is the network a cluster got.
+type Result struct {
+	// NAD is the generated NetworkAttachmentDefinition, "namespace/name".
+	NAD string
+	// VLAN is its VLAN.
+	VLAN int32
+}
+
+func newNAD() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(GVK)
+	return u
+}
+
+// Ensure creates or corrects the cluster's network in infra namespace ns.
+// c writes (and, for unstructured objects, reads live); reader lists live.
+func (a *Allocator) Ensure(ctx context.Context, c client.Client, reader client.Reader, kc *infrav1.KubevirtCluster, clusterName, ns string, ref *metav1.OwnerReference) (Result, error) {
+	pc := kc.Spec.Network.PerCluster
+	tmpl := newNAD()
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: pc.TemplateRef.Namespace, Name: pc.TemplateRef.Name}, tmpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Result{}, &TemplateError{fmt.Sprintf("network template NetworkAttachmentDefinition %s/%s not found", pc.TemplateRef.Namespace, pc.TemplateRef.Name)}
+		}
+		return Result{}, fmt.Errorf("reading network template %s/%s: %w", pc.TemplateRef.Namespace, pc.TemplateRef.Name, err)
+	}
+	var first, last int32
+	if pc.VLANID == nil {
+		var err error
+		if first, last, err = Range(tmpl); err != nil {
+			return Result{}, err
+		}
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := types.NamespacedName{Namespace: ns, Name: Name(kc)}
+	var current int32
+	live := newNAD()
+	if err := reader.Get(ctx, key, live); err == nil && owned.IsOwnedBy(live, owned.Key(kc)) {
+		current = VLANOf(live)
+	} else if client.IgnoreNotFound(err) != nil {
+		return Result{}, fmt.Errorf("reading NetworkAttachmentDefinition %s: %w", key, err)
+	}
+	used, err := usedVLANs(ctx, reader, pc.TemplateRef, ns, key)
+	if err != nil {
+		return Result{}, err
+	}
+	vlan, err := Pick(pc.VLANID, current, used, first, last)
+	if err != nil {
+		return Result{}, err
+	}
+	want, err := Render(tmpl, kc, clusterName, ns, vlan)
+	if err != nil {
+		return Result{}, err
+	}
+	if ns != kc.Namespace {
+		ref = nil
+	}
+	if _, err := owned.Ensure(ctx, c, want, newNAD(), owned.Key(kc), ref, "NetworkAttachmentDefinition", syncNAD); err != nil {
+		return Result{}, err
+	}
+	return Result{NAD: key.String(), VLAN: vlan}, nil
+}
+
+// usedVLANs maps the VLANs of every network made from the template, other
+// than self, to that network. A kubeconfig that may not list across
+// namespaces sees only ns.
+func usedVLANs(ctx context.Context, reader client.Reader, ref infrav1.NamespacedRef, ns string, self types.NamespacedName) (map[int32]string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(GVK.GroupVersion().WithKind(GVK.Kind + "List"))
+	sel := client.MatchingLabels{infrav1.NetworkTemplateLabel: TemplateHash(ref)}
+	err := reader.List(ctx, list, sel)
+	if apierrors.IsForbidden(err) {
+		err = reader.List(ctx, list, sel, client.InNamespace(ns))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing networks made from template %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	used := map[int32]string{}
+	for i := range list.Items {
+		n := &list.Items[i]
+		if n.GetNamespace() == self.Namespace && n.GetName() == self.Name {
+			continue
+		}
+		if v := VLANOf(n); v != 0 {
+			used[v] = n.GetNamespace() + "/" + n.GetName()
+		}
+	}
+	return used, nil
+}
+
+// syncNAD makes the live network's config, labels and annotations the
+// desired ones, keeping annotations others added.
+func syncNAD(live, want *unstructured.Unstructured) bool {
+	changed := false
+	wantConfig, _, _ := unstructured.NestedString(want.Object, "spec", "config")
+	if liveConfig, _, _ := unstructured.NestedString(live.Object, "spec", "config"); liveConfig != wantConfig {
+		_ = unstructured.SetNestedField(live.Object, wantConfig, "spec", "config")
+		changed = true
+	}
+	for _, pair := range []struct {
+		get  func() map[string]string
+		set  func(map[string]string)
+		want map[string]string
+	}{
+		{live.GetLabels, live.SetLabels, want.GetLabels()},
+		{live.GetAnnotations, live.SetAnnotations, want.GetAnnotations()},
+	} {
+		cur := pair.get()
+		for k, v := range pair.want {
+			if cur[k] != v {
+				if cur == nil {
+					cur = map[string]string{}
+				}
+				maps.Copy(cur, pair.want)
+				pair.set(cur)
+				changed = true
+				break
+			}
+		}
+	}
+	return changed
+}
+
+// Delete deletes the cluster's generated network, named "namespace/name"
+// as recorded in its status, and reports whether it is gone.
+func Delete(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, nad string) (bool, error) {
+	ns, name, ok := strings.Cut(nad, "/")
+	if !ok {
+		return true, nil
+	}
+	gone, err := owned.Delete(ctx, c, newNAD(), types.NamespacedName{Namespace: ns, Name: name}, owned.Key(kc))
+	if err != nil && meta.IsNoMatchError(err) {
+		// Multus was removed along with every network: nothing is left.
+		return true, nil
+	}
+	return gone, err
+}

@@ -1,0 +1,166 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// ownedCluster creates a tenant whose KubevirtCluster is owned by its
+// Cluster, as Cluster API does, so the provider provisions it.
+func ownedCluster(t *testing.T, mutate func(*infrav1.KubevirtCluster)) *tenantCluster {
+	t.Helper()
+	tc := newTenantCluster(t, nil)
+	cluster := get(t, tc.c, tc.cluster)
+	NewWithT(t).Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kc := get(t, tc.c, tc.kc)
+		kc.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID}}
+		if mutate != nil {
+			mutate(kc)
+		}
+		return tc.c.Update(context.Background(), kc)
+	})).To(Succeed())
+	return tc
+}
+
+// endpoint polls the KubevirtCluster's endpoint once provisioned.
+func (tc *tenantCluster) endpoint() func() string {
+	return func() string {
+		kc := &infrav1.KubevirtCluster{}
+		if err := tc.c.Get(context.Background(), client.ObjectKeyFromObject(tc.kc), kc); err != nil {
+			return err.Error()
+		}
+		if !ptr.Deref(kc.Status.Initialization.Provisioned, false) {
+			c := conditions.Get(kc, infrav1.ControlPlaneEndpointReadyCondition)
+			if c == nil {
+				return "not provisioned"
+			}
+			return "not provisioned: " + c.Reason + ": " + c.Message
+		}
+		return fmt.Sprintf("%s:%d", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)
+	}
+}
+
+func TestControlPlaneServiceTypes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	clusterIP := ownedCluster(t, nil)
+	eventually(t, clusterIP.endpoint()).Should(MatchRegexp(`^10\.[0-9.]+:6443$`))
+	svc := &corev1.Service{}
+	g.Expect(clusterIP.c.Get(ctx, client.ObjectKey{Namespace: clusterIP.ns, Name: "tenant-lb"}, svc)).To(Succeed())
+	g.Expect(svc.Spec.Selector).To(Equal(map[string]string{infrav1.ClusterNameLabel: "tenant", infrav1.RoleLabel: infrav1.RoleControlPlane,
+		infrav1.KubevirtMachineNamespaceLabel: clusterIP.ns}))
+
+	lb := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeLoadBalancer
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Port = 443
+	})
+	// The simulated load balancer gives each Service its own loopback IP.
+	eventually(t, lb.endpoint()).Should(MatchRegexp(`^127\.1\.[0-9.]+:443$`))
+
+	nodePort := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeNodePort
+	})
+	eventually(t, nodePort.endpoint()).Should(ContainSubstring("node address"))
+
+	none := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = infrav1.ServiceTypeNone
+		kc.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "api.tenant.example", Port: 443}
+	})
+	eventually(t, none.endpoint()).Should(Equal("api.tenant.example:443"))
+	g.Expect(apierrors.IsNotFound(none.c.Get(ctx, client.ObjectKey{Namespace: none.ns, Name: "tenant-lb"}, &corev1.Service{}))).To(BeTrue())
+}
+
+func TestUserEndpointRespected(t *testing.T) {
+	hostOnly := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneEndpoint.Host = "api.blue.example"
+	})
+	portOnly := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneEndpoint.Port = 7443
+	})
+	both := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "api.green.example", Port: 8443}
+	})
+	eventually(t, hostOnly.endpoint()).Should(Equal("api.blue.example:6443"))
+	eventually(t, portOnly.endpoint()).Should(MatchRegexp(`^10\.[0-9.]+:7443$`))
+	eventually(t, both.endpoint()).Should(Equal("api.green.example:8443"))
+	// The Service still fronts the control plane, on the user's port.
+	svc := &corev1.Service{}
+	NewWithT(t).Expect(both.c.Get(context.Background(), client.ObjectKey{Namespace: both.ns, Name: "tenant-lb"}, svc)).To(Succeed())
+	NewWithT(t).Expect(svc.Spec.Ports[0].Port).To(Equal(int32(8443)))
+}
+
+func TestControlPlaneServiceDriftAndDeletion(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	a := ownedCluster(t, nil)
+	eventually(t, a.endpoint()).Should(MatchRegexp(`:6443$`))
+	key := client.ObjectKey{Namespace: a.ns, Name: "tenant-lb"}
+	svc := &corev1.Service{}
+	g.Expect(a.c.Get(ctx, key, svc)).To(Succeed())
+	svc.Spec.Selector = map[string]string{"app": "hijacked"}
+	g.Expect(a.c.Update(ctx, svc)).To(Succeed())
+	eventually(t, func() map[string]string {
+		s := &corev1.Service{}
+		_ = a.c.Get(ctx, key, s)
+		return s.Spec.Selector
+	}).Should(HaveKeyWithValue(infrav1.RoleLabel, infrav1.RoleControlPlane))
+
+	g.Expect(a.c.Delete(ctx, a.kc)).To(Succeed())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(a.c.Get(ctx, client.ObjectKeyFromObject(a.kc), &infrav1.KubevirtCluster{}))
+	}).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(a.c.Get(ctx, key, &corev1.Service{}))).To(BeTrue())
+}
+
+func TestFailureDomains(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	discovered := ownedCluster(t, nil)
+	eventually(t, func() []string {
+		kc := get(t, discovered.c, discovered.kc)
+		var names []string
+		for _, fd := range kc.Status.FailureDomains {
+			names = append(names, fmt.Sprintf("%s/%v", fd.Name, ptr.Deref(fd.ControlPlane, false)))
+		}
+		return names
+	}).Should(Equal([]string{"zone-a/true", "zone-b/true", "zone-c/true"}))
+
+	explicit := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.FailureDomains = []infrav1.FailureDomainSpec{
+			{Name: "rack-c", NodeSelector: map[string]string{corev1.LabelHostname: "infra-c"}},
+			{Name: "rack-a", ControlPlane: ptr.To(false), NodeSelector: map[string]string{corev1.LabelHostname: "infra-a"}},
+		}
+	})
+	eventually(t, func() int { return len(get(t, explicit.c, explicit.kc).Status.FailureDomains) }).Should(Equal(2))
+	fds := get(t, explicit.c, explicit.kc).Status.FailureDomains
+	g.Expect(fds[0].Name).To(Equal("rack-a"))
+	g.Expect(*fds[0].ControlPlane).To(BeFalse())
+
+	// A machine in rack-c lands on the node its selector names.
+	km := explicit.newMachine(t, machineOptions{name: "rack-c-0", noBootstrap: true})
+	m := get(t, explicit.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "rack-c-0", Namespace: explicit.ns}})
+	m.Spec.FailureDomain = "rack-c"
+	g.Expect(explicit.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rack-c-0-bootstrap", Namespace: explicit.ns},
+		Data: map[string][]byte{"value": []byte(validCloudConfig)}})).To(Succeed())
+	m.Spec.Bootstrap.DataSecretName = ptr.To("rack-c-0-bootstrap")
+	g.Expect(explicit.c.Update(ctx, m)).To(Succeed())
+	eventually(t, explicit.provisioned(km)).Should(Succeed())
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, explicit.ns, km.Name, vmi)).To(Succeed())
+	g.Expect(vmi.Status.NodeName).To(Equal("infra-c"))
+}
