@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -144,7 +145,8 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
 	}
-	return ctrl.Result{}, r.service.Reconcile(ctx, kc, owner, infra)
+	recheck, err := r.service.Reconcile(ctx, kc, owner, infra)
+	return ctrl.Result{RequeueAfter: recheck}, err
 }
 
 // reconcileDelete removes what was created for the cluster, then the
@@ -205,7 +207,12 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 		if err := r.watchNetworks(infra, allClusters); err != nil {
 			return err
 		}
-		// Zones come and go with infra nodes; only label changes matter.
+		// Zones come and go with infra nodes; only label changes matter. A
+		// kubeconfig that may not list nodes gets no watch (the cache would
+		// never sync); its clusters must list failure domains explicitly.
+		if !mayListNodes(infra) {
+			return nil
+		}
 		return r.controller.Watch(source.Kind(infra.Cache, client.Object(&corev1.Node{}), handler.EnqueueRequestsFromMapFunc(allClusters),
 			predicate.LabelChangedPredicate{}))
 	})
@@ -246,4 +253,12 @@ func (r *KubevirtClusterReconciler) watchNetworks(infra *infracluster.Infra, all
 			enqueue(q, allClusters(ctx, e.Object))
 		},
 	}))
+}
+
+// mayListNodes reports whether the infra cluster lets the provider list
+// nodes.
+func mayListNodes(infra *infracluster.Infra) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return !apierrors.IsForbidden(infra.APIReader.List(ctx, &corev1.NodeList{}, client.Limit(1)))
 }

@@ -7,6 +7,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,18 +48,27 @@ type Service struct {
 // and marks the cluster provisioned once all of them are in place. Problems
 // the user must fix are reported in conditions only; API errors are also
 // returned, for a retry.
-func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra) error {
+func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra) (time.Duration, error) {
 	var ref *metav1.OwnerReference
 	if !infra.External {
 		ref = metav1.NewControllerRef(kc, infrav1.GroupVersion.WithKind("KubevirtCluster"))
 	}
-	nodes := &corev1.NodeList{}
-	if err := infra.Client.List(ctx, nodes); err != nil {
-		return fmt.Errorf("listing infra nodes for failure domains: %w", err)
-	}
-	kc.Status.FailureDomains = failuredomains.Status(kc.Spec.FailureDomains, nodes.Items)
-
 	var errs []error
+	var nodes []corev1.Node
+	if len(kc.Spec.FailureDomains) == 0 {
+		// Only discovery needs the nodes.
+		list := &corev1.NodeList{}
+		// Bounded: with a kubeconfig that may not watch nodes, the cache
+		// would wait forever.
+		listCtx, cancel := context.WithTimeout(ctx, nodeListTimeout)
+		defer cancel()
+		if err := infra.Client.List(listCtx, list); err != nil {
+			errs = append(errs, fmt.Errorf("listing infra nodes to discover failure domains (list them in spec.failureDomains instead): %w", err))
+		}
+		nodes = list.Items
+	}
+	kc.Status.FailureDomains = failuredomains.Status(kc.Spec.FailureDomains, nodes)
+
 	isolated, err := s.reconcileIsolation(ctx, kc, cluster, infra, ref)
 	errs = append(errs, err)
 	networked, err := s.reconcileNetworks(ctx, kc, cluster, infra, ref)
@@ -71,8 +81,21 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 		kc.Status.Ready = true
 		kc.Status.Initialization.Provisioned = ptr.To(true)
 	}
-	return kerrors.NewAggregate(errs)
+	var recheck time.Duration
+	if c := conditions.Get(kc, infrav1.NetworksReadyCondition); c != nil &&
+		(c.Reason == infrav1.NetworkTemplateInvalidReason || c.Reason == infrav1.VLANUnavailableReason) {
+		// Templates and other clusters' networks may live where no watch
+		// reaches (another namespace of an external infra cluster).
+		recheck = NetworkRecheck
+	}
+	return recheck, kerrors.NewAggregate(errs)
 }
+
+const nodeListTimeout = 15 * time.Second
+
+// NetworkRecheck is how often a cluster waiting for its network template or
+// a free VLAN looks again, besides the events that wake it.
+const NetworkRecheck = time.Minute
 
 func (s *Service) reconcileIsolation(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (bool, error) {
 	if err := isolation.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, ref, s.Isolation); err != nil {

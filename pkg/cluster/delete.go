@@ -28,12 +28,21 @@ func (s *Service) Delete(ctx context.Context, kc *infrav1.KubevirtCluster, infra
 	if gone, err := isolation.Delete(ctx, infra.Client, kc, infra.Namespace); err != nil || !gone {
 		return "the NetworkPolicies", err
 	}
-	if nad := kc.Status.Network.PerCluster; nad != "" {
+	// The recorded network, and the one the spec names in case the status
+	// update after creating it was lost.
+	nads := []string{kc.Status.Network.PerCluster}
+	if kc.Spec.Network.PerCluster != nil {
+		nads = append(nads, infra.Namespace+"/"+tenantnet.Name(kc))
+	}
+	for _, nad := range nads {
+		if nad == "" {
+			continue
+		}
 		if gone, err := tenantnet.Delete(ctx, infra.Client, kc, nad); err != nil || !gone {
 			return "NetworkAttachmentDefinition " + nad, err
 		}
-		kc.Status.Network = infrav1.ClusterNetworkStatus{}
 	}
+	kc.Status.Network = infrav1.ClusterNetworkStatus{}
 	if clusterName := kc.Labels[infrav1.ClusterNameLabel]; clusterName != "" {
 		key := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Spec.SSHKeys.SecretName(clusterName)}
 		if gone, err := owned.Delete(ctx, s.Client, &corev1.Secret{}, key, owned.Key(kc)); err != nil || !gone {

@@ -24,16 +24,21 @@ func Wanted(kc *infrav1.KubevirtCluster) bool {
 	return kc.Spec.ControlPlaneServiceTemplate.Spec.Type != infrav1.ServiceTypeNone
 }
 
-// Port is the Service port: the configured one, else the endpoint's, else
-// 6443.
+// Port is the Service port: the configured one, else the endpoint's (except
+// for NodePort, where the endpoint port is the node port), else 6443.
 func Port(kc *infrav1.KubevirtCluster) int32 {
 	switch {
 	case kc.Spec.ControlPlaneServiceTemplate.Spec.Port != 0:
 		return kc.Spec.ControlPlaneServiceTemplate.Spec.Port
-	case kc.Spec.ControlPlaneEndpoint.Port != 0:
+	case kc.Spec.ControlPlaneEndpoint.Port != 0 && !isNodePort(kc):
+		// With NodePort, the endpoint port is the node port instead.
 		return kc.Spec.ControlPlaneEndpoint.Port
 	}
 	return infrav1.DefaultAPIServerPort
+}
+
+func isNodePort(kc *infrav1.KubevirtCluster) bool {
+	return kc.Spec.ControlPlaneServiceTemplate.Spec.Type == corev1.ServiceTypeNodePort
 }
 
 // Desired is the Service for a KubevirtCluster of Cluster clusterName, in
@@ -71,9 +76,19 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string) *corev1.Servic
 			Ports: []corev1.ServicePort{{
 				Name: "api-server", Protocol: corev1.ProtocolTCP,
 				Port: Port(kc), TargetPort: intstr.FromInt32(target),
+				NodePort: nodePort(kc),
 			}},
 		},
 	}
+}
+
+// nodePort is the node port a NodePort Service must use: the endpoint port,
+// once set (by the user, or filled in from the first allocation).
+func nodePort(kc *infrav1.KubevirtCluster) int32 {
+	if isNodePort(kc) {
+		return kc.Spec.ControlPlaneEndpoint.Port
+	}
+	return 0
 }
 
 // Drifted reports whether the live Service differs from the desired one in
@@ -87,7 +102,8 @@ func Drifted(live, want *corev1.Service) bool {
 	}
 	for i, p := range want.Spec.Ports {
 		l := live.Spec.Ports[i]
-		if l.Name != p.Name || l.Protocol != p.Protocol || l.Port != p.Port || l.TargetPort != p.TargetPort {
+		if l.Name != p.Name || l.Protocol != p.Protocol || l.Port != p.Port || l.TargetPort != p.TargetPort ||
+			p.NodePort != 0 && l.NodePort != p.NodePort {
 			return true
 		}
 	}
@@ -112,7 +128,7 @@ func Apply(live, want *corev1.Service) {
 	ports := make([]corev1.ServicePort, len(want.Spec.Ports))
 	copy(ports, want.Spec.Ports)
 	for i := range ports {
-		if i < len(live.Spec.Ports) && live.Spec.Ports[i].Port == ports[i].Port && want.Spec.Type != corev1.ServiceTypeClusterIP {
+		if ports[i].NodePort == 0 && i < len(live.Spec.Ports) && live.Spec.Ports[i].Port == ports[i].Port && want.Spec.Type != corev1.ServiceTypeClusterIP {
 			ports[i].NodePort = live.Spec.Ports[i].NodePort
 		}
 	}

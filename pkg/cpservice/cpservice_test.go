@@ -66,6 +66,38 @@ func TestDriftAndApply(t *testing.T) {
 	}
 }
 
+// TestNodePortStable checks that once the endpoint carries the node port,
+// the Service keeps its port and that node port: no drift, no new
+// allocation.
+func TestNodePortStable(t *testing.T) {
+	kc := cluster(func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeNodePort
+	})
+	first := Desired(kc, "blue", "tenants")
+	if first.Spec.Ports[0].Port != 6443 || first.Spec.Ports[0].NodePort != 0 {
+		t.Fatalf("first ports %+v", first.Spec.Ports)
+	}
+	live := first.DeepCopy()
+	live.Spec.Ports[0].NodePort = 31234
+	ep, ok, _ := Endpoint(kc, live)
+	if ok || ep.Port != 31234 {
+		t.Fatalf("endpoint %+v ok %v: the node port is the endpoint port, the host is the user's", ep, ok)
+	}
+	kc.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "node.example", Port: ep.Port}
+	want := Desired(kc, "blue", "tenants")
+	if want.Spec.Ports[0].Port != 6443 || want.Spec.Ports[0].NodePort != 31234 || Drifted(live, want) {
+		t.Errorf("after the endpoint is set: ports %+v, drifted %v", want.Spec.Ports, Drifted(live, want))
+	}
+	live.Spec.Ports[0].NodePort = 30000
+	if !Drifted(live, want) {
+		t.Error("a changed node port is drift")
+	}
+	Apply(live, want)
+	if live.Spec.Ports[0].NodePort != 31234 {
+		t.Errorf("node port %d after Apply", live.Spec.Ports[0].NodePort)
+	}
+}
+
 func TestEndpoint(t *testing.T) {
 	lb := func(ingress ...corev1.LoadBalancerIngress) *corev1.Service {
 		s := Desired(cluster(nil), "blue", "tenants")

@@ -12,13 +12,17 @@ import (
 )
 
 // Ensure creates the control-plane Service or corrects its drift, and
-// returns the live Service; nil when the cluster wants none. Objects of
+// returns the live Service; nil when the cluster wants none (its Service,
+// if one was created before, is deleted). Objects of
 // the same name without the owner annotation are never taken over.
 func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, clusterName, ns string, ref *metav1.OwnerReference) (*corev1.Service, error) {
-	if !Wanted(kc) {
-		return nil, nil
-	}
 	want := Desired(kc, clusterName, ns)
+	if !Wanted(kc) {
+		// Switched to None: a Service left behind would keep exposing the
+		// control plane.
+		_, err := owned.Delete(ctx, c, &corev1.Service{}, client.ObjectKeyFromObject(want), owned.Key(kc))
+		return nil, err
+	}
 	if want.Namespace != kc.Namespace {
 		ref = nil
 	}

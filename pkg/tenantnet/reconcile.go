@@ -61,16 +61,22 @@ func (a *Allocator) Ensure(ctx context.Context, c client.Client, reader client.R
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := types.NamespacedName{Namespace: ns, Name: Name(kc)}
-	var current int32
+	// The VLAN, once given, stays: the live network's, else the recorded
+	// one (the network may have been deleted by hand).
+	current := kc.Status.Network.VLANID
 	live := newNAD()
-	if err := reader.Get(ctx, key, live); err == nil && owned.IsOwnedBy(live, owned.Key(kc)) {
+	if err := reader.Get(ctx, key, live); err == nil && owned.IsOwnedBy(live, owned.Key(kc)) && VLANOf(live) != 0 {
 		current = VLANOf(live)
 	} else if client.IgnoreNotFound(err) != nil {
 		return Result{}, fmt.Errorf("reading NetworkAttachmentDefinition %s: %w", key, err)
 	}
-	used, err := usedVLANs(ctx, reader, pc.TemplateRef, ns, key)
+	used, complete, err := usedVLANs(ctx, reader, pc.TemplateRef, ns, key)
 	if err != nil {
 		return Result{}, err
+	}
+	if !complete && pc.VLANID == nil && current == 0 {
+		return Result{}, &VLANError{"cannot allocate a VLAN unique across the infra cluster: the kubeconfig may not list " +
+			"NetworkAttachmentDefinitions in all namespaces; grant that, or set network.perCluster.vlanID"}
 	}
 	vlan, err := Pick(pc.VLANID, current, used, first, last)
 	if err != nil {
@@ -91,19 +97,21 @@ func (a *Allocator) Ensure(ctx context.Context, c client.Client, reader client.R
 
 // usedVLANs maps the VLANs of every network made from the template, other
 // than self, to that network. A kubeconfig that may not list across
-// namespaces sees only ns.
-func usedVLANs(ctx context.Context, reader client.Reader, ref infrav1.NamespacedRef, ns string, self types.NamespacedName) (map[int32]string, error) {
+// namespaces sees only ns; complete is then false.
+func usedVLANs(ctx context.Context, reader client.Reader, ref infrav1.NamespacedRef, ns string, self types.NamespacedName) (used map[int32]string, complete bool, err error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(GVK.GroupVersion().WithKind(GVK.Kind + "List"))
 	sel := client.MatchingLabels{infrav1.NetworkTemplateLabel: TemplateHash(ref)}
-	err := reader.List(ctx, list, sel)
+	complete = true
+	err = reader.List(ctx, list, sel)
 	if apierrors.IsForbidden(err) {
+		complete = false
 		err = reader.List(ctx, list, sel, client.InNamespace(ns))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing networks made from template %s/%s: %w", ref.Namespace, ref.Name, err)
+		return nil, false, fmt.Errorf("listing networks made from template %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	used := map[int32]string{}
+	used = map[int32]string{}
 	for i := range list.Items {
 		n := &list.Items[i]
 		if n.GetNamespace() == self.Namespace && n.GetName() == self.Name {
@@ -113,7 +121,7 @@ func usedVLANs(ctx context.Context, reader client.Reader, ref infrav1.Namespaced
 			used[v] = n.GetNamespace() + "/" + n.GetName()
 		}
 	}
-	return used, nil
+	return used, complete, nil
 }
 
 // syncNAD makes the live network's config, labels and annotations the

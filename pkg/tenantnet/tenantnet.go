@@ -147,8 +147,9 @@ func VLANOf(nad *unstructured.Unstructured) int32 {
 }
 
 // Pick returns the VLAN for a cluster: the requested one if set (an error
-// if another cluster has it), else the current one, else the lowest free in
-// [first, last]. used maps VLANs to the network holding them, excluding the
+// if another cluster has it), else the current one (an error if another
+// network took it meanwhile; the cluster never moves), else the lowest free
+// in [first, last]. used maps VLANs to the network holding them, excluding the
 // cluster's own.
 func Pick(requested *int32, current int32, used map[int32]string, first, last int32) (int32, error) {
 	if requested != nil {
@@ -158,9 +159,11 @@ func Pick(requested *int32, current int32, used map[int32]string, first, last in
 		return *requested, nil
 	}
 	if current != 0 {
-		if _, taken := used[current]; !taken {
-			return current, nil
+		// Never moved: running VMs are on it.
+		if holder, taken := used[current]; taken {
+			return 0, &VLANError{fmt.Sprintf("the cluster's VLAN %d is now also used by %s", current, holder)}
 		}
+		return current, nil
 	}
 	for v := first; v <= last; v++ {
 		if _, taken := used[v]; !taken {

@@ -47,7 +47,7 @@ func TestPick(t *testing.T) {
 	}{
 		{"lowest free", nil, 0, 102, false},
 		{"keeps its current VLAN", nil, 105, 105, false},
-		{"current taken meanwhile: lowest free", nil, 101, 102, false},
+		{"current taken meanwhile: refused, never moved", nil, 101, 0, true},
 		{"requested free", ptr.To[int32](150), 0, 150, false},
 		{"requested taken", ptr.To[int32](100), 0, 0, true},
 	}

@@ -259,9 +259,12 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 			m.Spec.VirtualMachineTemplate.Spec.Template.Spec.ReadinessProbe = &kubevirtv1.Probe{
 				Handler: kubevirtv1.Handler{GuestAgentPing: &kubevirtv1.GuestAgentPing{}}}
 		}), "spec.virtualMachineTemplate.spec.template.spec.readinessProbe"},
-		{"node address network that is not a VM network", machine(func(m *infrav1.KubevirtMachine) {
-			m.Spec.NodeAddressNetwork = "storage"
+		{"node address network that is no network name", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.NodeAddressNetwork = "Storage_Net"
 		}), "spec.nodeAddressNetwork"},
+		{"custom policy named like the provider's own", cluster(func(c *infrav1.KubevirtCluster) {
+			c.Spec.CustomNetworkPolicies = []infrav1.CustomNetworkPolicy{{Name: "api-server"}}
+		}), "spec.customNetworkPolicies[0].name"},
 		{"unknown cloud-init data source", machine(func(m *infrav1.KubevirtMachine) {
 			m.Spec.UserData.CloudInitDataSource = "Metadata"
 		}), "spec.userData.cloudInitDataSource"},
@@ -447,6 +450,8 @@ func TestAdmissionUpdates(t *testing.T) {
 		create(t, kc)
 		expectInvalid(t, update(kc, func() { kc.Spec.Network.PerCluster.VLANID = ptr.To[int32](200) }), "spec.network.perCluster")
 		expectInvalid(t, update(kc, func() { kc.Spec.Network.PerCluster = nil }), "spec.network.perCluster")
+		expectInvalid(t, update(kc, func() { kc.Spec.ControlPlaneServiceTemplate.ObjectMeta.Namespace = "elsewhere" }),
+			"spec.controlPlaneServiceTemplate.metadata.namespace")
 		if err := update(kc, func() { kc.Spec.Isolation.Mode = infrav1.IsolationDisabled }); err != nil {
 			t.Errorf("turning isolation off was refused: %v", err)
 		}

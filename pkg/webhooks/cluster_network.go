@@ -28,6 +28,13 @@ func validateClusterNetworking(spec *infrav1.KubevirtClusterSpec, fld *field.Pat
 			errs = append(errs, field.Invalid(fld.Child("isolation", "deniedCIDRs").Index(i), cidr, "must be a CIDR such as 10.0.0.0/8 or fc00::/7"))
 		}
 	}
+	for i, p := range spec.CustomNetworkPolicies {
+		// <KubevirtCluster>-isolation and -api-server are the provider's own.
+		if p.Name == "isolation" || p.Name == "api-server" {
+			errs = append(errs, field.Invalid(fld.Child("customNetworkPolicies").Index(i).Child("name"), p.Name,
+				"isolation and api-server name the provider's own policies; choose another name"))
+		}
+	}
 	nets := spec.Network.Networks
 	if pc := spec.Network.PerCluster; pc != nil {
 		errs = append(errs, dns1123Label(pc.TemplateRef.Namespace, fld.Child("network", "perCluster", "templateRef", "namespace"))...)

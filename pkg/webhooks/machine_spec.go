@@ -49,23 +49,9 @@ func validateMachineSpec(spec *infrav1.KubevirtMachineSpec, namespace string, fl
 		}
 	}
 	if n := spec.NodeAddressNetwork; n != "" {
-		var names []string
-		if tmpl := spec.VirtualMachineTemplate.Spec.Template; tmpl != nil {
-			for _, net := range tmpl.Spec.Networks {
-				names = append(names, net.Name)
-			}
-		}
-		if len(names) == 0 {
-			// KubeVirt (or the provider, when it adds Multus networks) adds
-			// the pod network "default" to a VM without networks.
-			names = []string{"default"}
-		}
-		for _, net := range spec.Networks {
-			names = append(names, net.Name)
-		}
-		if !contains(names, n) {
-			errs = append(errs, field.NotSupported(fld.Child("nodeAddressNetwork"), n, names))
-		}
+		// It may name a network of the cluster, which the machine cannot
+		// see here; the controller reports NodeNetworkNotFound otherwise.
+		errs = append(errs, dns1123Label(n, fld.Child("nodeAddressNetwork"))...)
 	}
 	errs = append(errs, validateSecretRef(spec.InfraClusterSecretRef, fld.Child("infraClusterSecretRef"))...)
 	errs = append(errs, validateProviderDisks(spec, fld)...)

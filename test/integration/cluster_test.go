@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -76,6 +77,37 @@ func TestControlPlaneServiceTypes(t *testing.T) {
 		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeNodePort
 	})
 	eventually(t, nodePort.endpoint()).Should(ContainSubstring("node address"))
+
+	// With the host given, the first node port becomes the endpoint port
+	// and stays the Service's; switching to None removes the Service.
+	nodePortHost := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeNodePort
+		kc.Spec.ControlPlaneEndpoint.Host = "node-1.infra.example"
+	})
+	eventually(t, nodePortHost.endpoint()).Should(MatchRegexp(`^node-1\.infra\.example:3[0-9]{4}$`))
+	ep := nodePortHost.endpoint()()
+	key := client.ObjectKey{Namespace: nodePortHost.ns, Name: "tenant-lb"}
+	nodePortOf := func() string {
+		s := &corev1.Service{}
+		if err := nodePortHost.c.Get(ctx, key, s); err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("node-1.infra.example:%d (port %d)", s.Spec.Ports[0].NodePort, s.Spec.Ports[0].Port)
+	}
+	g.Expect(nodePortOf()).To(Equal(ep + " (port 6443)"))
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kc := get(t, nodePortHost.c, nodePortHost.kc)
+		kc.Annotations = map[string]string{"test.capkv.io/touch": "1"}
+		return nodePortHost.c.Update(ctx, kc)
+	})).To(Succeed())
+	g.Consistently(nodePortOf).WithTimeout(2 * time.Second).Should(Equal(ep + " (port 6443)"))
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kc := get(t, nodePortHost.c, nodePortHost.kc)
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = infrav1.ServiceTypeNone
+		return nodePortHost.c.Update(ctx, kc)
+	})).To(Succeed())
+	eventually(t, func() bool { return apierrors.IsNotFound(nodePortHost.c.Get(ctx, key, &corev1.Service{})) }).Should(BeTrue())
+	g.Expect(nodePortHost.endpoint()()).To(Equal(ep))
 
 	none := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = infrav1.ServiceTypeNone

@@ -98,6 +98,18 @@ func TestPerClusterVLANNetworks(t *testing.T) {
 	}
 	g.Expect(vlans).To(Equal(map[int32]bool{100: true, 101: true}), "each cluster gets a VLAN of its own")
 
+	// A network deleted by hand comes back with the same VLAN.
+	secondVLAN := get(t, second.c, second.kc).Status.Network.VLANID
+	before := nadConfig(second.ns, "tenant-tenant")()
+	nad := &unstructured.Unstructured{}
+	nad.SetAPIVersion("k8s.cni.cncf.io/v1")
+	nad.SetKind("NetworkAttachmentDefinition")
+	nad.SetNamespace(second.ns)
+	nad.SetName("tenant-tenant")
+	g.Expect(w.Env.Client.Delete(ctx, nad)).To(Succeed())
+	eventually(t, nadConfig(second.ns, "tenant-tenant")).Should(Equal(before))
+	g.Expect(get(t, second.c, second.kc).Status.Network.VLANID).To(Equal(secondVLAN))
+
 	// The range is used up; an explicit VLAN another cluster has is refused.
 	third := ownedCluster(t, withVLAN(nil))
 	eventually(t, third.clusterCondition(infrav1.NetworksReadyCondition)).Should(Equal(
