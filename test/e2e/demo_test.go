@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrlkubeconfig "sigs.k8s.io/cluster-api/util/kubeconfig"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// goldenVolumes counts the golden image DataVolumes in a namespace.
+func goldenVolumes(ctx context.Context, ns string) int {
+	dvs := &cdiv1.DataVolumeList{}
+	Expect(c.List(ctx, dvs, client.InNamespace(ns))).To(Succeed())
+	n := 0
+	for _, dv := range dvs.Items {
+		if strings.HasPrefix(dv.Name, "capkv-golden-") {
+			n++
+		}
+	}
+	return n
+}
+
+var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
+	var ns string
+	ctx := context.Background()
+
+	BeforeAll(func() {
+		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-demo-"}}
+		Expect(c.Create(ctx, namespace)).To(Succeed())
+		ns = namespace.Name
+		applyTemplate(ctx, map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": ns})
+	})
+
+	It("gets 3 ready control-plane machines and 3 workers with Nodes, from one golden image import", func() {
+		kcp := &controlplanev1.KubeadmControlPlane{}
+		Eventually(func() string {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-control-plane"}, kcp); err != nil {
+				return err.Error()
+			}
+			return fmt.Sprintf("%d/%d ready", ptr.Deref(kcp.Status.ReadyReplicas, 0), ptr.Deref(kcp.Spec.Replicas, 0))
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("3/3 ready"), func() string {
+			return describe(ctx, ns)
+		})
+		md := &clusterv1.MachineDeployment{}
+		Eventually(func() int32 {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, md); err != nil {
+				return -1
+			}
+			return ptr.Deref(md.Status.ReadyReplicas, 0)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(BeEquivalentTo(3))
+		machines := &clusterv1.MachineList{}
+		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		Expect(machines.Items).To(HaveLen(6))
+		for _, m := range machines.Items {
+			Expect(m.Status.NodeRef.IsDefined()).To(BeTrue(), "machine %s has no NodeRef", m.Name)
+		}
+		Expect(goldenVolumes(ctx, ns)).To(Equal(1), "every root disk is cloned from one golden volume")
+	})
+})
+
+// describe summarizes the cluster's objects for failure messages.
+func describe(ctx context.Context, ns string) string {
+	var b strings.Builder
+	kcs := &infrav1.KubevirtClusterList{}
+	_ = c.List(ctx, kcs, client.InNamespace(ns))
+	for _, kc := range kcs.Items {
+		for _, cond := range kc.Status.Conditions {
+			fmt.Fprintf(&b, "KubevirtCluster %s %s=%s %s: %s\n", kc.Name, cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+		fmt.Fprintf(&b, "  endpoint %s:%d\n", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)
+	}
+	kms := &infrav1.KubevirtMachineList{}
+	_ = c.List(ctx, kms, client.InNamespace(ns))
+	for _, km := range kms.Items {
+		for _, cond := range km.Status.Conditions {
+			if cond.Status != metav1.ConditionTrue {
+				fmt.Fprintf(&b, "KubevirtMachine %s %s=%s %s: %s\n", km.Name, cond.Type, cond.Status, cond.Reason, cond.Message)
+			}
+		}
+	}
+	vmis := &kubevirtv1.VirtualMachineInstanceList{}
+	_ = c.List(ctx, vmis, client.InNamespace(ns))
+	for _, vmi := range vmis.Items {
+		fmt.Fprintf(&b, "VMI %s phase %s guest %q\n", vmi.Name, vmi.Status.Phase, vmi.Annotations["sim.capkv.io/guest"])
+	}
+	for _, km := range kms.Items {
+		fmt.Fprintf(&b, "KubevirtMachine %s nodeupdated %v providerID %v\n", km.Name, km.Status.NodeUpdated, ptr.Deref(km.Spec.ProviderID, ""))
+	}
+	if kubeconfig, err := ctrlkubeconfig.FromSecret(ctx, c, client.ObjectKey{Namespace: ns, Name: "demo"}); err != nil {
+		fmt.Fprintf(&b, "kubeconfig: %v\n", err)
+	} else if cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
+		fmt.Fprintf(&b, "kubeconfig: %v\n", err)
+	} else if wc, err := client.New(cfg, client.Options{}); err != nil {
+		fmt.Fprintf(&b, "workload client: %v\n", err)
+	} else {
+		nodes := &corev1.NodeList{}
+		err := wc.List(ctx, nodes)
+		fmt.Fprintf(&b, "workload cluster at %s: %d nodes, %v\n", cfg.Host, len(nodes.Items), err)
+	}
+	machines := &clusterv1.MachineList{}
+	_ = c.List(ctx, machines, client.InNamespace(ns))
+	for _, m := range machines.Items {
+		fmt.Fprintf(&b, "Machine %s phase %s nodeRef %v\n", m.Name, m.Status.Phase, m.Status.NodeRef.Name)
+	}
+	return b.String()
+}
