@@ -9,17 +9,22 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrlkubeconfig "sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 )
 
 // goldenVolumes counts the golden image DataVolumes in a namespace.
@@ -71,7 +76,87 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		}
 		Expect(goldenVolumes(ctx, ns)).To(Equal(1), "every root disk is cloned from one golden volume")
 	})
+
+	It("scales the workers 3 -> 8 -> 1, with the provider restarted 5 times during the scale-up", func() {
+		scaleWorkers(ctx, ns, 8)
+		vmCount := func() int {
+			vms := &kubevirtv1.VirtualMachineList{}
+			Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+			return len(vms.Items)
+		}
+		if w != nil {
+			for range 5 {
+				before := vmCount()
+				Expect(stopProvider()).To(Succeed())
+				var err error
+				stopProvider, err = w.StartProvider(providerOptions())
+				Expect(err).NotTo(HaveOccurred())
+				// The next restart comes once this manager made progress.
+				Eventually(func() bool { n := vmCount(); return n > before || n == 3+8 }).
+					WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(BeTrue())
+			}
+		}
+		expectWorkers(ctx, ns, 8)
+		vms := &kubevirtv1.VirtualMachineList{}
+		Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+		Expect(vms.Items).To(HaveLen(3+8), "one VM per machine, no duplicates")
+		scaleWorkers(ctx, ns, 1)
+		expectWorkers(ctx, ns, 1)
+		Eventually(func() int {
+			Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+			return len(vms.Items)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(3 + 1))
+	})
+
+	It("deletes everything of the cluster", func() {
+		Expect(c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}})).To(Succeed())
+		for _, list := range []client.ObjectList{
+			&clusterv1.ClusterList{}, &clusterv1.MachineList{}, &infrav1.KubevirtMachineList{}, &infrav1.KubevirtClusterList{},
+			&kubevirtv1.VirtualMachineList{}, &kubevirtv1.VirtualMachineInstanceList{}, &cdiv1.DataVolumeList{},
+			&corev1.SecretList{}, &corev1.ServiceList{}, &networkingv1.NetworkPolicyList{},
+		} {
+			Eventually(func() int {
+				Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+				return meta.LenList(list)
+			}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero(), "%T left in %s:\n%s", list, ns, describe(ctx, ns))
+		}
+	})
 })
+
+// providerOptions are the options of the provider's manager in the world.
+func providerOptions() manager.Options {
+	return manager.Options{GoldenImageRetention: 2 * time.Second}
+}
+
+// scaleWorkers sets the MachineDeployment's replicas.
+func scaleWorkers(ctx context.Context, ns string, n int32) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		md := &clusterv1.MachineDeployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, md); err != nil {
+			return err
+		}
+		md.Spec.Replicas = ptr.To(n)
+		return c.Update(ctx, md)
+	})).To(Succeed())
+}
+
+// expectWorkers waits for exactly n worker machines, all ready with Nodes.
+func expectWorkers(ctx context.Context, ns string, n int) {
+	Eventually(func() string {
+		machines := &clusterv1.MachineList{}
+		if err := c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "demo-md-0"}); err != nil {
+			return err.Error()
+		}
+		withNode := 0
+		for _, m := range machines.Items {
+			if m.Status.NodeRef.IsDefined() && m.DeletionTimestamp.IsZero() {
+				withNode++
+			}
+		}
+		return fmt.Sprintf("%d machines, %d with a Node", len(machines.Items), withNode)
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(fmt.Sprintf("%d machines, %d with a Node", n, n)),
+		func() string { return describe(ctx, ns) })
+}
 
 // describe summarizes the cluster's objects for failure messages.
 func describe(ctx context.Context, ns string) string {
@@ -116,6 +201,9 @@ func describe(ctx context.Context, ns string) string {
 	_ = c.List(ctx, machines, client.InNamespace(ns))
 	for _, m := range machines.Items {
 		fmt.Fprintf(&b, "Machine %s phase %s nodeRef %v\n", m.Name, m.Status.Phase, m.Status.NodeRef.Name)
+		if d := conditions.Get(&m, clusterv1.MachineDeletingCondition); d != nil && d.Status == metav1.ConditionTrue {
+			fmt.Fprintf(&b, "  deleting: %s: %s\n", d.Reason, d.Message)
+		}
 	}
 	return b.String()
 }

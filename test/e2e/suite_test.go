@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
@@ -53,7 +52,7 @@ var _ = BeforeSuite(func() {
 	var err error
 	w, err = world.Start(world.Options{WithCAPI: true})
 	Expect(err).NotTo(HaveOccurred())
-	stopProvider, err = w.StartProvider(manager.Options{GoldenImageRetention: 2 * time.Second})
+	stopProvider, err = w.StartProvider(providerOptions())
 	Expect(err).NotTo(HaveOccurred())
 	c = w.Env.Client
 })
