@@ -108,6 +108,50 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(3 + 1))
 	})
 
+	It("rolls the workers to a new image: a new golden volume, old VMs replaced", func() {
+		old := workerNames(ctx, ns)
+		tmpl := &infrav1.KubevirtMachineTemplate{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, tmpl)).To(Succeed())
+		next := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-md-0-v2"}, Spec: tmpl.Spec}
+		next.Spec.Template.Spec.RootDisk.Image.HTTP.URL += "?v2"
+		Expect(c.Create(ctx, next)).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			md := &clusterv1.MachineDeployment{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, md); err != nil {
+				return err
+			}
+			md.Spec.Template.Spec.InfrastructureRef.Name = next.Name
+			return c.Update(ctx, md)
+		})).To(Succeed())
+		Eventually(func() []string { return workerNames(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
+			Should(SatisfyAll(HaveLen(1), Not(ContainElements(old))), func() string { return describe(ctx, ns) })
+		expectWorkers(ctx, ns, 1)
+		Expect(goldenVolumes(ctx, ns)).To(Equal(2), "the new image is imported once")
+		Eventually(func() int {
+			vms := &kubevirtv1.VirtualMachineList{}
+			Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+			return len(vms.Items)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(3+1), "the old worker's VM is gone")
+	})
+
+	It("remediates a worker whose VM was deleted behind the provider's back", func() {
+		Expect(c.Create(ctx, &clusterv1.MachineHealthCheck{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-workers"},
+			Spec: clusterv1.MachineHealthCheckSpec{
+				ClusterName: "demo",
+				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineDeploymentNameLabel: "demo-md-0"}},
+				Checks: clusterv1.MachineHealthCheckChecks{UnhealthyMachineConditions: []clusterv1.UnhealthyMachineCondition{{
+					Type: clusterv1.MachineInfrastructureReadyCondition, Status: metav1.ConditionFalse, TimeoutSeconds: ptr.To[int32](5)}}},
+			},
+		})).To(Succeed())
+		old := workerNames(ctx, ns)
+		Expect(old).To(HaveLen(1))
+		Expect(c.Delete(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: old[0]}})).To(Succeed())
+		Eventually(func() []string { return workerNames(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
+			Should(SatisfyAll(HaveLen(1), Not(ContainElements(old))), func() string { return describe(ctx, ns) })
+		expectWorkers(ctx, ns, 1)
+	})
+
 	It("deletes everything of the cluster", func() {
 		Expect(c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}})).To(Succeed())
 		for _, list := range []client.ObjectList{
@@ -122,6 +166,19 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		}
 	})
 })
+
+// workerNames lists the worker machines not being deleted.
+func workerNames(ctx context.Context, ns string) []string {
+	machines := &clusterv1.MachineList{}
+	Expect(c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "demo-md-0"})).To(Succeed())
+	var names []string
+	for _, m := range machines.Items {
+		if m.DeletionTimestamp.IsZero() {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
 
 // providerOptions are the options of the provider's manager in the world.
 func providerOptions() manager.Options {
