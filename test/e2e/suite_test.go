@@ -37,6 +37,11 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
+	defer func() {
+		if d, err := time.ParseDuration(os.Getenv("E2E_TIMEOUT")); err == nil {
+			timeout = d
+		}
+	}()
 	if path := os.Getenv("E2E_KUBECONFIG"); path != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", path)
 		Expect(err).NotTo(HaveOccurred())
@@ -44,9 +49,6 @@ var _ = BeforeSuite(func() {
 		Expect(err).NotTo(HaveOccurred())
 		timeout = 30 * time.Minute
 		return
-	}
-	if d, err := time.ParseDuration(os.Getenv("E2E_TIMEOUT")); err == nil {
-		timeout = d
 	}
 	world.QuietLogs()
 	var err error
