@@ -75,10 +75,11 @@ verify-gen: ## Fail when generated files differ from what the generators write.
 ##@ Release
 
 .PHONY: release-manifests
-release-manifests: ## Write out/infrastructure-components.yaml and out/metadata.yaml.
+release-manifests: ## Write out/infrastructure-components.yaml, out/metadata.yaml and the cluster templates.
 	@mkdir -p out
 	$(KUSTOMIZE) build config/default > out/infrastructure-components.yaml
 	cp metadata.yaml out/metadata.yaml
+	cp templates/cluster-template*.yaml out/
 	@echo ">> wrote out/infrastructure-components.yaml"
 
 ##@ Test

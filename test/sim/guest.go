@@ -11,6 +11,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
+	"regexp"
 	"strings"
 	"time"
 
@@ -184,8 +185,18 @@ func validateUserData(b *Bootstrap) error {
 	return validateCloudInitPart(b.Data, "")
 }
 
+// jinjaExpression is a cloud-init Jinja expression, such as
+// {{ ds.meta_data.local_hostname }}.
+var jinjaExpression = regexp.MustCompile(`\{\{[^}]*\}\}`)
+
 func validateCloudInitPart(data []byte, contentType string) error {
 	text := strings.TrimLeft(string(data), " \t\r\n")
+	if first, rest, ok := strings.Cut(text, "\n"); ok && strings.EqualFold(strings.TrimSpace(first), "## template: jinja") {
+		// cloud-init renders the template (CABPK's user data is one), then
+		// handles the result by its own header; expressions render to
+		// plain values.
+		return validateCloudInitPart(jinjaExpression.ReplaceAll([]byte(rest), []byte("rendered")), contentType)
+	}
 	switch {
 	case strings.HasPrefix(text, "#cloud-config") || contentType == "text/cloud-config":
 		var doc map[string]any

@@ -23,6 +23,15 @@ type LoadBalancerBackend interface {
 	Backend(ctx context.Context, svc *corev1.Service, port corev1.ServicePort) (addr string, ok bool)
 }
 
+// LoadBalancerServer is a LoadBalancerBackend that serves a Service port on
+// the load balancer's own address itself, instead of behind a forwarder:
+// the world's in-memory API servers tell clusters apart by the address
+// clients dialed, as a load balancer that preserves it would let them.
+// served false falls back to forwarding.
+type LoadBalancerServer interface {
+	ServeOn(ctx context.Context, svc *corev1.Service, port corev1.ServicePort, ip string) (served bool, err error)
+}
+
 // loadBalancer gives each LoadBalancer Service its own loopback address
 // (all of 127.0.0.0/8 is loopback on Linux) and forwards each of its ports
 // to the backend, as a cloud load balancer would.
@@ -55,6 +64,15 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 	}
 	ip := s.lb.address(req.NamespacedName)
 	for _, port := range svc.Spec.Ports {
+		if server, ok := s.LBBackend.(LoadBalancerServer); ok && !s.lb.listening(ip, port) {
+			served, err := server.ServeOn(ctx, svc, port, ip)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if served {
+				continue
+			}
+		}
 		if err := s.lb.listen(ctx, ip, port, func(ctx context.Context) (string, bool) {
 			if s.LBBackend == nil {
 				return "", false
@@ -88,6 +106,14 @@ func (lb *loadBalancer) address(key types.NamespacedName) string {
 	ip := fmt.Sprintf("127.1.%d.%d", lb.next/250, lb.next%250+1)
 	lb.addresses[key] = ip
 	return ip
+}
+
+// listening reports whether the load balancer forwards ip:port itself.
+func (lb *loadBalancer) listening(ip string, port corev1.ServicePort) bool {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	_, ok := lb.listeners[net.JoinHostPort(ip, fmt.Sprint(port.Port))]
+	return ok
 }
 
 func (lb *loadBalancer) listen(ctx context.Context, ip string, port corev1.ServicePort, backend func(context.Context) (string, bool)) error {

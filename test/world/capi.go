@@ -85,18 +85,19 @@ func startCAPI(env *testenv.Env) (*capiManagers, error) {
 		name    string
 		cache   func() ctrl.Options
 		cc      clustercache.CacheOptions
+		client  func(name string, qps float32, burst int) clustercache.ClientOptions
 		setup   setupFn
 		webhook bool
 	}{
 		{"capi-controller-manager", func() ctrl.Options {
 			return ctrl.Options{Cache: coresetup.ManagerCacheOptions(s, "capi-controller-manager", "", 10*time.Minute), Client: coresetup.ManagerClientOptions()}
-		}, coresetup.ClusterCacheCacheOptions(), setupCore, true},
+		}, coresetup.ClusterCacheCacheOptions(), coresetup.ClusterCacheClientOptions, setupCore, true},
 		{"capi-kubeadm-bootstrap-controller-manager", func() ctrl.Options {
 			return ctrl.Options{Cache: bootstrapsetup.ManagerCacheOptions(s, "capi-kubeadm-bootstrap-controller-manager", "", 10*time.Minute), Client: bootstrapsetup.ManagerClientOptions()}
-		}, bootstrapsetup.ClusterCacheCacheOptions(), setupBootstrap, false},
+		}, bootstrapsetup.ClusterCacheCacheOptions(), bootstrapsetup.ClusterCacheClientOptions, setupBootstrap, false},
 		{"capi-kubeadm-control-plane-controller-manager", func() ctrl.Options {
 			return ctrl.Options{Cache: controlplanesetup.ManagerCacheOptions(s, "capi-kubeadm-control-plane-controller-manager", "", 10*time.Minute), Client: controlplanesetup.ManagerClientOptions()}
-		}, controlplanesetup.ClusterCacheCacheOptions(), setupControlPlane, false},
+		}, controlplanesetup.ClusterCacheCacheOptions(), controlplanesetup.ClusterCacheClientOptions, setupControlPlane, false},
 	} {
 		opts := p.cache()
 		opts.Scheme = s
@@ -120,7 +121,9 @@ func startCAPI(env *testenv.Env) (*capiManagers, error) {
 		}
 		cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 			SecretClient: secretClient, Cache: p.cc,
-			Client: clustercache.ClientOptions{QPS: 50, Burst: 100, UserAgent: p.name, Cache: clustercache.ClientCacheOptions{}},
+			// As each component's main.go sets it: among others, Pods are
+			// read uncached, as drain lists them by node name.
+			Client: p.client(p.name, 50, 100),
 		}, controller.Options{MaxConcurrentReconciles: 10})
 		if err != nil {
 			return fail(err)

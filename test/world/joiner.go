@@ -18,7 +18,9 @@ import (
 // puts on the VM. Like a kubelet without a cloud provider, it registers the
 // Node without a providerID: setting it is the provider's job.
 type vmJoiner struct {
-	mgmt      client.Reader
+	mgmt client.Reader
+	// infra reads the infra cluster, where control-plane Services are.
+	infra     client.Reader
 	workloads *Workloads
 }
 
@@ -32,6 +34,11 @@ func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInsta
 		return nil
 	}
 	key := types.NamespacedName{Namespace: ns, Name: cluster}
+	if !j.workloads.Has(key) {
+		if err := j.workloads.ensureBehindLoadBalancer(ctx, j.infra, vmi.Namespace, key); err != nil {
+			return err
+		}
+	}
 	if !j.workloads.Has(key) {
 		return nil
 	}

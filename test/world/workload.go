@@ -33,11 +33,17 @@ import (
 // with its provider ID and, on control-plane machines, the static pods, an
 // etcd member and an API server backend.
 type Workloads struct {
-	mgmt     client.Client
-	mgr      inmemoryruntime.Manager
-	mux      *inmemoryserver.WorkloadClustersMux
-	mu       sync.Mutex
-	clusters map[string]bool
+	mgmt client.Client
+	mgr  inmemoryruntime.Manager
+	// mux serves clusters made with EnsureCluster, on 127.0.0.1.
+	mux *inmemoryserver.WorkloadClustersMux
+	mu  sync.Mutex
+	// clusters maps each cluster to the mux serving it: the shared one, or
+	// one of its own on its load balancer address (EnsureClusterAt), whose
+	// serving certificate must carry that address.
+	clusters map[string]*inmemoryserver.WorkloadClustersMux
+	// addrs are the clusters' listener addresses.
+	addrs map[string]string
 }
 
 func newWorkloads(ctx context.Context, mgmt client.Client) (*Workloads, error) {
@@ -53,16 +59,44 @@ func newWorkloads(ctx context.Context, mgmt client.Client) (*Workloads, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, clusters: map[string]bool{}}, nil
+	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux,
+		clusters: map[string]*inmemoryserver.WorkloadClustersMux{}, addrs: map[string]string{}}, nil
 }
 
 func groupName(cluster types.NamespacedName) string { return cluster.Namespace + "/" + cluster.Name }
 
-// EnsureCluster creates the workload cluster's API endpoint and returns
-// where it listens.
+// EnsureCluster creates the workload cluster's API endpoint on 127.0.0.1
+// and returns where it listens.
 func (w *Workloads) EnsureCluster(ctx context.Context, cluster types.NamespacedName) (string, int32, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.ensureOn(ctx, cluster, w.mux, 0)
+}
+
+// EnsureClusterAt creates the workload cluster's API endpoint on host:port
+// (a load balancer's loopback address), served with a certificate for that
+// address, and returns where it listens. A cluster that exists is
+// returned as it is.
+func (w *Workloads) EnsureClusterAt(ctx context.Context, cluster types.NamespacedName, host string, port int32) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	name := groupName(cluster)
+	if addr, ok := w.addrs[name]; ok {
+		return addr, nil
+	}
+	mux, err := inmemoryserver.NewWorkloadClustersMux(w.mgr, host, inmemoryserver.CustomPorts{DebugPort: 0})
+	if err != nil {
+		return "", err
+	}
+	h, p, err := w.ensureOn(ctx, cluster, mux, port)
+	if err != nil {
+		return "", errors.Join(err, mux.Shutdown(ctx))
+	}
+	return net.JoinHostPort(h, fmt.Sprint(p)), nil
+}
+
+// ensureOn registers the cluster on mux, listening on port (0: a free one).
+func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName, mux *inmemoryserver.WorkloadClustersMux, port int32) (string, int32, error) {
 	name := groupName(cluster)
 	w.mgr.AddResourceGroup(name)
 	c := w.mgr.GetResourceGroup(name).GetClient()
@@ -72,18 +106,21 @@ func (w *Workloads) EnsureCluster(ctx context.Context, cluster types.NamespacedN
 			return "", 0, err
 		}
 	}
-	port, err := freePort()
+	if port == 0 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return "", 0, err
+		}
+	}
+	l, err := mux.InitWorkloadClusterListener(name, port)
 	if err != nil {
 		return "", 0, err
 	}
-	l, err := w.mux.InitWorkloadClusterListener(name, port)
-	if err != nil {
+	if err := mux.RegisterResourceGroup(name, name); err != nil {
 		return "", 0, err
 	}
-	if err := w.mux.RegisterResourceGroup(name, name); err != nil {
-		return "", 0, err
-	}
-	w.clusters[name] = true
+	w.clusters[name] = mux
+	w.addrs[name] = net.JoinHostPort(l.Host(), fmt.Sprint(l.Port()))
 	return l.Host(), l.Port(), nil
 }
 
@@ -91,7 +128,7 @@ func (w *Workloads) EnsureCluster(ctx context.Context, cluster types.NamespacedN
 func (w *Workloads) Has(cluster types.NamespacedName) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.clusters[groupName(cluster)]
+	return w.clusters[groupName(cluster)] != nil
 }
 
 // Node returns a Node of a workload cluster.
@@ -171,8 +208,9 @@ func (w *Workloads) Join(ctx context.Context, m Member) error {
 	if err != nil {
 		return err
 	}
-	if !w.mux.HasAPIServer(name, "kube-apiserver-"+m.NodeName) {
-		if err := w.mux.AddAPIServer(name, "kube-apiserver-"+m.NodeName, ca, key); err != nil {
+	mux := w.muxOf(name)
+	if !mux.HasAPIServer(name, "kube-apiserver-"+m.NodeName) {
+		if err := mux.AddAPIServer(name, "kube-apiserver-"+m.NodeName, ca, key); err != nil {
 			return err
 		}
 	}
@@ -197,14 +235,15 @@ func (w *Workloads) startEtcd(ctx context.Context, c inmemoryruntime.Client, nam
 	if err := c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	if w.mux.HasEtcdMember(name, pod.Name) {
+	mux := w.muxOf(name)
+	if mux.HasEtcdMember(name, pod.Name) {
 		return nil
 	}
 	ca, key, err := w.caOf(ctx, m.Cluster, secret.EtcdCA)
 	if err != nil {
 		return err
 	}
-	return w.mux.AddEtcdMember(name, pod.Name, ca, key)
+	return mux.AddEtcdMember(name, pod.Name, ca, key)
 }
 
 // Leave removes a machine from its cluster: Node, static pods, etcd member
@@ -224,13 +263,14 @@ func (w *Workloads) Leave(ctx context.Context, cluster types.NamespacedName, nod
 			return err
 		}
 	}
-	if w.mux.HasAPIServer(name, "kube-apiserver-"+nodeName) {
-		if err := w.mux.DeleteAPIServer(name, "kube-apiserver-"+nodeName); err != nil {
+	mux := w.muxOf(name)
+	if mux.HasAPIServer(name, "kube-apiserver-"+nodeName) {
+		if err := mux.DeleteAPIServer(name, "kube-apiserver-"+nodeName); err != nil {
 			return err
 		}
 	}
-	if w.mux.HasEtcdMember(name, "etcd-"+nodeName) {
-		if err := w.mux.DeleteEtcdMember(name, "etcd-"+nodeName); err != nil {
+	if mux.HasEtcdMember(name, "etcd-"+nodeName) {
+		if err := mux.DeleteEtcdMember(name, "etcd-"+nodeName); err != nil {
 			return err
 		}
 	}
@@ -246,12 +286,25 @@ func (w *Workloads) DeleteCluster(cluster types.NamespacedName) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	name := groupName(cluster)
-	if err := w.mux.DeleteWorkloadClusterListener(name); err != nil {
+	mux := w.muxOf(name)
+	if err := mux.DeleteWorkloadClusterListener(name); err != nil {
 		return err
 	}
 	w.mgr.DeleteResourceGroup(name)
 	delete(w.clusters, name)
+	delete(w.addrs, name)
+	if mux != w.mux {
+		return mux.Shutdown(context.Background())
+	}
 	return nil
+}
+
+// muxOf is the mux serving a cluster.
+func (w *Workloads) muxOf(name string) *inmemoryserver.WorkloadClustersMux {
+	if mux := w.clusters[name]; mux != nil {
+		return mux
+	}
+	return w.mux
 }
 
 // shutdown closes every cluster's listener and its open connections, then
@@ -259,12 +312,18 @@ func (w *Workloads) DeleteCluster(cluster types.NamespacedName) error {
 func (w *Workloads) shutdown(ctx context.Context) error {
 	w.mu.Lock()
 	var errs []error
-	for name := range w.clusters {
-		errs = append(errs, w.mux.DeleteWorkloadClusterListener(name))
+	own := map[*inmemoryserver.WorkloadClustersMux]bool{w.mux: true}
+	for name, mux := range w.clusters {
+		errs = append(errs, mux.DeleteWorkloadClusterListener(name))
+		own[mux] = true
 	}
-	w.clusters = map[string]bool{}
+	w.clusters = map[string]*inmemoryserver.WorkloadClustersMux{}
+	w.addrs = map[string]string{}
 	w.mu.Unlock()
-	return errors.Join(append(errs, w.mux.Shutdown(ctx))...)
+	for mux := range own {
+		errs = append(errs, mux.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 func (w *Workloads) caOf(ctx context.Context, cluster types.NamespacedName, purpose secret.Purpose) (*x509.Certificate, *rsa.PrivateKey, error) {

@@ -187,7 +187,8 @@ func (w *World) startSimulator() error {
 		return err
 	}
 	if w.Workloads != nil {
-		w.Sim.Joiner = &vmJoiner{mgmt: w.Env.Client, workloads: w.Workloads}
+		w.Sim.Joiner = &vmJoiner{mgmt: w.Env.Client, infra: w.Infra.Client, workloads: w.Workloads}
+		w.Sim.LBBackend = &lbBackend{workloads: w.Workloads}
 		infraMgr := mgr
 		if w.Infra != w.Env {
 			// The test-only machines live on the management cluster.

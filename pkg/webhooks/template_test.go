@@ -1,0 +1,101 @@
+package webhooks_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+)
+
+// documentedVariables reads the variable table of docs/flavors.md.
+func documentedVariables(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := os.Open(filepath.Join(testenv.RepoRoot(), "docs", "flavors.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	vars := map[string]bool{}
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		if cell, ok := strings.CutPrefix(sc.Text(), "| `"); ok {
+			name, _, _ := strings.Cut(cell, "`")
+			vars[name] = true
+		}
+	}
+	return vars
+}
+
+// TestClusterTemplate renders templates/cluster-template.yaml the way
+// clusterctl does, with only the required variables, and checks that every
+// variable is documented and that the API server (schemas) and the
+// provider's webhooks accept every object, in a dry run so no controller
+// acts on them.
+func TestClusterTemplate(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "templates", "cluster-template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := yamlprocessor.NewSimpleProcessor()
+	vars, err := p.GetVariables(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := documentedVariables(t)
+	for _, v := range vars {
+		if !documented[v] {
+			t.Errorf("variable %s is not documented in docs/flavors.md", v)
+		}
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "flavor-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	given := map[string]string{"CLUSTER_NAME": "blue", "NAMESPACE": ns.Name}
+	out, err := p.Process(raw, func(name string) (string, error) {
+		if v, ok := given[name]; ok {
+			return v, nil
+		}
+		return "", errors.New("not set")
+	})
+	if err != nil {
+		t.Fatalf("rendering with only CLUSTER_NAME and NAMESPACE: %v", err)
+	}
+	kinds := map[string]int{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		kinds[u.GetKind()]++
+		if err := env.Client.Create(context.Background(), u, client.DryRunAll); err != nil {
+			t.Errorf("%s %s refused: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	want := map[string]int{"Cluster": 1, "KubevirtCluster": 1, "KubevirtMachineTemplate": 2, "KubeadmControlPlane": 1,
+		"KubeadmConfigTemplate": 1, "MachineDeployment": 1}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%d %s, want %d (all: %v)", kinds[k], k, n, kinds)
+		}
+	}
+}

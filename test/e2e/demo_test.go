@@ -1,0 +1,266 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrlkubeconfig "sigs.k8s.io/cluster-api/util/kubeconfig"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+)
+
+// goldenVolumes counts the golden image DataVolumes in a namespace.
+func goldenVolumes(ctx context.Context, ns string) int {
+	dvs := &cdiv1.DataVolumeList{}
+	Expect(c.List(ctx, dvs, client.InNamespace(ns))).To(Succeed())
+	n := 0
+	for _, dv := range dvs.Items {
+		if strings.HasPrefix(dv.Name, "capkv-golden-") {
+			n++
+		}
+	}
+	return n
+}
+
+var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
+	var ns string
+	ctx := context.Background()
+
+	BeforeAll(func() {
+		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-demo-"}}
+		Expect(c.Create(ctx, namespace)).To(Succeed())
+		ns = namespace.Name
+		applyTemplate(ctx, map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": ns})
+	})
+
+	It("gets 3 ready control-plane machines and 3 workers with Nodes, from one golden image import", func() {
+		kcp := &controlplanev1.KubeadmControlPlane{}
+		Eventually(func() string {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-control-plane"}, kcp); err != nil {
+				return err.Error()
+			}
+			return fmt.Sprintf("%d/%d ready", ptr.Deref(kcp.Status.ReadyReplicas, 0), ptr.Deref(kcp.Spec.Replicas, 0))
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("3/3 ready"), func() string {
+			return describe(ctx, ns)
+		})
+		md := &clusterv1.MachineDeployment{}
+		Eventually(func() int32 {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, md); err != nil {
+				return -1
+			}
+			return ptr.Deref(md.Status.ReadyReplicas, 0)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(BeEquivalentTo(3))
+		machines := &clusterv1.MachineList{}
+		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		Expect(machines.Items).To(HaveLen(6))
+		for _, m := range machines.Items {
+			Expect(m.Status.NodeRef.IsDefined()).To(BeTrue(), "machine %s has no NodeRef", m.Name)
+		}
+		Expect(goldenVolumes(ctx, ns)).To(Equal(1), "every root disk is cloned from one golden volume")
+	})
+
+	It("scales the workers 3 -> 8 -> 1, with the provider restarted 5 times during the scale-up", func() {
+		scaleWorkers(ctx, ns, 8)
+		vmCount := func() int {
+			vms := &kubevirtv1.VirtualMachineList{}
+			Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+			return len(vms.Items)
+		}
+		if w != nil {
+			for range 5 {
+				before := vmCount()
+				Expect(stopProvider()).To(Succeed())
+				var err error
+				stopProvider, err = w.StartProvider(providerOptions())
+				Expect(err).NotTo(HaveOccurred())
+				// The next restart comes once this manager made progress.
+				Eventually(func() bool { n := vmCount(); return n > before || n == 3+8 }).
+					WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(BeTrue())
+			}
+		}
+		expectWorkers(ctx, ns, 8)
+		vms := &kubevirtv1.VirtualMachineList{}
+		Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+		Expect(vms.Items).To(HaveLen(3+8), "one VM per machine, no duplicates")
+		scaleWorkers(ctx, ns, 1)
+		expectWorkers(ctx, ns, 1)
+		Eventually(func() int {
+			Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+			return len(vms.Items)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(3 + 1))
+	})
+
+	It("rolls the workers to a new image: a new golden volume, old VMs replaced", func() {
+		old := workerNames(ctx, ns)
+		tmpl := &infrav1.KubevirtMachineTemplate{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, tmpl)).To(Succeed())
+		next := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-md-0-v2"}, Spec: tmpl.Spec}
+		next.Spec.Template.Spec.RootDisk.Image.HTTP.URL += "?v2"
+		Expect(c.Create(ctx, next)).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			md := &clusterv1.MachineDeployment{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, md); err != nil {
+				return err
+			}
+			md.Spec.Template.Spec.InfrastructureRef.Name = next.Name
+			return c.Update(ctx, md)
+		})).To(Succeed())
+		Eventually(func() []string { return workerNames(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
+			Should(SatisfyAll(HaveLen(1), Not(ContainElements(old))), func() string { return describe(ctx, ns) })
+		expectWorkers(ctx, ns, 1)
+		Expect(goldenVolumes(ctx, ns)).To(Equal(2), "the new image is imported once")
+		Eventually(func() int {
+			vms := &kubevirtv1.VirtualMachineList{}
+			Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+			return len(vms.Items)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(3+1), "the old worker's VM is gone")
+	})
+
+	It("remediates a worker whose VM was deleted behind the provider's back", func() {
+		Expect(c.Create(ctx, &clusterv1.MachineHealthCheck{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-workers"},
+			Spec: clusterv1.MachineHealthCheckSpec{
+				ClusterName: "demo",
+				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineDeploymentNameLabel: "demo-md-0"}},
+				Checks: clusterv1.MachineHealthCheckChecks{UnhealthyMachineConditions: []clusterv1.UnhealthyMachineCondition{{
+					Type: clusterv1.MachineInfrastructureReadyCondition, Status: metav1.ConditionFalse, TimeoutSeconds: ptr.To[int32](5)}}},
+			},
+		})).To(Succeed())
+		old := workerNames(ctx, ns)
+		Expect(old).To(HaveLen(1))
+		Expect(c.Delete(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: old[0]}})).To(Succeed())
+		Eventually(func() []string { return workerNames(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
+			Should(SatisfyAll(HaveLen(1), Not(ContainElements(old))), func() string { return describe(ctx, ns) })
+		expectWorkers(ctx, ns, 1)
+	})
+
+	It("deletes everything of the cluster", func() {
+		Expect(c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}})).To(Succeed())
+		for _, list := range []client.ObjectList{
+			&clusterv1.ClusterList{}, &clusterv1.MachineList{}, &infrav1.KubevirtMachineList{}, &infrav1.KubevirtClusterList{},
+			&kubevirtv1.VirtualMachineList{}, &kubevirtv1.VirtualMachineInstanceList{}, &cdiv1.DataVolumeList{},
+			&corev1.SecretList{}, &corev1.ServiceList{}, &networkingv1.NetworkPolicyList{},
+		} {
+			Eventually(func() int {
+				Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+				return meta.LenList(list)
+			}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero(), "%T left in %s:\n%s", list, ns, describe(ctx, ns))
+		}
+	})
+})
+
+// workerNames lists the worker machines not being deleted.
+func workerNames(ctx context.Context, ns string) []string {
+	machines := &clusterv1.MachineList{}
+	Expect(c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "demo-md-0"})).To(Succeed())
+	var names []string
+	for _, m := range machines.Items {
+		if m.DeletionTimestamp.IsZero() {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+// providerOptions are the options of the provider's manager in the world.
+func providerOptions() manager.Options {
+	return manager.Options{GoldenImageRetention: 2 * time.Second}
+}
+
+// scaleWorkers sets the MachineDeployment's replicas.
+func scaleWorkers(ctx context.Context, ns string, n int32) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		md := &clusterv1.MachineDeployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, md); err != nil {
+			return err
+		}
+		md.Spec.Replicas = ptr.To(n)
+		return c.Update(ctx, md)
+	})).To(Succeed())
+}
+
+// expectWorkers waits for exactly n worker machines, all ready with Nodes.
+func expectWorkers(ctx context.Context, ns string, n int) {
+	Eventually(func() string {
+		machines := &clusterv1.MachineList{}
+		if err := c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "demo-md-0"}); err != nil {
+			return err.Error()
+		}
+		withNode := 0
+		for _, m := range machines.Items {
+			if m.Status.NodeRef.IsDefined() && m.DeletionTimestamp.IsZero() {
+				withNode++
+			}
+		}
+		return fmt.Sprintf("%d machines, %d with a Node", len(machines.Items), withNode)
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(fmt.Sprintf("%d machines, %d with a Node", n, n)),
+		func() string { return describe(ctx, ns) })
+}
+
+// describe summarizes the cluster's objects for failure messages.
+func describe(ctx context.Context, ns string) string {
+	var b strings.Builder
+	kcs := &infrav1.KubevirtClusterList{}
+	_ = c.List(ctx, kcs, client.InNamespace(ns))
+	for _, kc := range kcs.Items {
+		for _, cond := range kc.Status.Conditions {
+			fmt.Fprintf(&b, "KubevirtCluster %s %s=%s %s: %s\n", kc.Name, cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+		fmt.Fprintf(&b, "  endpoint %s:%d\n", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)
+	}
+	kms := &infrav1.KubevirtMachineList{}
+	_ = c.List(ctx, kms, client.InNamespace(ns))
+	for _, km := range kms.Items {
+		for _, cond := range km.Status.Conditions {
+			if cond.Status != metav1.ConditionTrue {
+				fmt.Fprintf(&b, "KubevirtMachine %s %s=%s %s: %s\n", km.Name, cond.Type, cond.Status, cond.Reason, cond.Message)
+			}
+		}
+	}
+	vmis := &kubevirtv1.VirtualMachineInstanceList{}
+	_ = c.List(ctx, vmis, client.InNamespace(ns))
+	for _, vmi := range vmis.Items {
+		fmt.Fprintf(&b, "VMI %s phase %s guest %q\n", vmi.Name, vmi.Status.Phase, vmi.Annotations["sim.capkv.io/guest"])
+	}
+	for _, km := range kms.Items {
+		fmt.Fprintf(&b, "KubevirtMachine %s nodeupdated %v providerID %v\n", km.Name, km.Status.NodeUpdated, ptr.Deref(km.Spec.ProviderID, ""))
+	}
+	if kubeconfig, err := ctrlkubeconfig.FromSecret(ctx, c, client.ObjectKey{Namespace: ns, Name: "demo"}); err != nil {
+		fmt.Fprintf(&b, "kubeconfig: %v\n", err)
+	} else if cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
+		fmt.Fprintf(&b, "kubeconfig: %v\n", err)
+	} else if wc, err := client.New(cfg, client.Options{}); err != nil {
+		fmt.Fprintf(&b, "workload client: %v\n", err)
+	} else {
+		nodes := &corev1.NodeList{}
+		err := wc.List(ctx, nodes)
+		fmt.Fprintf(&b, "workload cluster at %s: %d nodes, %v\n", cfg.Host, len(nodes.Items), err)
+	}
+	machines := &clusterv1.MachineList{}
+	_ = c.List(ctx, machines, client.InNamespace(ns))
+	for _, m := range machines.Items {
+		fmt.Fprintf(&b, "Machine %s phase %s nodeRef %v\n", m.Name, m.Status.Phase, m.Status.NodeRef.Name)
+		if d := conditions.Get(&m, clusterv1.MachineDeletingCondition); d != nil && d.Status == metav1.ConditionTrue {
+			fmt.Fprintf(&b, "  deleting: %s: %s\n", d.Reason, d.Message)
+		}
+	}
+	return b.String()
+}

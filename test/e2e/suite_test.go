@@ -1,0 +1,70 @@
+// Package e2e holds the end-to-end specs: the full Cluster API flow with
+// this provider, run in `make test` against the sandbox's world (real API
+// server, scheduler and garbage collector, the real Cluster API controllers,
+// KubeVirt and CDI simulated), or unchanged against a real management
+// cluster with KubeVirt and CDI when E2E_KUBECONFIG names its kubeconfig
+// (the provider must then be installed there).
+package e2e
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+)
+
+var (
+	// c reaches the management cluster.
+	c client.Client
+	// w is the sandbox's world; nil against a real cluster.
+	w *world.World
+	// stopProvider stops the provider's manager in the world.
+	stopProvider func() error
+	// timeout bounds every wait; real clusters boot real VMs.
+	timeout = 5 * time.Minute
+)
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "CAPKV end to end")
+}
+
+var _ = BeforeSuite(func() {
+	defer func() {
+		if d, err := time.ParseDuration(os.Getenv("E2E_TIMEOUT")); err == nil {
+			timeout = d
+		}
+	}()
+	if path := os.Getenv("E2E_KUBECONFIG"); path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		Expect(err).NotTo(HaveOccurred())
+		c, err = client.New(cfg, client.Options{Scheme: testenv.NewScheme()})
+		Expect(err).NotTo(HaveOccurred())
+		timeout = 30 * time.Minute
+		return
+	}
+	world.QuietLogs()
+	var err error
+	w, err = world.Start(world.Options{WithCAPI: true})
+	Expect(err).NotTo(HaveOccurred())
+	stopProvider, err = w.StartProvider(providerOptions())
+	Expect(err).NotTo(HaveOccurred())
+	c = w.Env.Client
+})
+
+var _ = AfterSuite(func() {
+	if w == nil {
+		return
+	}
+	if stopProvider != nil {
+		Expect(stopProvider()).To(Succeed())
+	}
+	Expect(w.Stop()).To(Succeed())
+})

@@ -1,0 +1,77 @@
+package world
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+)
+
+// lbBackend serves a tenant's control-plane load balancer address with the
+// tenant's in-memory API server, created on that address and port, so that
+// the serving certificate and the mux's routing match the endpoint Cluster
+// API connects to.
+type lbBackend struct {
+	workloads *Workloads
+}
+
+var _ sim.LoadBalancerBackend = &lbBackend{}
+
+var _ sim.LoadBalancerServer = &lbBackend{}
+
+// ServeOn implements sim.LoadBalancerServer: a tenant's control-plane
+// Service port is served by the tenant's in-memory API server listening on
+// the load balancer's address and port.
+func (b *lbBackend) ServeOn(ctx context.Context, svc *corev1.Service, port corev1.ServicePort, ip string) (bool, error) {
+	key, ok := tenantOf(svc)
+	if !ok {
+		return false, nil
+	}
+	_, err := b.workloads.EnsureClusterAt(ctx, key, ip, port.Port)
+	return err == nil, err
+}
+
+// Backend implements sim.LoadBalancerBackend for Services that are not a
+// tenant's control plane: there is nothing to forward to.
+func (b *lbBackend) Backend(context.Context, *corev1.Service, corev1.ServicePort) (string, bool) {
+	return "", false
+}
+
+// tenantOf reads which tenant cluster a control-plane Service fronts, from
+// the selector the provider gives it.
+func tenantOf(svc *corev1.Service) (types.NamespacedName, bool) {
+	sel := svc.Spec.Selector
+	key := types.NamespacedName{Namespace: sel[infrav1.KubevirtMachineNamespaceLabel], Name: sel[infrav1.ClusterNameLabel]}
+	return key, key.Namespace != "" && key.Name != "" && sel[infrav1.RoleLabel] == infrav1.RoleControlPlane
+}
+
+func ingressIP(svc *corev1.Service) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP
+		}
+	}
+	return ""
+}
+
+// ensureBehindLoadBalancer creates the tenant's workload cluster on the
+// address of its control-plane load balancer, if it has one yet, so that
+// the first machine can join before anyone connected through it.
+func (w *Workloads) ensureBehindLoadBalancer(ctx context.Context, infra client.Reader, vmNamespace string, key types.NamespacedName) error {
+	services := &corev1.ServiceList{}
+	if err := infra.List(ctx, services, client.InNamespace(vmNamespace), client.MatchingLabels{infrav1.ClusterNameLabel: key.Name}); err != nil {
+		return err
+	}
+	for i := range services.Items {
+		svc := &services.Items[i]
+		if tenant, ok := tenantOf(svc); ok && tenant == key && svc.Spec.Type == corev1.ServiceTypeLoadBalancer && ingressIP(svc) != "" {
+			_, err := w.EnsureClusterAt(ctx, key, ingressIP(svc), svc.Spec.Ports[0].Port)
+			return err
+		}
+	}
+	return nil
+}
