@@ -45,6 +45,13 @@ run: ## Run the manager against $$KUBECONFIG (webhooks only when WEBHOOK_CERT_DI
 	go run -ldflags "$(LDFLAGS)" . --insecure-diagnostics \
 		$(if $(WEBHOOK_CERT_DIR),--webhook-cert-dir=$(WEBHOOK_CERT_DIR),--enable-webhooks=false) $(RUN_ARGS)
 
+SANDBOX_ARGS ?=
+
+.PHONY: sandbox
+sandbox: kube-binaries ## Start the sandbox: the test world, this provider and a demo tenant cluster (SANDBOX_ARGS=--exit-after-demo exits when it is ready).
+	@echo ">> building and starting the sandbox (first build takes a few minutes)"
+	go run ./cmd/sandbox $(SANDBOX_ARGS)
+
 ##@ Generate
 
 .PHONY: generate

@@ -25,6 +25,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 // goldenVolumes counts the golden image DataVolumes in a namespace.
@@ -48,7 +49,7 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-demo-"}}
 		Expect(c.Create(ctx, namespace)).To(Succeed())
 		ns = namespace.Name
-		applyTemplate(ctx, map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": ns})
+		Expect(world.ApplyClusterTemplate(ctx, c, map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": ns})).To(Succeed())
 	})
 
 	It("gets 3 ready control-plane machines and 3 workers with Nodes, from one golden image import", func() {

@@ -1,0 +1,165 @@
+// Command sandbox starts the test world (a real API server, etcd, scheduler
+// and controller-manager, the real Cluster API controllers, KubeVirt and CDI
+// simulated) with this provider's manager wired as main.go wires it, writes
+// a kubeconfig for kubectl and clusterctl, creates a demo tenant cluster from
+// templates/cluster-template.yaml, and shows its progress as a tree. See
+// docs/sandbox.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	exitAfterDemo := flag.Bool("exit-after-demo", false, "exit with a summary once the demo cluster is ready (non-zero if it is not ready within --timeout)")
+	noProvider := flag.Bool("no-provider", false, "start the world without this provider's manager, for another provider to be installed and measured")
+	noDemo := flag.Bool("no-demo", false, "create no demo cluster")
+	kubeconfigPath := flag.String("write-kubeconfig", filepath.Join(testenv.RepoRoot(), "out", "sandbox.kubeconfig"), "where to write the kubeconfig of the management cluster")
+	timeout := flag.Duration("timeout", 10*time.Minute, "how long the demo cluster may take to become ready")
+	timeScale := flag.Float64("time-scale", 0.01, "multiplier of every simulated latency (0: instant, 1: real time)")
+	flag.Parse()
+
+	world.QuietLogs()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	start := time.Now()
+	step("starting the world: kube-apiserver, etcd, kube-scheduler, kube-controller-manager, Cluster API controllers, KubeVirt and CDI simulator")
+	opts := sim.DefaultOptions()
+	opts.TimeScale = *timeScale
+	w, err := world.Start(world.Options{WithCAPI: true, Sim: &opts})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping the world")
+		if err := w.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox:", err)
+		}
+	}()
+	step(fmt.Sprintf("world up in %s", time.Since(start).Round(100*time.Millisecond)))
+
+	if !*noProvider {
+		stopProvider, err := w.StartProvider(manager.Options{})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stopProvider(); err != nil {
+				fmt.Fprintln(os.Stderr, "sandbox: provider:", err)
+			}
+		}()
+		step("provider manager started (manager.New, as main.go builds it)")
+	}
+	if err := writeKubeconfig(w.Env, *kubeconfigPath); err != nil {
+		return err
+	}
+	step("kubeconfig written: export KUBECONFIG=" + *kubeconfigPath + " (kubectl and clusterctl work against it)")
+
+	if *noDemo {
+		return wait(ctx)
+	}
+	c := w.Env.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
+		return err
+	}
+	step("creating the demo cluster from templates/cluster-template.yaml (clusterctl template processing, the template's defaults)")
+	demoStart := time.Now()
+	if err := world.ApplyClusterTemplate(ctx, c, map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": ns.Name}); err != nil {
+		return err
+	}
+	ready, err := follow(ctx, c, ns.Name, "demo", *timeout)
+	if err != nil {
+		return err
+	}
+	if ready {
+		step(fmt.Sprintf("the demo cluster is ready after %s", time.Since(demoStart).Round(100*time.Millisecond)))
+		fmt.Printf("\nsummary: demo cluster ready in %s; simulator: %d imports, %d clones, %d guests joined\n",
+			time.Since(demoStart).Round(100*time.Millisecond), w.Sim.Counters.Get(sim.Imports), w.Sim.Counters.Get(sim.Clones), w.Sim.Counters.Get(sim.GuestsJoined))
+	}
+	if *exitAfterDemo {
+		if !ready {
+			return errors.New("the demo cluster did not become ready in time")
+		}
+		return nil
+	}
+	step("staying up; press Ctrl-C to stop")
+	return wait(ctx)
+}
+
+// follow prints the tree whenever it changes until the cluster is ready,
+// the timeout passes, or the sandbox is interrupted.
+func follow(ctx context.Context, c client.Client, ns, name string, timeout time.Duration) (bool, error) {
+	deadline := time.After(timeout)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last := ""
+	for {
+		out, done, err := tree(ctx, c, ns, name)
+		if err == nil && out != last {
+			fmt.Printf("\n%s\n%s", time.Now().Format(time.TimeOnly), out)
+			last = out
+		}
+		if done {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-deadline:
+			return false, nil
+		case <-tick.C:
+		}
+	}
+}
+
+func wait(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+func step(msg string) {
+	fmt.Printf(">> %s %s\n", time.Now().Format(time.TimeOnly), msg)
+}
+
+// writeKubeconfig writes an admin kubeconfig of the management cluster.
+func writeKubeconfig(env *testenv.Env, path string) error {
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
