@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
@@ -76,7 +75,7 @@ func run() error {
 		}()
 		step("provider manager started (manager.New, as main.go builds it)")
 	}
-	if err := writeKubeconfig(w.Env, *kubeconfigPath); err != nil {
+	if err := w.WriteKubeconfig(*kubeconfigPath); err != nil {
 		return err
 	}
 	step("kubeconfig written: export KUBECONFIG=" + *kubeconfigPath + " (kubectl and clusterctl work against it)")
@@ -146,20 +145,4 @@ func wait(ctx context.Context) error {
 
 func step(msg string) {
 	fmt.Printf(">> %s %s\n", time.Now().Format(time.TimeOnly), msg)
-}
-
-// writeKubeconfig writes an admin kubeconfig of the management cluster.
-func writeKubeconfig(env *testenv.Env, path string) error {
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o600)
 }
