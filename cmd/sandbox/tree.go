@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 )
 
 // readyOf reads an object's Ready condition as "Ready" or "NotReady (Reason)".
@@ -56,13 +57,17 @@ func tree(ctx context.Context, c client.Client, ns, name string) (out string, do
 	if err := c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
 		return "", false, err
 	}
+	dvs := &cdiv1.DataVolumeList{}
+	if err := c.List(ctx, dvs, client.InNamespace(ns)); err != nil {
+		return "", false, err
+	}
 	sort.Slice(machines.Items, func(i, j int) bool { return machines.Items[i].Name < machines.Items[j].Name })
 	kcp := &controlplanev1.KubeadmControlPlane{}
 	cpReady, cpWant := int32(0), int32(0)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.Spec.ControlPlaneRef.Name}, kcp); err == nil {
 		cpReady, cpWant = ptr.Deref(kcp.Status.ReadyReplicas, 0), ptr.Deref(kcp.Spec.Replicas, 0)
 		fmt.Fprintf(&b, "├─ KubeadmControlPlane %s  %d/%d ready\n", kcp.Name, cpReady, cpWant)
-		writeMachines(ctx, c, &b, "│  ", machines.Items, func(m clusterv1.Machine) bool { return hasKey(m.Labels, clusterv1.MachineControlPlaneLabel) })
+		writeMachines(ctx, c, &b, "│  ", machines.Items, dvs.Items, func(m clusterv1.Machine) bool { return hasKey(m.Labels, clusterv1.MachineControlPlaneLabel) })
 	}
 	mds := &clusterv1.MachineDeploymentList{}
 	if err := c.List(ctx, mds, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
@@ -73,14 +78,11 @@ func tree(ctx context.Context, c client.Client, ns, name string) (out string, do
 		ready, want := ptr.Deref(md.Status.ReadyReplicas, 0), ptr.Deref(md.Spec.Replicas, 0)
 		workersReady = workersReady && ready == want
 		fmt.Fprintf(&b, "├─ MachineDeployment %s  %d/%d ready\n", md.Name, ready, want)
-		writeMachines(ctx, c, &b, "│  ", machines.Items, func(m clusterv1.Machine) bool { return m.Labels[clusterv1.MachineDeploymentNameLabel] == md.Name })
+		writeMachines(ctx, c, &b, "│  ", machines.Items, dvs.Items, func(m clusterv1.Machine) bool { return m.Labels[clusterv1.MachineDeploymentNameLabel] == md.Name })
 	}
-	dvs := &cdiv1.DataVolumeList{}
-	if err := c.List(ctx, dvs, client.InNamespace(ns)); err == nil {
-		for _, dv := range dvs.Items {
-			if strings.HasPrefix(dv.Name, "capkv-golden-") {
-				fmt.Fprintf(&b, "└─ golden image %s  %s %s\n", dv.Name, dv.Status.Phase, dv.Status.Progress)
-			}
+	for _, dv := range dvs.Items {
+		if dv.Labels[golden.Label] != "" {
+			fmt.Fprintf(&b, "└─ golden image %s  %s %s\n", dv.Name, dv.Status.Phase, dv.Status.Progress)
 		}
 	}
 	nodes := 0
@@ -96,7 +98,7 @@ func tree(ctx context.Context, c client.Client, ns, name string) (out string, do
 func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
 
 // writeMachines writes the machines that match, each with its VM and disks.
-func writeMachines(ctx context.Context, c client.Client, b *strings.Builder, indent string, machines []clusterv1.Machine, match func(clusterv1.Machine) bool) {
+func writeMachines(ctx context.Context, c client.Client, b *strings.Builder, indent string, machines []clusterv1.Machine, dvs []cdiv1.DataVolume, match func(clusterv1.Machine) bool) {
 	for _, m := range machines {
 		if !match(m) {
 			continue
@@ -119,12 +121,9 @@ func writeMachines(ctx context.Context, c client.Client, b *strings.Builder, ind
 			}
 		}
 		fmt.Fprintf(b, "%s│  └─ KubevirtMachine %s  %s  %s\n", indent, km.Name, readyOf(km), vm)
-		dvs := &cdiv1.DataVolumeList{}
-		if err := c.List(ctx, dvs, client.InNamespace(m.Namespace)); err == nil {
-			for _, dv := range dvs.Items {
-				if strings.HasPrefix(dv.Name, km.Name+"-") {
-					fmt.Fprintf(b, "%s│     └─ disk %s  %s\n", indent, dv.Name, dv.Status.Phase)
-				}
+		for _, dv := range dvs {
+			if strings.HasPrefix(dv.Name, km.Name+"-") {
+				fmt.Fprintf(b, "%s│     └─ disk %s  %s\n", indent, dv.Name, dv.Status.Phase)
 			}
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
@@ -31,14 +32,8 @@ import (
 // goldenVolumes counts the golden image DataVolumes in a namespace.
 func goldenVolumes(ctx context.Context, ns string) int {
 	dvs := &cdiv1.DataVolumeList{}
-	Expect(c.List(ctx, dvs, client.InNamespace(ns))).To(Succeed())
-	n := 0
-	for _, dv := range dvs.Items {
-		if strings.HasPrefix(dv.Name, "capkv-golden-") {
-			n++
-		}
-	}
-	return n
+	Expect(c.List(ctx, dvs, client.InNamespace(ns), client.HasLabels{golden.Label})).To(Succeed())
+	return len(dvs.Items)
 }
 
 var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
