@@ -36,7 +36,7 @@ func main() {
 
 func run() error {
 	exitAfterDemo := flag.Bool("exit-after-demo", false, "exit with a summary once the demo cluster is ready (non-zero if it is not ready within --timeout)")
-	noProvider := flag.Bool("no-provider", false, "start the world without this provider's manager, for another provider to be installed and measured")
+	noProvider := flag.Bool("no-provider", false, "start the world without this provider's CRDs, manager and demo, for another provider (or an older build of this one) to be installed and measured")
 	noDemo := flag.Bool("no-demo", false, "create no demo cluster")
 	kubeconfigPath := flag.String("write-kubeconfig", filepath.Join(testenv.RepoRoot(), "out", "sandbox.kubeconfig"), "where to write the kubeconfig of the management cluster")
 	timeout := flag.Duration("timeout", 10*time.Minute, "how long the demo cluster may take to become ready")
@@ -51,7 +51,7 @@ func run() error {
 	step("starting the world: kube-apiserver, etcd, kube-scheduler, kube-controller-manager, Cluster API controllers, KubeVirt and CDI simulator")
 	opts := sim.DefaultOptions()
 	opts.TimeScale = *timeScale
-	w, err := world.Start(world.Options{WithCAPI: true, Sim: &opts})
+	w, err := world.Start(world.Options{WithCAPI: true, Sim: &opts, WithoutProviderCRDs: *noProvider})
 	if err != nil {
 		return err
 	}
@@ -75,12 +75,15 @@ func run() error {
 		}()
 		step("provider manager started (manager.New, as main.go builds it)")
 	}
-	if err := w.WriteKubeconfig(*kubeconfigPath); err != nil {
+	if err := w.WriteKubeconfig(*kubeconfigPath, world.AdminUser); err != nil {
 		return err
 	}
 	step("kubeconfig written: export KUBECONFIG=" + *kubeconfigPath + " (kubectl and clusterctl work against it)")
 
-	if *noDemo {
+	if *noProvider {
+		step("no provider: install your provider's CRDs and run its manager with this kubeconfig (docs/benchmark.md)")
+	}
+	if *noDemo || *noProvider {
 		return wait(ctx)
 	}
 	c := w.Env.Client

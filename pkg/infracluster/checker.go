@@ -24,6 +24,9 @@ type Checker struct {
 	SecretNamespaces []string
 
 	localDiscovery discovery.DiscoveryInterface
+	// localAPIs remembers the management cluster's APIs until one of the
+	// watched KubeVirt or CDI CustomResourceDefinitions changes.
+	localAPIs *rememberedAPIs
 }
 
 // NewChecker returns a Checker for the management cluster at local.
@@ -32,7 +35,7 @@ func NewChecker(reader client.Reader, local *rest.Config) (*Checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
-	return &Checker{Reader: reader, Local: local, localDiscovery: d}, nil
+	return &Checker{Reader: reader, Local: local, localDiscovery: d, localAPIs: &rememberedAPIs{discovery: d}}, nil
 }
 
 // Check resolves the infra cluster named by ref (nil: the management cluster)

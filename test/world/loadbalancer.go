@@ -42,10 +42,15 @@ func (b *lbBackend) Backend(context.Context, *corev1.Service, corev1.ServicePort
 }
 
 // tenantOf reads which tenant cluster a control-plane Service fronts, from
-// the selector the provider gives it.
+// its selector: cluster name and control-plane role, and the machines'
+// namespace where this provider adds it (others keep Service and machines
+// in the cluster's namespace).
 func tenantOf(svc *corev1.Service) (types.NamespacedName, bool) {
 	sel := svc.Spec.Selector
 	key := types.NamespacedName{Namespace: sel[infrav1.KubevirtMachineNamespaceLabel], Name: sel[infrav1.ClusterNameLabel]}
+	if key.Namespace == "" {
+		key.Namespace = svc.Namespace
+	}
 	return key, key.Namespace != "" && key.Name != "" && sel[infrav1.RoleLabel] == infrav1.RoleControlPlane
 }
 

@@ -63,10 +63,15 @@ func (w *World) StartProvider(o manager.Options) (func() error, error) {
 	}, nil
 }
 
-// WriteKubeconfig writes an admin kubeconfig of the management cluster to
-// path, for kubectl, clusterctl or a provider running as its own process.
-func (w *World) WriteKubeconfig(path string) error {
-	user, err := w.Env.ControlPlane.AddUser(envtest.User{Name: "world-admin", Groups: []string{"system:masters"}}, nil)
+// AdminUser is the user of the world's admin kubeconfig.
+const AdminUser = "world-admin"
+
+// WriteKubeconfig writes a kubeconfig of the management cluster to path
+// that authenticates as user, a cluster administrator: for kubectl,
+// clusterctl, or a provider running as its own process whose requests the
+// API server's audit log can tell apart by that name.
+func (w *World) WriteKubeconfig(path, userName string) error {
+	user, err := w.Env.ControlPlane.AddUser(envtest.User{Name: userName, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err
 	}

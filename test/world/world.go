@@ -55,6 +55,13 @@ type Options struct {
 	// Cluster API controllers (WithCAPI implies it), for tests that play
 	// Cluster API's part themselves.
 	WithWorkloads bool
+	// WithoutProviderCRDs leaves CAPKV's CRDs out of the management
+	// cluster, for another infrastructure provider for KubeVirt (or an
+	// older build of this one) to install its own.
+	WithoutProviderCRDs bool
+	// APIServerArgs are extra flags of the management kube-apiserver, such
+	// as an audit policy.
+	APIServerArgs map[string]string
 }
 
 // World is a running test world.
@@ -93,7 +100,8 @@ func DefaultNodes() []sim.NodeSpec {
 // Start builds and starts a world. On failure everything already started
 // is stopped again.
 func Start(o Options) (*World, error) {
-	env, err := testenv.Start(testenv.Options{WithKubeComponents: true, WithCAPIWebhooks: o.WithCAPI})
+	env, err := testenv.Start(testenv.Options{WithKubeComponents: true, WithCAPIWebhooks: o.WithCAPI,
+		WithoutProviderCRDs: o.WithoutProviderCRDs, APIServerArgs: o.APIServerArgs})
 	if err != nil {
 		return nil, err
 	}
