@@ -45,7 +45,9 @@ func (r *Result) write(path string) error {
 }
 
 func printTable(r Result) {
-	row := func(name, format string, args ...any) { fmt.Printf("%-44s "+format+"\n", append([]any{name}, args...)...) }
+	row := func(name, format string, args ...any) {
+		fmt.Printf("%-44s "+format+"\n", append([]any{name}, args...)...)
+	}
 	fmt.Println()
 	row("provider", "%s", r.Provider)
 	row("machines", "%d in %d clusters", r.Machines, r.Clusters)

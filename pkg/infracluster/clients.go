@@ -86,12 +86,12 @@ type Clients struct {
 }
 
 type entry struct {
-	infra     *Infra
-	watched   bool
-	hash      [32]byte
-	cancel    context.CancelFunc
-	apis      *rememberedAPIs
-	users     sets.Set[User]
+	infra   *Infra
+	watched bool
+	hash    [32]byte
+	cancel  context.CancelFunc
+	apis    *rememberedAPIs
+	users   sets.Set[User]
 }
 
 // NewClients returns Clients for a manager; the management cluster uses the
