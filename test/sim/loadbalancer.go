@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,7 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 		s.lb.release(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	ip := s.lb.address(req.NamespacedName)
+	ip := s.lb.address(req.NamespacedName, ingressIP(svc))
 	for _, port := range svc.Spec.Ports {
 		if server, ok := s.LBBackend.(LoadBalancerServer); ok && !s.lb.listening(ip, port) {
 			served, err := server.ServeOn(ctx, svc, port, ip)
@@ -95,17 +96,37 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 }
 
 // address returns the Service's loopback address, 127.1.x.y, allocating one
-// on first use.
-func (lb *loadBalancer) address(key types.NamespacedName) string {
+// on first use. A Service that already has one of these addresses in its
+// status (the world restarted from kept state) keeps it if it is free, as
+// clients, and Cluster API's control-plane endpoint, know it by it.
+func (lb *loadBalancer) address(key types.NamespacedName, current string) string {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	if ip, ok := lb.addresses[key]; ok {
 		return ip
 	}
-	lb.next++
-	ip := fmt.Sprintf("127.1.%d.%d", lb.next/250, lb.next%250+1)
+	taken := map[string]bool{}
+	for _, ip := range lb.addresses {
+		taken[ip] = true
+	}
+	ip := current
+	if !strings.HasPrefix(ip, "127.1.") || taken[ip] {
+		for ip == "" || taken[ip] || !strings.HasPrefix(ip, "127.1.") {
+			lb.next++
+			ip = fmt.Sprintf("127.1.%d.%d", lb.next/250, lb.next%250+1)
+		}
+	}
 	lb.addresses[key] = ip
 	return ip
+}
+
+func ingressIP(svc *corev1.Service) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP
+		}
+	}
+	return ""
 }
 
 // listening reports whether the load balancer forwards ip:port itself.

@@ -56,6 +56,9 @@ type Options struct {
 	WithoutProviderCRDs bool
 	// APIServerArgs are extra kube-apiserver flags (name without dashes).
 	APIServerArgs map[string]string
+	// EtcdDataDir, when set, is etcd's data directory, kept after Stop: a
+	// later Start with the same directory finds every object again.
+	EtcdDataDir string
 }
 
 // Env is a running API server with the CRDs installed.
@@ -99,6 +102,12 @@ func Start(o Options) (*Env, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 		AttachControlPlaneOutput: os.Getenv("TESTENV_VERBOSE") != "",
+	}
+	if o.EtcdDataDir != "" {
+		if err := os.MkdirAll(o.EtcdDataDir, 0o700); err != nil {
+			return nil, err
+		}
+		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: o.EtcdDataDir}
 	}
 	for name, value := range o.APIServerArgs {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
