@@ -13,8 +13,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,7 +76,10 @@ func run() error {
 		return err
 	}
 	world.QuietLogs()
-	ctx := context.Background()
+	// Interrupted, the benchmark still stops the provider and the world, so
+	// no API server, etcd or data directory is left behind.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	outDir := filepath.Dir(o.out)
 	if err := os.MkdirAll(outDir, 0o750); err != nil {
 		return err
@@ -204,17 +209,23 @@ func waitFor(ctx context.Context, c client.Reader, total int, start time.Time, t
 				withNode++
 			}
 		}
-		if provisioned == 0 && ready == total {
+		// More Machines than asked for can exist for a while (a remediation
+		// or a rollout); all of them must be there.
+		if provisioned == 0 && ready >= total {
 			provisioned = time.Since(start)
 		}
-		if withNode == total && provisioned != 0 {
+		if withNode >= total && provisioned != 0 {
 			return provisioned, time.Since(start), nil
 		}
 		if line := fmt.Sprintf("%d/%d provisioned, %d/%d with a Node", ready, total, withNode, total); line != last {
 			fmt.Printf(">> %6.1fs %s\n", time.Since(start).Seconds(), line)
 			last = line
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	return 0, 0, fmt.Errorf("not all %d machines were ready within %s", total, timeout)
 }

@@ -40,7 +40,7 @@ func startProvider(command, kubeconfig, logPath string) (*providerProcess, error
 		err := cmd.Wait()
 		_ = logFile.Close()
 		p.mu.Lock()
-		p.err = fmt.Errorf("the provider exited (%v); see %s", err, logPath)
+		p.err = fmt.Errorf("the provider exited, see %s: %w", logPath, err)
 		p.mu.Unlock()
 		close(p.done)
 	}()

@@ -8,24 +8,35 @@ import (
 	"slices"
 )
 
-// Result is what one run measured; it is written as JSON.
+// Result is what one run measured; it is written as JSON. docs/benchmark.md
+// says how each number is taken.
 type Result struct {
-	Provider             string  `json:"provider"`
-	Machines             int     `json:"machines"`
-	Clusters             int     `json:"clusters"`
+	// Provider is the command line of the measured provider.
+	Provider string `json:"provider"`
+	// Machines and Clusters are what was provisioned.
+	Machines int `json:"machines"`
+	Clusters int `json:"clusters"`
+	// SecondsToProvisioned is when every Machine's infrastructure was
+	// provisioned, SecondsToNodeRefs when every Machine also had a Node.
 	SecondsToProvisioned float64 `json:"secondsToProvisioned"`
 	SecondsToNodeRefs    float64 `json:"secondsToNodeRefs"`
 	// RequestsPerMachine are the provider's requests to the management and
 	// infra API servers per machine, by verb.
 	RequestsPerMachine map[string]float64 `json:"requestsPerMachine"`
 	// RequestsByResource are the provider's requests by resource.
-	RequestsByResource    map[string]int `json:"requestsByResource"`
-	RequestsTotal         int            `json:"requestsTotal"`
-	ProviderCPUSeconds    float64        `json:"providerCPUSeconds"`
-	ProviderPeakMemoryMiB float64        `json:"providerPeakMemoryMiB"`
-	Imports               int64          `json:"imports"`
-	Clones                int64          `json:"clones"`
-	Date                  string         `json:"date"`
+	RequestsByResource map[string]int `json:"requestsByResource"`
+	// RequestsTotal is every request of the provider.
+	RequestsTotal int `json:"requestsTotal"`
+	// ProviderCPUSeconds and ProviderPeakMemoryMiB are the provider
+	// process's user and system time and its peak resident memory.
+	ProviderCPUSeconds    float64 `json:"providerCPUSeconds"`
+	ProviderPeakMemoryMiB float64 `json:"providerPeakMemoryMiB"`
+	// Imports and Clones are the simulated CDI's golden image downloads and
+	// root disk clones.
+	Imports int64 `json:"imports"`
+	Clones  int64 `json:"clones"`
+	// Date is when the run started, in UTC.
+	Date string `json:"date"`
 }
 
 func (r *Result) setRequests(c requestCounts) {

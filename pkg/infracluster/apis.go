@@ -85,10 +85,12 @@ func CheckAPIs(client discovery.DiscoveryInterface) APIStatus {
 var servedStatus = APIStatus{Available: true, Reason: infrav1.InfraClusterAvailableReason,
 	Message: "KubeVirt and CDI APIs are served"}
 
-// externalAPIsRecheck is how long an external infra cluster's APIs are
-// taken as served without asking again: its CustomResourceDefinitions are
-// not watched, and a removal is noticed within this time.
-const externalAPIsRecheck = time.Minute
+// apisRecheck is how long an infra cluster's APIs are taken as served
+// without asking again. An external cluster's CustomResourceDefinitions are
+// not watched, so a removal there is noticed within this time; on the
+// management cluster CRD events make the next check ask at once, and this
+// bounds the case where a check raced the API server's discovery update.
+const apisRecheck = time.Minute
 
 // rememberedAPIs remembers that an infra cluster served the required APIs,
 // so that reconciles do not ask its discovery endpoint two questions each.

@@ -242,7 +242,7 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 	}()
 	return &entry{
 		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key},
-		hash:  hash, cancel: cancel, apis: &rememberedAPIs{discovery: d, ttl: externalAPIsRecheck}, users: sets.New[User](),
+		hash:  hash, cancel: cancel, apis: &rememberedAPIs{discovery: d, ttl: apisRecheck}, users: sets.New[User](),
 	}, nil
 }
 

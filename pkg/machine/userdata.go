@@ -155,7 +155,7 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 // not be allowed to watch Secrets there.
 func (s *Service) adoptUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) error {
 	var secret client.Object = &corev1.Secret{}
-	var reader client.Reader = sc.Infra.APIReader
+	reader := sc.Infra.APIReader
 	if !sc.Infra.External {
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
@@ -175,7 +175,9 @@ func (s *Service) adoptUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.V
 		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID,
 		BlockOwnerDeletion: ptr.To(false),
 	}))
-	if err := sc.Infra.Client.Patch(ctx, secret, client.MergeFrom(before)); err != nil {
+	// The copy may come from the cache: a stale one must not replace
+	// owners added since, so the patch carries its resourceVersion.
+	if err := sc.Infra.Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("making VirtualMachine %s own its user data Secret: %w", vm.Name, err)
 	}
 	return nil

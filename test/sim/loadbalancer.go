@@ -25,9 +25,9 @@ type LoadBalancerBackend interface {
 }
 
 // LoadBalancerServer is a LoadBalancerBackend that serves a Service port on
-// the load balancer's own address itself, instead of behind a forwarder:
-// the world's in-memory API servers tell clusters apart by the address
-// clients dialed, as a load balancer that preserves it would let them.
+// the load balancer's own address itself, instead of behind a plain TCP
+// forwarder: the world terminates TLS there with a certificate for that
+// address, as a tenant's API server behind a load balancer has.
 // served false falls back to forwarding.
 type LoadBalancerServer interface {
 	ServeOn(ctx context.Context, svc *corev1.Service, port corev1.ServicePort, ip string) (served bool, err error)
@@ -41,6 +41,7 @@ type loadBalancer struct {
 	addresses map[types.NamespacedName]string
 	listeners map[string]net.Listener // by address:port
 	next      int
+	seeded    bool
 }
 
 func newLoadBalancer() *loadBalancer {
@@ -63,7 +64,14 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 		s.lb.release(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	ip := s.lb.address(req.NamespacedName, ingressIP(svc))
+	if err := s.lb.seed(func() ([]corev1.Service, error) {
+		list := &corev1.ServiceList{}
+		err := s.client.List(ctx, list)
+		return list.Items, err
+	}); err != nil {
+		return reconcile.Result{}, err
+	}
+	ip := s.lb.address(req.NamespacedName)
 	for _, port := range svc.Spec.Ports {
 		if server, ok := s.LBBackend.(LoadBalancerServer); ok && !s.lb.listening(ip, port) {
 			served, err := server.ServeOn(ctx, svc, port, ip)
@@ -96,10 +104,8 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 }
 
 // address returns the Service's loopback address, 127.1.x.y, allocating one
-// on first use. A Service that already has one of these addresses in its
-// status (the world restarted from kept state) keeps it if it is free, as
-// clients, and Cluster API's control-plane endpoint, know it by it.
-func (lb *loadBalancer) address(key types.NamespacedName, current string) string {
+// on first use.
+func (lb *loadBalancer) address(key types.NamespacedName) string {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	if ip, ok := lb.addresses[key]; ok {
@@ -109,18 +115,42 @@ func (lb *loadBalancer) address(key types.NamespacedName, current string) string
 	for _, ip := range lb.addresses {
 		taken[ip] = true
 	}
-	ip := current
-	if !strings.HasPrefix(ip, "127.1.") || taken[ip] {
-		for ip == "" || taken[ip] || !strings.HasPrefix(ip, "127.1.") {
-			lb.next++
-			ip = fmt.Sprintf("127.1.%d.%d", lb.next/250, lb.next%250+1)
-		}
+	ip := ""
+	for ip == "" || taken[ip] {
+		lb.next++
+		ip = fmt.Sprintf("127.1.%d.%d", lb.next/250, lb.next%250+1)
 	}
 	lb.addresses[key] = ip
 	return ip
 }
 
-func ingressIP(svc *corev1.Service) string {
+// seed keeps, once, the addresses Services already have (the world
+// restarted from kept state): clients and Cluster API's control-plane
+// endpoints know them by these, so none may go to another Service.
+func (lb *loadBalancer) seed(list func() ([]corev1.Service, error)) error {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if lb.seeded {
+		return nil
+	}
+	services, err := list()
+	if err != nil {
+		return err
+	}
+	taken := map[string]bool{}
+	for i := range services {
+		svc := &services[i]
+		if ip := IngressIP(svc); svc.Spec.Type == corev1.ServiceTypeLoadBalancer && strings.HasPrefix(ip, "127.1.") && !taken[ip] {
+			lb.addresses[client.ObjectKeyFromObject(svc)] = ip
+			taken[ip] = true
+		}
+	}
+	lb.seeded = true
+	return nil
+}
+
+// IngressIP is the first IP of a Service's load balancer ingress, or "".
+func IngressIP(svc *corev1.Service) string {
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		if in.IP != "" {
 			return in.IP

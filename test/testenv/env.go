@@ -108,6 +108,9 @@ func Start(o Options) (*Env, error) {
 			return nil, err
 		}
 		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: o.EtcdDataDir}
+		// envtest's etcd skips fsync for speed; kept data must survive a
+		// crash of the machine too.
+		env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "false")
 	}
 	for name, value := range o.APIServerArgs {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)

@@ -30,12 +30,13 @@ import (
 // the real API server's would be, and forwards each request (port-forward
 // upgrades included) to that port.
 type lbProxy struct {
-	listener net.Listener
-	server   *http.Server
+	listener  net.Listener
+	server    *http.Server
+	transport *http.Transport
 }
 
 // startLBProxy listens on host:port and forwards to backend, the tenant's
-// mux listener on loopback.
+// mux listener.
 func (w *Workloads) startLBProxy(cluster types.NamespacedName, host string, port int32, backend string) (*lbProxy, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port))) //nolint:noctx // a listener for the world's lifetime
 	if err != nil {
@@ -45,20 +46,22 @@ func (w *Workloads) startLBProxy(cluster types.NamespacedName, host string, port
 		return w.caOf(ctx, cluster, secret.ClusterCA)
 	}}
 	target := &url.URL{Scheme: "https", Host: backend}
+	transport := &http.Transport{
+		// The hop is in-process loopback to the mux, whose own
+		// certificate names 127.0.0.1; the client verified ours.
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     time.Minute,
+	}
 	proxy := &httputil.ReverseProxy{
 		// SetURL also rewrites the Host header, which the mux reads to
 		// find the tenant and port-forward dials.
-		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) },
-		Transport: &http.Transport{
-			// The hop is in-process loopback to the mux, whose own
-			// certificate names 127.0.0.1; the client verified ours.
-			TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
-			MaxIdleConnsPerHost: 64,
-		},
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport:     transport,
 		FlushInterval: -1,
 		ErrorLog:      log.New(io.Discard, "", 0),
 	}
-	p := &lbProxy{listener: l, server: &http.Server{
+	p := &lbProxy{listener: l, transport: transport, server: &http.Server{
 		Handler:           proxy,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
@@ -69,6 +72,7 @@ func (w *Workloads) startLBProxy(cluster types.NamespacedName, host string, port
 }
 
 func (p *lbProxy) close() error {
+	defer p.transport.CloseIdleConnections()
 	err := p.server.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -103,9 +107,14 @@ func (s *servingCert) get(hello *tls.ClientHelloInfo) (*tls.Certificate, error) 
 		CommonName: "kube-apiserver",
 		AltNames: certs.AltNames{
 			DNSNames: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "localhost"},
-			IPs:      []net.IP{net.ParseIP(s.host), net.IPv4(127, 0, 0, 1)},
+			IPs:      []net.IP{net.IPv4(127, 0, 0, 1)},
 		},
 		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if ip := net.ParseIP(s.host); ip != nil {
+		cfg.AltNames.IPs = append(cfg.AltNames.IPs, ip)
+	} else {
+		cfg.AltNames.DNSNames = append(cfg.AltNames.DNSNames, s.host)
 	}
 	cert, err := cfg.NewSignedCert(key, ca, caKey)
 	if err != nil {

@@ -28,14 +28,15 @@ import (
 )
 
 // Workloads are the tenant (workload) clusters of the world: Cluster API's
-// in-memory API servers and etcd, one listener per cluster on loopback.
+// in-memory API servers and etcd, one listener per cluster on a port of its
+// own (Cluster API's mux binds it on every address).
 // Joining a machine creates what kubeadm and the kubelet would: the Node
 // with its provider ID and, on control-plane machines, the static pods, an
 // etcd member and an API server backend.
 type Workloads struct {
 	mgmt client.Client
 	mgr  inmemoryruntime.Manager
-	// mux serves every cluster, each on a free loopback port.
+	// mux serves every cluster, each on a port of its own.
 	mux *inmemoryserver.WorkloadClustersMux
 	mu  sync.Mutex
 	// addrs are the clusters' API endpoints: the mux listener, or the load
@@ -43,6 +44,10 @@ type Workloads struct {
 	addrs map[string]string
 	// proxies serve clusters on their load balancer addresses.
 	proxies map[string]*lbProxy
+	// ports are the mux ports given to clusters: the mux binds a port only
+	// once a cluster's first API server joins, and the kernel may offer it
+	// again until then.
+	ports map[int32]bool
 }
 
 func newWorkloads(ctx context.Context, mgmt client.Client) (*Workloads, error) {
@@ -58,7 +63,7 @@ func newWorkloads(ctx context.Context, mgmt client.Client) (*Workloads, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, proxies: map[string]*lbProxy{}}, nil
+	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, proxies: map[string]*lbProxy{}, ports: map[int32]bool{}}, nil
 }
 
 func groupName(cluster types.NamespacedName) string { return cluster.Namespace + "/" + cluster.Name }
@@ -105,9 +110,12 @@ func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName) 
 			return "", 0, err
 		}
 	}
-	port, err := freePort()
-	if err != nil {
-		return "", 0, err
+	var port int32
+	for port == 0 || w.ports[port] {
+		var err error
+		if port, err = freePort(); err != nil {
+			return "", 0, err
+		}
 	}
 	l, err := w.mux.InitWorkloadClusterListener(name, port)
 	if err != nil {
@@ -116,6 +124,7 @@ func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName) 
 	if err := w.mux.RegisterResourceGroup(name, name); err != nil {
 		return "", 0, err
 	}
+	w.ports[port] = true
 	w.addrs[name] = net.JoinHostPort(l.Host(), fmt.Sprint(l.Port()))
 	return l.Host(), l.Port(), nil
 }

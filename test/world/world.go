@@ -107,6 +107,9 @@ func DefaultNodes() []sim.NodeSpec {
 // Start builds and starts a world. On failure everything already started
 // is stopped again.
 func Start(o Options) (*World, error) {
+	if o.StateDir != "" && o.ExternalInfra {
+		return nil, errors.New("StateDir keeps the management cluster only; it cannot be combined with ExternalInfra")
+	}
 	env, err := testenv.Start(testenv.Options{WithKubeComponents: true, WithCAPIWebhooks: o.WithCAPI,
 		WithoutProviderCRDs: o.WithoutProviderCRDs, APIServerArgs: o.APIServerArgs, EtcdDataDir: etcdDir(o.StateDir)})
 	if err != nil {
