@@ -52,6 +52,12 @@ sandbox: kube-binaries ## Start the sandbox: the test world, this provider and a
 	@echo ">> building and starting the sandbox (first build takes a few minutes)"
 	go run ./cmd/sandbox $(SANDBOX_ARGS)
 
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: kube-binaries build ## Provision 100 machines in the sandbox's world with zero latency and report speed and cost (writes out/bench.json).
+	go run ./cmd/bench $(BENCH_ARGS)
+
 ##@ Generate
 
 .PHONY: generate

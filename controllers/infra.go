@@ -75,6 +75,17 @@ func crdMetadata() *metav1.PartialObjectMetadata {
 	return m
 }
 
+// recheckAll maps a change of a KubeVirt or CDI CustomResourceDefinition to
+// every object of a kind, after making every infra cluster's APIs be asked
+// again: Clients remembers that they were served.
+func recheckAll(clients *infracluster.Clients, c client.Reader, watchFilter string, newList func() client.ObjectList) handler.MapFunc {
+	all := enqueueAll(c, watchFilter, newList)
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		clients.ForgetAPIs()
+		return all(ctx, obj)
+	}
+}
+
 // enqueueAll maps an event to every object of a kind in the cache, for events
 // that concern all of them.
 func enqueueAll(c client.Reader, watchFilter string, newList func() client.ObjectList) handler.MapFunc {

@@ -188,7 +188,7 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 			predicates.ClusterPausedTransitions(mgr.GetScheme(), log),
 			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		WatchesMetadata(crdMetadata(),
-			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })),
+			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })),
 			kubevirtCRDChanged).
 		Build(ctx, r)
 	if err != nil {

@@ -50,7 +50,7 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 			handler.EnqueueRequestsFromMapFunc(clusterToMachines),
 			predicates.ClusterPausedTransitions(mgr.GetScheme(), log), filter).
 		WatchesMetadata(crdMetadata(),
-			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachineList{} })),
+			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachineList{} })),
 			kubevirtCRDChanged).
 		WatchesMetadata(secretMetadata(), handler.EnqueueRequestsFromMapFunc(r.secretToMachines))
 	if r.ClusterCache != nil {

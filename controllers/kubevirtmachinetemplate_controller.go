@@ -186,7 +186,7 @@ func (r *KubevirtMachineTemplateReconciler) SetupWithManager(ctx context.Context
 			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue))).
 		WithOptions(options).
 		WatchesMetadata(crdMetadata(),
-			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachineTemplateList{} })),
+			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachineTemplateList{} })),
 			kubevirtCRDChanged).
 		Build(ctx, r)
 	if err != nil {

@@ -18,9 +18,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
@@ -37,10 +38,12 @@ func main() {
 
 func run() error {
 	exitAfterDemo := flag.Bool("exit-after-demo", false, "exit with a summary once the demo cluster is ready (non-zero if it is not ready within --timeout)")
-	noProvider := flag.Bool("no-provider", false, "start the world without this provider's manager, for another provider to be installed and measured")
+	noProvider := flag.Bool("no-provider", false, "start the world without this provider's CRDs, manager and demo, for another provider (or an older build of this one) to be installed and measured")
 	noDemo := flag.Bool("no-demo", false, "create no demo cluster")
 	kubeconfigPath := flag.String("write-kubeconfig", filepath.Join(testenv.RepoRoot(), "out", "sandbox.kubeconfig"), "where to write the kubeconfig of the management cluster")
 	timeout := flag.Duration("timeout", 10*time.Minute, "how long the demo cluster may take to become ready")
+	keepState := flag.Bool("keep-state", false, "keep the world's state in --state-dir, and resume from it if it is there")
+	stateDir := flag.String("state-dir", filepath.Join(testenv.RepoRoot(), "out", "sandbox-state"), "where --keep-state keeps the world's state")
 	timeScale := flag.Float64("time-scale", 0.01, "multiplier of every simulated latency (0: instant, 1: real time)")
 	flag.Parse()
 
@@ -52,7 +55,16 @@ func run() error {
 	step("starting the world: kube-apiserver, etcd, kube-scheduler, kube-controller-manager, Cluster API controllers, KubeVirt and CDI simulator")
 	opts := sim.DefaultOptions()
 	opts.TimeScale = *timeScale
-	w, err := world.Start(world.Options{WithCAPI: true, Sim: &opts})
+	wo := world.Options{WithCAPI: true, Sim: &opts, WithoutProviderCRDs: *noProvider}
+	if *keepState {
+		wo.StateDir = *stateDir
+		if _, err := os.Stat(filepath.Join(*stateDir, "etcd")); err == nil {
+			step("resuming from the state kept in " + *stateDir)
+		} else {
+			step("keeping the state in " + *stateDir + " for the next start")
+		}
+	}
+	w, err := world.Start(wo)
 	if err != nil {
 		return err
 	}
@@ -76,12 +88,15 @@ func run() error {
 		}()
 		step("provider manager started (manager.New, as main.go builds it)")
 	}
-	if err := writeKubeconfig(w.Env, *kubeconfigPath); err != nil {
+	if err := w.WriteKubeconfig(*kubeconfigPath, world.AdminUser); err != nil {
 		return err
 	}
 	step("kubeconfig written: export KUBECONFIG=" + *kubeconfigPath + " (kubectl and clusterctl work against it)")
 
-	if *noDemo {
+	if *noProvider {
+		step("no provider: install your provider's CRDs and run its manager with this kubeconfig (docs/benchmark.md)")
+	}
+	if *noDemo || *noProvider {
 		return wait(ctx)
 	}
 	c := w.Env.Client
@@ -89,9 +104,20 @@ func run() error {
 	if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
 		return err
 	}
-	step("creating the demo cluster from templates/cluster-template.yaml (clusterctl template processing, the template's defaults)")
 	demoStart := time.Now()
-	if err := world.ApplyClusterTemplate(ctx, c, map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": ns.Name}); err != nil {
+	existing := &clusterv1.Cluster{}
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "demo"}, existing); {
+	case err == nil:
+		step("the demo cluster exists (kept state): waiting for its guests to join their tenant cluster again")
+		if err := rejoined(ctx, w, c, ns.Name, *timeout); err != nil {
+			return err
+		}
+	case apierrors.IsNotFound(err):
+		step("creating the demo cluster from templates/cluster-template.yaml (clusterctl template processing, the template's defaults)")
+		if err := world.ApplyClusterTemplate(ctx, c, map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": ns.Name}); err != nil {
+			return err
+		}
+	default:
 		return err
 	}
 	ready, err := follow(ctx, c, ns.Name, "demo", *timeout)
@@ -139,6 +165,40 @@ func follow(ctx context.Context, c client.Client, ns, name string, timeout time.
 	}
 }
 
+// rejoined waits until the Node of every Machine that has one is back in
+// the in-memory tenant cluster, which a resumed world rebuilds as the
+// simulated guests join again: until then the kept status is stale.
+func rejoined(ctx context.Context, w *world.World, c client.Client, ns string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		machines := &clusterv1.MachineList{}
+		if err := c.List(ctx, machines, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		missing := 0
+		for _, m := range machines.Items {
+			key := client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}
+			if m.Status.NodeRef.IsDefined() {
+				if _, err := w.Workloads.Node(ctx, key, m.Status.NodeRef.Name); err != nil {
+					missing++
+				}
+			}
+		}
+		if missing == 0 {
+			step(fmt.Sprintf("all %d machines' Nodes are back", len(machines.Items)))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d Nodes did not come back within %s", missing, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 func wait(ctx context.Context) error {
 	<-ctx.Done()
 	return nil
@@ -146,20 +206,4 @@ func wait(ctx context.Context) error {
 
 func step(msg string) {
 	fmt.Printf(">> %s %s\n", time.Now().Format(time.TimeOnly), msg)
-}
-
-// writeKubeconfig writes an admin kubeconfig of the management cluster.
-func writeKubeconfig(env *testenv.Env, path string) error {
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o600)
 }

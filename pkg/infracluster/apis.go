@@ -7,6 +7,8 @@ package infracluster
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -77,6 +79,55 @@ func CheckAPIs(client discovery.DiscoveryInterface) APIStatus {
 				api.groupVersion, strings.Join(sets.List(missing), ", "), api.product)}
 		}
 	}
-	return APIStatus{Available: true, Reason: infrav1.InfraClusterAvailableReason,
-		Message: "KubeVirt and CDI APIs are served"}
+	return servedStatus
+}
+
+var servedStatus = APIStatus{Available: true, Reason: infrav1.InfraClusterAvailableReason,
+	Message: "KubeVirt and CDI APIs are served"}
+
+// apisRecheck is how long an infra cluster's APIs are taken as served
+// without asking again. An external cluster's CustomResourceDefinitions are
+// not watched, so a removal there is noticed within this time; on the
+// management cluster CRD events make the next check ask at once, and this
+// bounds the case where a check raced the API server's discovery update.
+const apisRecheck = time.Minute
+
+// rememberedAPIs remembers that an infra cluster served the required APIs,
+// so that reconciles do not ask its discovery endpoint two questions each.
+// A failed check is never remembered: the next reconcile asks again.
+type rememberedAPIs struct {
+	discovery discovery.DiscoveryInterface
+	// ttl bounds how long a success is remembered; zero means until forget.
+	ttl time.Duration
+
+	mu     sync.Mutex
+	served time.Time
+	// forgotten counts forget calls, so that a check that was under way
+	// when the APIs changed does not remember its outdated answer.
+	forgotten uint64
+}
+
+func (r *rememberedAPIs) check() APIStatus {
+	r.mu.Lock()
+	served, gen := r.served, r.forgotten
+	r.mu.Unlock()
+	if !served.IsZero() && (r.ttl == 0 || time.Since(served) < r.ttl) {
+		return servedStatus
+	}
+	status := CheckAPIs(r.discovery)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if status.Available && gen == r.forgotten {
+		r.served = time.Now()
+	} else {
+		r.served = time.Time{}
+	}
+	return status
+}
+
+func (r *rememberedAPIs) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.served = time.Time{}
+	r.forgotten++
 }

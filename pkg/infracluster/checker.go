@@ -24,6 +24,10 @@ type Checker struct {
 	SecretNamespaces []string
 
 	localDiscovery discovery.DiscoveryInterface
+	// localAPIs remembers the management cluster's APIs until one of the
+	// watched KubeVirt or CDI CustomResourceDefinitions changes, or for
+	// apisRecheck at most.
+	localAPIs *rememberedAPIs
 }
 
 // NewChecker returns a Checker for the management cluster at local.
@@ -32,7 +36,7 @@ func NewChecker(reader client.Reader, local *rest.Config) (*Checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
-	return &Checker{Reader: reader, Local: local, localDiscovery: d}, nil
+	return &Checker{Reader: reader, Local: local, localDiscovery: d, localAPIs: &rememberedAPIs{discovery: d, ttl: apisRecheck}}, nil
 }
 
 // Check resolves the infra cluster named by ref (nil: the management cluster)

@@ -86,12 +86,12 @@ type Clients struct {
 }
 
 type entry struct {
-	infra     *Infra
-	watched   bool
-	hash      [32]byte
-	cancel    context.CancelFunc
-	discovery discovery.DiscoveryInterface
-	users     sets.Set[User]
+	infra   *Infra
+	watched bool
+	hash    [32]byte
+	cancel  context.CancelFunc
+	apis    *rememberedAPIs
+	users   sets.Set[User]
 }
 
 // NewClients returns Clients for a manager; the management cluster uses the
@@ -105,6 +105,18 @@ func NewClients(mgr ctrl.Manager, checker *Checker) *Clients {
 		},
 		entries: map[string]*entry{},
 		users:   map[User]string{},
+	}
+}
+
+// ForgetAPIs makes the next Acquire of every infra cluster ask its
+// discovery endpoint again. Controllers call it when a KubeVirt or CDI
+// CustomResourceDefinition of the management cluster changes.
+func (c *Clients) ForgetAPIs() {
+	c.checker.localAPIs.forget()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		e.apis.forget()
 	}
 }
 
@@ -132,7 +144,7 @@ func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns, 
 	if !target.External {
 		c.Release(user)
 		infra := *c.local
-		infra.Namespace, infra.Status = target.Namespace, CheckAPIs(c.checker.localDiscovery)
+		infra.Namespace, infra.Status = target.Namespace, c.checker.localAPIs.check()
 		return &infra, c.addWatches(&infra, &c.localWatched)
 	}
 
@@ -144,7 +156,7 @@ func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns, 
 	// Discovery goes to the network: outside the lock, so one slow infra
 	// cluster does not hold up the others.
 	infra := *e.infra
-	infra.Status = CheckAPIs(e.discovery)
+	infra.Status = e.apis.check()
 	return &infra, c.addWatches(&infra, &e.watched)
 }
 
@@ -230,7 +242,7 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 	}()
 	return &entry{
 		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key},
-		hash:  hash, cancel: cancel, discovery: d, users: sets.New[User](),
+		hash:  hash, cancel: cancel, apis: &rememberedAPIs{discovery: d, ttl: apisRecheck}, users: sets.New[User](),
 	}, nil
 }
 

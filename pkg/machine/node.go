@@ -20,10 +20,12 @@ import (
 // kubelet did not set one (no cloud provider in the tenant), so that Cluster
 // API can match Node and Machine. The Node is found by its name, the VM's
 // hostname. Until the tenant cluster is reachable and the Node exists, this
-// waits for the ClusterCache's events.
+// waits for the ClusterCache's events. It looks every time, from the
+// ClusterCache's cache, because a Node that registers again (deleted, or
+// the tenant's control plane restored) comes back without it.
 func (s *Service) setNodeProviderID(ctx context.Context, sc *Scope) error {
 	km := sc.KubevirtMachine
-	if km.Status.NodeUpdated || s.ClusterCache == nil || sc.Cluster == nil || km.Spec.ProviderID == nil {
+	if s.ClusterCache == nil || sc.Cluster == nil || km.Spec.ProviderID == nil {
 		return nil
 	}
 	c, err := s.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(sc.Cluster))

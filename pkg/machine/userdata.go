@@ -148,24 +148,36 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 }
 
 // adoptUserData makes the VM own its user data Secret, so that it goes
-// with the VM even if the provider is not there to delete it.
+// with the VM even if the provider is not there to delete it. On the
+// management cluster it reads the Secret's metadata from the manager's
+// cache, which watches Secret metadata anyway, so that a reconcile costs no
+// request; an external infra cluster is read directly, as the provider may
+// not be allowed to watch Secrets there.
 func (s *Service) adoptUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) error {
-	secret := &corev1.Secret{}
-	found, err := get(ctx, sc.Infra.APIReader, types.NamespacedName{Namespace: vm.Namespace, Name: sc.UserDataSecretName()}, secret)
+	var secret client.Object = &corev1.Secret{}
+	reader := sc.Infra.APIReader
+	if !sc.Infra.External {
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		secret, reader = meta, sc.Infra.Cache
+	}
+	found, err := get(ctx, reader, types.NamespacedName{Namespace: vm.Namespace, Name: sc.UserDataSecretName()}, secret)
 	if err != nil || !found || !s.ours(sc.KubevirtMachine, secret) {
 		return err
 	}
-	for _, o := range secret.OwnerReferences {
+	for _, o := range secret.GetOwnerReferences() {
 		if o.UID == vm.UID {
 			return nil
 		}
 	}
-	before := secret.DeepCopy()
-	secret.OwnerReferences = append(secret.OwnerReferences, metav1.OwnerReference{
+	before := secret.DeepCopyObject().(client.Object)
+	secret.SetOwnerReferences(append(secret.GetOwnerReferences(), metav1.OwnerReference{
 		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID,
 		BlockOwnerDeletion: ptr.To(false),
-	})
-	if err := sc.Infra.Client.Patch(ctx, secret, client.MergeFrom(before)); err != nil {
+	}))
+	// The copy may come from the cache: a stale one must not replace
+	// owners added since, so the patch carries its resourceVersion.
+	if err := sc.Infra.Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("making VirtualMachine %s own its user data Secret: %w", vm.Name, err)
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
@@ -134,8 +135,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			DefaultNamespaces: defaultNamespaces,
 			SyncPeriod:        &o.SyncPeriod,
 			ByObject: map[client.Object]cache.ByObject{
-				// The Secret watch needs names only; kubectl apply can leave a
-				// Secret's whole content in an annotation.
+				// The Secret watch needs names, owners and the owner mark.
 				secretMetadata(): {Transform: stripMetadata},
 			},
 		},
@@ -249,10 +249,16 @@ func secretMetadata() *metav1.PartialObjectMetadata {
 	return m
 }
 
-// stripMetadata drops what the Secret metadata watch does not need.
+// stripMetadata drops what the Secret metadata watch does not need: every
+// annotation but the provider's owner mark (kubectl apply can leave a
+// Secret's whole content in one) and the managed fields.
 func stripMetadata(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
-		m.SetAnnotations(nil)
+		var kept map[string]string
+		if owner, ok := m.GetAnnotations()[infrav1.OwnerAnnotation]; ok {
+			kept = map[string]string{infrav1.OwnerAnnotation: owner}
+		}
+		m.SetAnnotations(kept)
 		m.SetManagedFields(nil)
 	}
 	return obj, nil

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 func TestDeletionRemovesEverything(t *testing.T) {
@@ -143,6 +144,18 @@ func TestNodeProviderID(t *testing.T) {
 	n, err := w.Workloads.Node(ctx, key, "node-md-0")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n.Spec.ProviderID).To(Equal("kubevirt://node-md-0"))
+
+	// The Node registers again (deleted, the kubelet restarted) without a
+	// providerID: it gets it again.
+	g.Expect(w.Workloads.Leave(ctx, key, "node-md-0")).To(Succeed())
+	g.Expect(w.Workloads.Join(ctx, world.Member{Cluster: key, NodeName: "node-md-0"})).To(Succeed())
+	eventually(t, func() string {
+		n, err := w.Workloads.Node(ctx, key, "node-md-0")
+		if err != nil {
+			return err.Error()
+		}
+		return n.Spec.ProviderID
+	}).Should(Equal("kubevirt://node-md-0"))
 }
 
 // TestLongMachineName checks a name beyond the 63 characters of a label

@@ -48,8 +48,8 @@ type Joiner interface {
 // data joins its cluster. Invalid data leaves a running VM that never joins,
 // as in real life.
 func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (reconcile.Result, error) {
-	if _, done := vmi.Annotations[GuestAnnotation]; done {
-		return reconcile.Result{}, nil
+	if outcome, done := vmi.Annotations[GuestAnnotation]; done {
+		return reconcile.Result{}, s.resumeGuest(ctx, vmi, outcome)
 	}
 	if wait := s.scaled(s.opts.BootDelay) - time.Since(runningSince(vmi)); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
@@ -74,6 +74,7 @@ func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 	}
 	// The guest's sshd comes up with the keys its user data installed.
 	s.startSSH(vmi, data, outcome)
+	s.booted.Store(vmi.UID, true)
 	before := vmi.DeepCopy()
 	if vmi.Annotations == nil {
 		vmi.Annotations = map[string]string{}
@@ -89,6 +90,26 @@ func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 		setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue})
 	}
 	return reconcile.Result{}, s.client.Status().Update(ctx, vmi)
+}
+
+// resumeGuest brings back, once per simulator, what a guest that booted
+// under an earlier simulator holds outside the API server: its place in
+// its in-memory tenant cluster and its sshd. That happens when the world
+// restarts from kept state (sandbox --keep-state) with the VMI running.
+func (s *Simulator) resumeGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, outcome string) error {
+	if _, seen := s.booted.LoadOrStore(vmi.UID, true); seen {
+		return nil
+	}
+	data, err := s.userData(ctx, vmi)
+	if err == nil && data != nil && outcome == "joined" && s.Joiner != nil {
+		err = s.Joiner.Join(ctx, vmi, *data)
+	}
+	if err != nil {
+		s.booted.Delete(vmi.UID)
+		return fmt.Errorf("resuming the guest of %s: %w", vmi.Name, err)
+	}
+	s.startSSH(vmi, data, outcome)
+	return nil
 }
 
 func runningSince(vmi *kubevirtv1.VirtualMachineInstance) time.Time {

@@ -15,6 +15,10 @@ type ipAllocator struct {
 	multus   *net.IPNet
 	next     map[string]uint32
 	networks map[string]uint32
+	// taken are pod IPs that launcher pods of an earlier simulator hold
+	// (the world restarted from kept state).
+	taken  map[string]bool
+	seeded bool
 }
 
 func newIPAllocator(podCIDR, multusCIDR string) *ipAllocator {
@@ -32,7 +36,30 @@ func newIPAllocator(podCIDR, multusCIDR string) *ipAllocator {
 func (a *ipAllocator) podIP() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.allocate("pod", a.pod, 0)
+	for {
+		if ip := a.allocate("pod", a.pod, 0); !a.taken[ip] {
+			return ip
+		}
+	}
+}
+
+// seed marks the pod IPs of launcher pods that exist, once.
+func (a *ipAllocator) seed(list func() ([]string, error)) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seeded {
+		return nil
+	}
+	ips, err := list()
+	if err != nil {
+		return err
+	}
+	a.taken = map[string]bool{}
+	for _, ip := range ips {
+		a.taken[ip] = true
+	}
+	a.seeded = true
+	return nil
 }
 
 // networkIP allocates in the /24 of a Multus network (namespace/name).

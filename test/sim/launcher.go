@@ -20,6 +20,22 @@ import (
 
 const launcherImage = "quay.io/kubevirt/virt-launcher:v1.9.0"
 
+// launcherIPs are the pod IPs launcher pods already hold, which an earlier
+// simulator gave them when the world restarted from kept state.
+func (s *Simulator) launcherIPs(ctx context.Context) ([]string, error) {
+	pods := &corev1.PodList{}
+	if err := s.client.List(ctx, pods, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}); err != nil {
+		return nil, err
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	return ips, nil
+}
+
 // launcherPod finds the virt-launcher pod of a VMI.
 func (s *Simulator) launcherPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
@@ -160,6 +176,9 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 					"cannot find a network-attachment-definition (%s)", pod.Name, missing))
 		}
 		return reconcile.Result{RequeueAfter: s.scaled(10*time.Second) + 100*time.Millisecond}, err
+	}
+	if err := s.ips.seed(func() ([]string, error) { return s.launcherIPs(ctx) }); err != nil {
+		return reconcile.Result{}, err
 	}
 	now := metav1.NewTime(time.Now())
 	ip := s.ips.podIP()

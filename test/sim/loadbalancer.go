@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,9 +25,9 @@ type LoadBalancerBackend interface {
 }
 
 // LoadBalancerServer is a LoadBalancerBackend that serves a Service port on
-// the load balancer's own address itself, instead of behind a forwarder:
-// the world's in-memory API servers tell clusters apart by the address
-// clients dialed, as a load balancer that preserves it would let them.
+// the load balancer's own address itself, instead of behind a plain TCP
+// forwarder: the world terminates TLS there with a certificate for that
+// address, as a tenant's API server behind a load balancer has.
 // served false falls back to forwarding.
 type LoadBalancerServer interface {
 	ServeOn(ctx context.Context, svc *corev1.Service, port corev1.ServicePort, ip string) (served bool, err error)
@@ -40,6 +41,7 @@ type loadBalancer struct {
 	addresses map[types.NamespacedName]string
 	listeners map[string]net.Listener // by address:port
 	next      int
+	seeded    bool
 }
 
 func newLoadBalancer() *loadBalancer {
@@ -61,6 +63,13 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 	if err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !svc.DeletionTimestamp.IsZero() {
 		s.lb.release(req.NamespacedName)
 		return reconcile.Result{}, nil
+	}
+	if err := s.lb.seed(func() ([]corev1.Service, error) {
+		list := &corev1.ServiceList{}
+		err := s.client.List(ctx, list)
+		return list.Items, err
+	}); err != nil {
+		return reconcile.Result{}, err
 	}
 	ip := s.lb.address(req.NamespacedName)
 	for _, port := range svc.Spec.Ports {
@@ -102,10 +111,52 @@ func (lb *loadBalancer) address(key types.NamespacedName) string {
 	if ip, ok := lb.addresses[key]; ok {
 		return ip
 	}
-	lb.next++
-	ip := fmt.Sprintf("127.1.%d.%d", lb.next/250, lb.next%250+1)
+	taken := map[string]bool{}
+	for _, ip := range lb.addresses {
+		taken[ip] = true
+	}
+	ip := ""
+	for ip == "" || taken[ip] {
+		lb.next++
+		ip = fmt.Sprintf("127.1.%d.%d", lb.next/250, lb.next%250+1)
+	}
 	lb.addresses[key] = ip
 	return ip
+}
+
+// seed keeps, once, the addresses Services already have (the world
+// restarted from kept state): clients and Cluster API's control-plane
+// endpoints know them by these, so none may go to another Service.
+func (lb *loadBalancer) seed(list func() ([]corev1.Service, error)) error {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if lb.seeded {
+		return nil
+	}
+	services, err := list()
+	if err != nil {
+		return err
+	}
+	taken := map[string]bool{}
+	for i := range services {
+		svc := &services[i]
+		if ip := IngressIP(svc); svc.Spec.Type == corev1.ServiceTypeLoadBalancer && strings.HasPrefix(ip, "127.1.") && !taken[ip] {
+			lb.addresses[client.ObjectKeyFromObject(svc)] = ip
+			taken[ip] = true
+		}
+	}
+	lb.seeded = true
+	return nil
+}
+
+// IngressIP is the first IP of a Service's load balancer ingress, or "".
+func IngressIP(svc *corev1.Service) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP
+		}
+	}
+	return ""
 }
 
 // listening reports whether the load balancer forwards ip:port itself.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +40,10 @@ func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error 
 			ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: labels},
 			Spec:       corev1.NodeSpec{Taints: spec.Taints},
 		}
-		if err := c.Create(ctx, node); err != nil {
+		if err := c.Create(ctx, node); apierrors.IsAlreadyExists(err) {
+			// The world restarted from kept state: the node is there.
+			continue
+		} else if err != nil {
 			return fmt.Errorf("creating node %s: %w", spec.Name, err)
 		}
 		capacity := corev1.ResourceList{

@@ -8,6 +8,7 @@
 package sim
 
 import (
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -60,6 +61,9 @@ type Simulator struct {
 	// LBBackend routes load balancer traffic; nil leaves it unrouted.
 	LBBackend LoadBalancerBackend
 	lb        *loadBalancer
+	// booted are the VMI UIDs whose guests this simulator booted or
+	// resumed.
+	booted sync.Map
 	// guests holds the sshd of booted guests, for DialGuest.
 	guests guestSSH
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -50,6 +51,14 @@ type Options struct {
 	// the local serving host, port and certificates in
 	// Environment.WebhookInstallOptions.
 	WithCAPKVWebhooks bool
+	// WithoutProviderCRDs leaves out CAPKV's CRDs, so that another
+	// infrastructure provider for KubeVirt can install its own.
+	WithoutProviderCRDs bool
+	// APIServerArgs are extra kube-apiserver flags (name without dashes).
+	APIServerArgs map[string]string
+	// EtcdDataDir, when set, is etcd's data directory, kept after Stop: a
+	// later Start with the same directory finds every object again.
+	EtcdDataDir string
 }
 
 // Env is a running API server with the CRDs installed.
@@ -76,6 +85,15 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.WithoutProviderCRDs {
+		ours, err := readCRDs(filepath.Join(RepoRoot(), "config", "crd", "bases"))
+		if err != nil {
+			return nil, err
+		}
+		crds = slices.DeleteFunc(crds, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+			return slices.ContainsFunc(ours, func(o *apiextensionsv1.CustomResourceDefinition) bool { return o.Name == crd.Name })
+		})
+	}
 	s := NewScheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
@@ -84,6 +102,18 @@ func Start(o Options) (*Env, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 		AttachControlPlaneOutput: os.Getenv("TESTENV_VERBOSE") != "",
+	}
+	if o.EtcdDataDir != "" {
+		if err := os.MkdirAll(o.EtcdDataDir, 0o700); err != nil {
+			return nil, err
+		}
+		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: o.EtcdDataDir}
+		// envtest's etcd skips fsync for speed; kept data must survive a
+		// crash of the machine too.
+		env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "false")
+	}
+	for name, value := range o.APIServerArgs {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	if o.WithCAPIWebhooks && o.WithCAPKVWebhooks {
 		return nil, errors.New("WithCAPIWebhooks and WithCAPKVWebhooks need separate servers; install CAPKV's with InstallWebhooks")

@@ -14,8 +14,7 @@ import (
 )
 
 // vmJoiner makes the simulated guest of a provider-built VM join its
-// tenant cluster, finding the cluster and Machine by the labels the provider
-// puts on the VM. Like a kubelet without a cloud provider, it registers the
+// tenant cluster. Like a kubelet without a cloud provider, it registers the
 // Node without a providerID: setting it is the provider's job.
 type vmJoiner struct {
 	mgmt client.Reader
@@ -28,34 +27,55 @@ var _ sim.Joiner = &vmJoiner{}
 
 // Join implements sim.Joiner.
 func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, _ sim.Bootstrap) error {
-	ns, cluster := vmi.Labels[infrav1.KubevirtMachineNamespaceLabel], vmi.Labels[infrav1.ClusterNameLabel]
-	if ns == "" || cluster == "" {
+	member, ok, err := j.memberOf(ctx, vmi)
+	if err != nil || !ok {
 		// Not a tenant machine: it boots and joins nothing.
-		return nil
+		return err
 	}
-	key := types.NamespacedName{Namespace: ns, Name: cluster}
-	if !j.workloads.Has(key) {
-		if err := j.workloads.ensureBehindLoadBalancer(ctx, j.infra, vmi.Namespace, key); err != nil {
+	if !j.workloads.Has(member.Cluster) {
+		if err := j.workloads.ensureBehindLoadBalancer(ctx, j.infra, vmi.Namespace, member.Cluster); err != nil {
 			return err
 		}
 	}
-	if !j.workloads.Has(key) {
+	if !j.workloads.Has(member.Cluster) {
 		return nil
 	}
-	version := ""
-	if name := vmi.Labels[infrav1.MachineLabel]; name != "" {
-		m := &clusterv1.Machine{}
-		if err := j.mgmt.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m); err == nil {
-			version = m.Spec.Version
-		}
+	if err := j.workloads.Join(ctx, member); err != nil {
+		return fmt.Errorf("joining %s to %s: %w", member.NodeName, member.Cluster, err)
 	}
+	return nil
+}
+
+// memberOf finds the tenant cluster and Machine of a VMI: by the labels
+// this provider puts on its VMs or, for another provider's VMs, by the
+// Machine whose infrastructure object has the VM's name in its namespace.
+func (j *vmJoiner) memberOf(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (Member, bool, error) {
 	node := vmi.Spec.Hostname
 	if node == "" {
 		node = vmi.Name
 	}
-	if err := j.workloads.Join(ctx, Member{Cluster: key, NodeName: node, Version: version,
-		ControlPlane: vmi.Labels[infrav1.RoleLabel] == infrav1.RoleControlPlane}); err != nil {
-		return fmt.Errorf("joining %s to %s: %w", node, key, err)
+	ns, cluster := vmi.Labels[infrav1.KubevirtMachineNamespaceLabel], vmi.Labels[infrav1.ClusterNameLabel]
+	if ns != "" && cluster != "" {
+		m := Member{Cluster: types.NamespacedName{Namespace: ns, Name: cluster}, NodeName: node,
+			ControlPlane: vmi.Labels[infrav1.RoleLabel] == infrav1.RoleControlPlane}
+		if name := vmi.Labels[infrav1.MachineLabel]; name != "" {
+			machine := &clusterv1.Machine{}
+			if err := j.mgmt.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, machine); err == nil {
+				m.Version = machine.Spec.Version
+			}
+		}
+		return m, true, nil
 	}
-	return nil
+	machines := &clusterv1.MachineList{}
+	if err := j.mgmt.List(ctx, machines, client.InNamespace(vmi.Namespace)); err != nil {
+		return Member{}, false, err
+	}
+	for _, machine := range machines.Items {
+		if machine.Spec.InfrastructureRef.Name == vmi.Name && machine.Spec.ClusterName != "" {
+			_, controlPlane := machine.Labels[clusterv1.MachineControlPlaneLabel]
+			return Member{Cluster: types.NamespacedName{Namespace: machine.Namespace, Name: machine.Spec.ClusterName},
+				NodeName: node, Version: machine.Spec.Version, ControlPlane: controlPlane}, true, nil
+		}
+	}
+	return Member{}, false, nil
 }

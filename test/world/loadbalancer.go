@@ -11,10 +11,9 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 )
 
-// lbBackend serves a tenant's control-plane load balancer address with the
-// tenant's in-memory API server, created on that address and port, so that
-// the serving certificate and the mux's routing match the endpoint Cluster
-// API connects to.
+// lbBackend serves a tenant's control-plane load balancer address with a
+// proxy to the tenant's in-memory API server (lbproxy.go), whose serving
+// certificate names that address, as the endpoint Cluster API connects to.
 type lbBackend struct {
 	workloads *Workloads
 }
@@ -24,8 +23,8 @@ var _ sim.LoadBalancerBackend = &lbBackend{}
 var _ sim.LoadBalancerServer = &lbBackend{}
 
 // ServeOn implements sim.LoadBalancerServer: a tenant's control-plane
-// Service port is served by the tenant's in-memory API server listening on
-// the load balancer's address and port.
+// Service port is served on the load balancer's address and port by the
+// tenant's proxy.
 func (b *lbBackend) ServeOn(ctx context.Context, svc *corev1.Service, port corev1.ServicePort, ip string) (bool, error) {
 	key, ok := tenantOf(svc)
 	if !ok {
@@ -42,20 +41,16 @@ func (b *lbBackend) Backend(context.Context, *corev1.Service, corev1.ServicePort
 }
 
 // tenantOf reads which tenant cluster a control-plane Service fronts, from
-// the selector the provider gives it.
+// its selector: cluster name and control-plane role, and the machines'
+// namespace where this provider adds it (others keep Service and machines
+// in the cluster's namespace).
 func tenantOf(svc *corev1.Service) (types.NamespacedName, bool) {
 	sel := svc.Spec.Selector
 	key := types.NamespacedName{Namespace: sel[infrav1.KubevirtMachineNamespaceLabel], Name: sel[infrav1.ClusterNameLabel]}
-	return key, key.Namespace != "" && key.Name != "" && sel[infrav1.RoleLabel] == infrav1.RoleControlPlane
-}
-
-func ingressIP(svc *corev1.Service) string {
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if in.IP != "" {
-			return in.IP
-		}
+	if key.Namespace == "" {
+		key.Namespace = svc.Namespace
 	}
-	return ""
+	return key, key.Namespace != "" && key.Name != "" && sel[infrav1.RoleLabel] == infrav1.RoleControlPlane
 }
 
 // ensureBehindLoadBalancer creates the tenant's workload cluster on the
@@ -68,8 +63,8 @@ func (w *Workloads) ensureBehindLoadBalancer(ctx context.Context, infra client.R
 	}
 	for i := range services.Items {
 		svc := &services.Items[i]
-		if tenant, ok := tenantOf(svc); ok && tenant == key && svc.Spec.Type == corev1.ServiceTypeLoadBalancer && ingressIP(svc) != "" {
-			_, err := w.EnsureClusterAt(ctx, key, ingressIP(svc), svc.Spec.Ports[0].Port)
+		if tenant, ok := tenantOf(svc); ok && tenant == key && svc.Spec.Type == corev1.ServiceTypeLoadBalancer && sim.IngressIP(svc) != "" {
+			_, err := w.EnsureClusterAt(ctx, key, sim.IngressIP(svc), svc.Spec.Ports[0].Port)
 			return err
 		}
 	}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
@@ -58,4 +61,26 @@ func (w *World) StartProvider(o manager.Options) (func() error, error) {
 		cancel()
 		return <-stopped
 	}, nil
+}
+
+// AdminUser is the user of the world's admin kubeconfig.
+const AdminUser = "world-admin"
+
+// WriteKubeconfig writes a kubeconfig of the management cluster to path
+// that authenticates as user, a cluster administrator: for kubectl,
+// clusterctl, or a provider running as its own process whose requests the
+// API server's audit log can tell apart by that name.
+func (w *World) WriteKubeconfig(path, userName string) error {
+	user, err := w.Env.ControlPlane.AddUser(envtest.User{Name: userName, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
 }

@@ -28,22 +28,26 @@ import (
 )
 
 // Workloads are the tenant (workload) clusters of the world: Cluster API's
-// in-memory API servers and etcd, one listener per cluster on loopback.
+// in-memory API servers and etcd, one listener per cluster on a port of its
+// own (Cluster API's mux binds it on every address).
 // Joining a machine creates what kubeadm and the kubelet would: the Node
 // with its provider ID and, on control-plane machines, the static pods, an
 // etcd member and an API server backend.
 type Workloads struct {
 	mgmt client.Client
 	mgr  inmemoryruntime.Manager
-	// mux serves clusters made with EnsureCluster, on 127.0.0.1.
+	// mux serves every cluster, each on a port of its own.
 	mux *inmemoryserver.WorkloadClustersMux
 	mu  sync.Mutex
-	// clusters maps each cluster to the mux serving it: the shared one, or
-	// one of its own on its load balancer address (EnsureClusterAt), whose
-	// serving certificate must carry that address.
-	clusters map[string]*inmemoryserver.WorkloadClustersMux
-	// addrs are the clusters' listener addresses.
+	// addrs are the clusters' API endpoints: the mux listener, or the load
+	// balancer address its proxy serves (EnsureClusterAt).
 	addrs map[string]string
+	// proxies serve clusters on their load balancer addresses.
+	proxies map[string]*lbProxy
+	// ports are the mux ports given to clusters: the mux binds a port only
+	// once a cluster's first API server joins, and the kernel may offer it
+	// again until then.
+	ports map[int32]bool
 }
 
 func newWorkloads(ctx context.Context, mgmt client.Client) (*Workloads, error) {
@@ -59,8 +63,7 @@ func newWorkloads(ctx context.Context, mgmt client.Client) (*Workloads, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux,
-		clusters: map[string]*inmemoryserver.WorkloadClustersMux{}, addrs: map[string]string{}}, nil
+	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, proxies: map[string]*lbProxy{}, ports: map[int32]bool{}}, nil
 }
 
 func groupName(cluster types.NamespacedName) string { return cluster.Namespace + "/" + cluster.Name }
@@ -70,13 +73,12 @@ func groupName(cluster types.NamespacedName) string { return cluster.Namespace +
 func (w *Workloads) EnsureCluster(ctx context.Context, cluster types.NamespacedName) (string, int32, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.ensureOn(ctx, cluster, w.mux, 0)
+	return w.ensureOn(ctx, cluster)
 }
 
 // EnsureClusterAt creates the workload cluster's API endpoint on host:port
 // (a load balancer's loopback address), served with a certificate for that
-// address, and returns where it listens. A cluster that exists is
-// returned as it is.
+// address, and returns it. A cluster that exists is returned as it is.
 func (w *Workloads) EnsureClusterAt(ctx context.Context, cluster types.NamespacedName, host string, port int32) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -84,19 +86,21 @@ func (w *Workloads) EnsureClusterAt(ctx context.Context, cluster types.Namespace
 	if addr, ok := w.addrs[name]; ok {
 		return addr, nil
 	}
-	mux, err := inmemoryserver.NewWorkloadClustersMux(w.mgr, host, inmemoryserver.CustomPorts{DebugPort: 0})
+	muxHost, muxPort, err := w.ensureOn(ctx, cluster)
 	if err != nil {
 		return "", err
 	}
-	h, p, err := w.ensureOn(ctx, cluster, mux, port)
+	proxy, err := w.startLBProxy(cluster, host, port, net.JoinHostPort(muxHost, fmt.Sprint(muxPort)))
 	if err != nil {
-		return "", errors.Join(err, mux.Shutdown(ctx))
+		return "", errors.Join(err, w.dropLocked(name))
 	}
-	return net.JoinHostPort(h, fmt.Sprint(p)), nil
+	w.proxies[name] = proxy
+	w.addrs[name] = net.JoinHostPort(host, fmt.Sprint(port))
+	return w.addrs[name], nil
 }
 
-// ensureOn registers the cluster on mux, listening on port (0: a free one).
-func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName, mux *inmemoryserver.WorkloadClustersMux, port int32) (string, int32, error) {
+// ensureOn registers the cluster on the mux, listening on a free port.
+func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName) (string, int32, error) {
 	name := groupName(cluster)
 	w.mgr.AddResourceGroup(name)
 	c := w.mgr.GetResourceGroup(name).GetClient()
@@ -106,20 +110,21 @@ func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName, 
 			return "", 0, err
 		}
 	}
-	if port == 0 {
+	var port int32
+	for port == 0 || w.ports[port] {
 		var err error
 		if port, err = freePort(); err != nil {
 			return "", 0, err
 		}
 	}
-	l, err := mux.InitWorkloadClusterListener(name, port)
+	l, err := w.mux.InitWorkloadClusterListener(name, port)
 	if err != nil {
 		return "", 0, err
 	}
-	if err := mux.RegisterResourceGroup(name, name); err != nil {
+	if err := w.mux.RegisterResourceGroup(name, name); err != nil {
 		return "", 0, err
 	}
-	w.clusters[name] = mux
+	w.ports[port] = true
 	w.addrs[name] = net.JoinHostPort(l.Host(), fmt.Sprint(l.Port()))
 	return l.Host(), l.Port(), nil
 }
@@ -128,7 +133,8 @@ func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName, 
 func (w *Workloads) Has(cluster types.NamespacedName) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.clusters[groupName(cluster)] != nil
+	_, ok := w.addrs[groupName(cluster)]
+	return ok
 }
 
 // Node returns a Node of a workload cluster.
@@ -208,7 +214,7 @@ func (w *Workloads) Join(ctx context.Context, m Member) error {
 	if err != nil {
 		return err
 	}
-	mux := w.muxOf(name)
+	mux := w.mux
 	if !mux.HasAPIServer(name, "kube-apiserver-"+m.NodeName) {
 		if err := mux.AddAPIServer(name, "kube-apiserver-"+m.NodeName, ca, key); err != nil {
 			return err
@@ -235,7 +241,7 @@ func (w *Workloads) startEtcd(ctx context.Context, c inmemoryruntime.Client, nam
 	if err := c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	mux := w.muxOf(name)
+	mux := w.mux
 	if mux.HasEtcdMember(name, pod.Name) {
 		return nil
 	}
@@ -263,7 +269,7 @@ func (w *Workloads) Leave(ctx context.Context, cluster types.NamespacedName, nod
 			return err
 		}
 	}
-	mux := w.muxOf(name)
+	mux := w.mux
 	if mux.HasAPIServer(name, "kube-apiserver-"+nodeName) {
 		if err := mux.DeleteAPIServer(name, "kube-apiserver-"+nodeName); err != nil {
 			return err
@@ -281,49 +287,36 @@ func (w *Workloads) Leave(ctx context.Context, cluster types.NamespacedName, nod
 	return err
 }
 
-// DeleteCluster stops the cluster's listener and drops its objects.
+// DeleteCluster stops the cluster's listener and proxy and drops its
+// objects.
 func (w *Workloads) DeleteCluster(cluster types.NamespacedName) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	name := groupName(cluster)
-	mux := w.muxOf(name)
-	if err := mux.DeleteWorkloadClusterListener(name); err != nil {
-		return err
+	return w.dropLocked(groupName(cluster))
+}
+
+func (w *Workloads) dropLocked(name string) error {
+	var errs []error
+	if p := w.proxies[name]; p != nil {
+		errs = append(errs, p.close())
 	}
+	errs = append(errs, w.mux.DeleteWorkloadClusterListener(name))
 	w.mgr.DeleteResourceGroup(name)
-	delete(w.clusters, name)
+	delete(w.proxies, name)
 	delete(w.addrs, name)
-	if mux != w.mux {
-		return mux.Shutdown(context.Background())
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// muxOf is the mux serving a cluster.
-func (w *Workloads) muxOf(name string) *inmemoryserver.WorkloadClustersMux {
-	if mux := w.clusters[name]; mux != nil {
-		return mux
-	}
-	return w.mux
-}
-
-// shutdown closes every cluster's listener and its open connections, then
-// the mux.
+// shutdown closes every cluster's proxy, listener and open connections,
+// then the mux.
 func (w *Workloads) shutdown(ctx context.Context) error {
 	w.mu.Lock()
 	var errs []error
-	own := map[*inmemoryserver.WorkloadClustersMux]bool{w.mux: true}
-	for name, mux := range w.clusters {
-		errs = append(errs, mux.DeleteWorkloadClusterListener(name))
-		own[mux] = true
+	for name := range w.addrs {
+		errs = append(errs, w.dropLocked(name))
 	}
-	w.clusters = map[string]*inmemoryserver.WorkloadClustersMux{}
-	w.addrs = map[string]string{}
 	w.mu.Unlock()
-	for mux := range own {
-		errs = append(errs, mux.Shutdown(ctx))
-	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, w.mux.Shutdown(ctx))...)
 }
 
 func (w *Workloads) caOf(ctx context.Context, cluster types.NamespacedName, purpose secret.Purpose) (*x509.Certificate, *rsa.PrivateKey, error) {

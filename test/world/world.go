@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -55,6 +57,18 @@ type Options struct {
 	// Cluster API controllers (WithCAPI implies it), for tests that play
 	// Cluster API's part themselves.
 	WithWorkloads bool
+	// WithoutProviderCRDs leaves CAPKV's CRDs out of the management
+	// cluster, for another infrastructure provider for KubeVirt (or an
+	// older build of this one) to install its own.
+	WithoutProviderCRDs bool
+	// APIServerArgs are extra flags of the management kube-apiserver, such
+	// as an audit policy.
+	APIServerArgs map[string]string
+	// StateDir, when set, keeps the management cluster's etcd data there, so
+	// that a world started again with the same StateDir resumes: objects,
+	// VMs and tenant clusters (whose guests join their in-memory API
+	// servers again).
+	StateDir string
 }
 
 // World is a running test world.
@@ -93,7 +107,11 @@ func DefaultNodes() []sim.NodeSpec {
 // Start builds and starts a world. On failure everything already started
 // is stopped again.
 func Start(o Options) (*World, error) {
-	env, err := testenv.Start(testenv.Options{WithKubeComponents: true, WithCAPIWebhooks: o.WithCAPI})
+	if o.StateDir != "" && o.ExternalInfra {
+		return nil, errors.New("StateDir keeps the management cluster only; it cannot be combined with ExternalInfra")
+	}
+	env, err := testenv.Start(testenv.Options{WithKubeComponents: true, WithCAPIWebhooks: o.WithCAPI,
+		WithoutProviderCRDs: o.WithoutProviderCRDs, APIServerArgs: o.APIServerArgs, EtcdDataDir: etcdDir(o.StateDir)})
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +121,13 @@ func Start(o Options) (*World, error) {
 		return nil, errors.Join(err, w.Stop())
 	}
 	return w, nil
+}
+
+func etcdDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Join(stateDir, "etcd")
 }
 
 func (w *World) build(o Options) error {
@@ -234,7 +259,7 @@ func createStorageClasses(ctx context.Context, env *testenv.Env) error {
 			Provisioner: Provisioner, VolumeBindingMode: &immediate, AllowVolumeExpansion: ptr.To(true)},
 		{ObjectMeta: metav1.ObjectMeta{Name: WFFCClass}, Provisioner: Provisioner, VolumeBindingMode: &wffc, AllowVolumeExpansion: ptr.To(true)},
 	} {
-		if err := env.Client.Create(ctx, sc); err != nil {
+		if err := env.Client.Create(ctx, sc); client.IgnoreAlreadyExists(err) != nil {
 			return fmt.Errorf("creating storage class %s: %w", sc.Name, err)
 		}
 	}

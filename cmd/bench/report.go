@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+)
+
+// Result is what one run measured; it is written as JSON. docs/benchmark.md
+// says how each number is taken.
+type Result struct {
+	// Provider is the command line of the measured provider.
+	Provider string `json:"provider"`
+	// Machines and Clusters are what was provisioned.
+	Machines int `json:"machines"`
+	Clusters int `json:"clusters"`
+	// SecondsToProvisioned is when every Machine's infrastructure was
+	// provisioned, SecondsToNodeRefs when every Machine also had a Node.
+	SecondsToProvisioned float64 `json:"secondsToProvisioned"`
+	SecondsToNodeRefs    float64 `json:"secondsToNodeRefs"`
+	// RequestsPerMachine are the provider's requests to the management and
+	// infra API servers per machine, by verb.
+	RequestsPerMachine map[string]float64 `json:"requestsPerMachine"`
+	// RequestsByResource are the provider's requests by resource.
+	RequestsByResource map[string]int `json:"requestsByResource"`
+	// RequestsTotal is every request of the provider.
+	RequestsTotal int `json:"requestsTotal"`
+	// ProviderCPUSeconds and ProviderPeakMemoryMiB are the provider
+	// process's user and system time and its peak resident memory.
+	ProviderCPUSeconds    float64 `json:"providerCPUSeconds"`
+	ProviderPeakMemoryMiB float64 `json:"providerPeakMemoryMiB"`
+	// Imports and Clones are the simulated CDI's golden image downloads and
+	// root disk clones.
+	Imports int64 `json:"imports"`
+	Clones  int64 `json:"clones"`
+	// Date is when the run started, in UTC.
+	Date string `json:"date"`
+}
+
+func (r *Result) setRequests(c requestCounts) {
+	r.RequestsTotal, r.RequestsByResource = c.total, c.byResource
+	r.RequestsPerMachine = map[string]float64{}
+	for verb, n := range c.byVerb {
+		r.RequestsPerMachine[verb] = float64(n) / float64(r.Machines)
+	}
+}
+
+func (r *Result) write(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o600)
+}
+
+func printTable(r Result) {
+	row := func(name, format string, args ...any) {
+		fmt.Printf("%-44s "+format+"\n", append([]any{name}, args...)...)
+	}
+	fmt.Println()
+	row("provider", "%s", r.Provider)
+	row("machines", "%d in %d clusters", r.Machines, r.Clusters)
+	row("seconds until all provisioned", "%.1f", r.SecondsToProvisioned)
+	row("seconds until all Machines have a Node", "%.1f", r.SecondsToNodeRefs)
+	for _, verb := range slices.Sorted(maps.Keys(r.RequestsPerMachine)) {
+		row("API requests per machine: "+verb, "%.2f", r.RequestsPerMachine[verb])
+	}
+	row("API requests per machine: all", "%.2f", float64(r.RequestsTotal)/float64(r.Machines))
+	row("provider CPU seconds", "%.1f", r.ProviderCPUSeconds)
+	row("provider peak memory (MiB)", "%.0f", r.ProviderPeakMemoryMiB)
+	row("CDI imports / clones", "%d / %d", r.Imports, r.Clones)
+}
