@@ -129,13 +129,7 @@ func TestNodeProviderID(t *testing.T) {
 	cluster = get(t, tc.c, cluster)
 	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	g.Expect(w.Env.Client.Status().Update(ctx, cluster)).To(Succeed())
-	eventually(t, func() string {
-		n, err := w.Workloads.Node(ctx, key, "node-cp-0")
-		if err != nil {
-			return err.Error()
-		}
-		return n.Spec.ProviderID
-	}).Should(Equal("kubevirt://node-cp-0"))
+	eventually(t, providerIDOf(ctx, key, "node-cp-0")).Should(Equal("kubevirt://node-cp-0"))
 	eventually(t, func() bool { return get(t, tc.c, cp).Status.NodeUpdated }).Should(BeTrue())
 
 	// A worker joining later is found through the Node watch.
@@ -149,13 +143,18 @@ func TestNodeProviderID(t *testing.T) {
 	// providerID: it gets it again.
 	g.Expect(w.Workloads.Leave(ctx, key, "node-md-0")).To(Succeed())
 	g.Expect(w.Workloads.Join(ctx, world.Member{Cluster: key, NodeName: "node-md-0"})).To(Succeed())
-	eventually(t, func() string {
-		n, err := w.Workloads.Node(ctx, key, "node-md-0")
+	eventually(t, providerIDOf(ctx, key, "node-md-0")).Should(Equal("kubevirt://node-md-0"))
+}
+
+// providerIDOf reads the providerID of a tenant Node, or the error.
+func providerIDOf(ctx context.Context, key types.NamespacedName, node string) func() string {
+	return func() string {
+		n, err := w.Workloads.Node(ctx, key, node)
 		if err != nil {
 			return err.Error()
 		}
 		return n.Spec.ProviderID
-	}).Should(Equal("kubevirt://node-md-0"))
+	}
 }
 
 // TestLongMachineName checks a name beyond the 63 characters of a label
