@@ -50,13 +50,13 @@ SANDBOX_ARGS ?=
 .PHONY: sandbox
 sandbox: kube-binaries ## Start the sandbox: the test world, this provider and a demo tenant cluster (SANDBOX_ARGS=--exit-after-demo exits when it is ready).
 	@echo ">> building and starting the sandbox (first build takes a few minutes)"
-	go run ./cmd/sandbox $(SANDBOX_ARGS)
+	cd test && go run ./cmd/sandbox $(SANDBOX_ARGS)
 
 BENCH_ARGS ?=
 
 .PHONY: bench
 bench: kube-binaries build ## Provision 100 machines in the sandbox's world with zero latency and report speed and cost (writes out/bench.json).
-	go run ./cmd/bench $(BENCH_ARGS)
+	cd test && go run ./cmd/bench $(BENCH_ARGS)
 
 ##@ Generate
 
@@ -72,7 +72,7 @@ manifests: ## Generate CRDs, RBAC and webhook manifests.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases \
 		rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac \
 		webhook paths=./pkg/webhooks/... output:webhook:artifacts:config=config/webhook
-	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./test/crdsrc/... output:crd:artifacts:config=test/crds
+	cd test && $(CONTROLLER_GEN) crd:maxDescLen=0 paths=./crdsrc/... output:crd:artifacts:config=crds
 
 .PHONY: verify-gen
 verify-gen: ## Fail when generated files differ from what the generators write.
@@ -103,19 +103,22 @@ kube-binaries: ## Build kube-apiserver, kube-scheduler, kube-controller-manager 
 
 .PHONY: test
 test: verify-gen kube-binaries release-manifests ## Run every test: generation check, unit and integration tests on a real API server.
-	@echo ">> go vet"
+	@echo ">> go vet (product module, then the test module)"
 	go vet ./...
-	@echo ">> go test (integration tests use the binaries in bin/)"
-	KUBE_BIN_DIR=$(BIN) go test -timeout $(TEST_TIMEOUT) -count=1 ./...
+	cd test && go vet ./...
+	@echo ">> go test: product unit tests, then the test module (integration tests use the binaries in bin/)"
+	go test -count=1 ./...
+	cd test && KUBE_BIN_DIR=$(BIN) go test -timeout $(TEST_TIMEOUT) -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Fuzz webhook defaulting and validation for FUZZ_TIME (60s) per target.
-	go test ./pkg/webhooks -run '^$$' -fuzz '^FuzzKubevirtMachineWebhook$$' -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s
-	go test ./pkg/webhooks -run '^$$' -fuzz '^FuzzKubevirtClusterWebhook$$' -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s
+	cd test && go test ./webhooks -run '^$$' -fuzz '^FuzzKubevirtMachineWebhook$$' -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s
+	cd test && go test ./webhooks -run '^$$' -fuzz '^FuzzKubevirtClusterWebhook$$' -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s
 
 .PHONY: lint
 lint: ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
+	cd test && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
 .PHONY: clean
 clean: ## Remove build output (keeps the kube binaries).

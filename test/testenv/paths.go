@@ -36,7 +36,7 @@ var (
 )
 
 // ModuleDir returns the module cache directory of a module the repository
-// depends on, at the version go.mod pins.
+// depends on, at the version the test module's go.mod pins.
 func ModuleDir(module string) (string, error) {
 	moduleDirsMu.Lock()
 	defer moduleDirsMu.Unlock()
@@ -44,7 +44,7 @@ func ModuleDir(module string) (string, error) {
 		return dir, nil
 	}
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module) //nolint:gosec // module names are constants of the test world
-	cmd.Dir = RepoRoot()
+	cmd.Dir = filepath.Join(RepoRoot(), "test")
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("locating module %s: %w", module, err)
