@@ -38,6 +38,10 @@ help: ## Show the targets.
 build: ## Build the manager binary into bin/manager.
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/manager .
 
+.PHONY: docker-build
+docker-build: ## Build the manager image IMG (ghcr.io/capkv/cluster-api-provider-kubevirt:VERSION) with the Dockerfile.
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
 WEBHOOK_CERT_DIR ?=
 
 .PHONY: run
@@ -63,7 +67,7 @@ bench: kube-binaries build ## Provision 100 machines in the sandbox's world with
 .PHONY: generate
 generate: ## Generate deepcopy code, CRDs, RBAC, webhook manifests and test CRDs.
 	@echo ">> controller-gen $(CONTROLLER_TOOLS_VERSION): deepcopy"
-	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(MAKE) manifests
 
 .PHONY: manifests
@@ -87,13 +91,49 @@ verify-gen: ## Fail when generated files differ from what the generators write.
 
 ##@ Release
 
+RELEASE_DIR ?= out
+
+# release-manifests builds config/default through a throwaway overlay in
+# out/ (kustomize takes only a relative path to config/default) whose images
+# entry turns the placeholder controller:latest into IMG (name:tag,
+# name@digest or name), so no tracked file changes. A VERSION vX.Y.Z...
+# needs release series X.Y in metadata.yaml, or clusterctl would refuse it.
 .PHONY: release-manifests
-release-manifests: ## Write out/infrastructure-components.yaml, out/metadata.yaml and the cluster templates.
-	@mkdir -p out
-	$(KUSTOMIZE) build config/default > out/infrastructure-components.yaml
-	cp metadata.yaml out/metadata.yaml
-	cp templates/cluster-template*.yaml out/
-	@echo ">> wrote out/infrastructure-components.yaml"
+release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml with the manager image IMG, metadata.yaml and the cluster templates.
+	@if [[ "$(VERSION)" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then \
+		major=$${BASH_REMATCH[1]}; minor=$${BASH_REMATCH[2]}; \
+		awk -v major=$$major -v minor=$$minor ' \
+			/^- / { if (a == major && b == minor) found = 1; a = b = "" } \
+			{ sub(/^- /, "  ") } /^  major:/ { a = $$2 } /^  minor:/ { b = $$2 } \
+			END { if (a == major && b == minor) found = 1; exit !found }' metadata.yaml || \
+		{ echo "metadata.yaml has no release series $$major.$$minor for VERSION=$(VERSION): add it" >&2; exit 1; }; \
+	fi
+	@mkdir -p $(RELEASE_DIR) out
+	@overlay=$$(mktemp -d out/.overlay.XXXXXX); trap 'rm -rf "$$overlay"' EXIT; \
+	img='$(IMG)'; name=$$img; tag=; digest=; \
+	if [[ "$$img" == *@* ]]; then name=$${img%%@*}; digest=$${img#*@}; fi; \
+	if [[ "$${name##*/}" == *:* ]]; then tag=$${name##*:}; name=$${name%:*}; fi; \
+	{ echo "apiVersion: kustomize.config.k8s.io/v1beta1"; echo "kind: Kustomization"; \
+	  echo "resources:"; echo "- ../../config/default"; \
+	  echo "images:"; echo "- name: controller"; echo "  newName: $$name"; \
+	  if [[ -n "$$tag" ]]; then echo "  newTag: \"$$tag\""; fi; \
+	  if [[ -n "$$digest" ]]; then echo "  digest: $$digest"; fi; } > "$$overlay/kustomization.yaml"; \
+	echo ">> kustomize $(KUSTOMIZE_VERSION): config/default with image $(IMG)"; \
+	$(KUSTOMIZE) build "$$overlay" > "$$overlay/components.yaml"; \
+	mv "$$overlay/components.yaml" $(RELEASE_DIR)/infrastructure-components.yaml
+	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
+	cp templates/cluster-template*.yaml $(RELEASE_DIR)/
+	@echo ">> wrote $(RELEASE_DIR)/infrastructure-components.yaml (image $(IMG))"
+
+.PHONY: docker-push
+docker-push: ## Push the manager image IMG (build it first with docker-build).
+	docker push $(IMG)
+
+##@ Verify
+
+.PHONY: verify-boilerplate
+verify-boilerplate: ## Fail listing the Go files (every module) that lack the licence header of hack/boilerplate.go.txt.
+	@hack/verify-boilerplate.sh
 
 ##@ Test
 
@@ -102,7 +142,7 @@ kube-binaries: ## Build kube-apiserver, kube-scheduler, kube-controller-manager 
 	@hack/build-kube-binaries.sh
 
 .PHONY: test
-test: verify-gen kube-binaries release-manifests ## Run every test: generation check, unit and integration tests on a real API server.
+test: verify-gen verify-boilerplate kube-binaries release-manifests ## Run every test: generation and licence header checks, unit tests, then the test module's suites on a real API server.
 	@echo ">> go vet (product module, then the test module)"
 	go vet ./...
 	cd test && go vet ./...

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -57,14 +73,16 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 	}
 	// Holding the infra cluster keeps its cache, and so this watch, alive
 	// while the golden volume exists, even when no machine uses it.
-	infra, err := r.Clients.Acquire(ctx, ref, req.InfraSecret.Namespace, req.Namespace, user)
-	if err != nil || !infra.Status.Available {
-		if err != nil && !infracluster.IsConfigError(err) || infra != nil && !infra.Status.Available {
-			return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+	access := r.Clients.Open(ctx, ref, req.InfraSecret.Namespace, req.Namespace, user)
+	if !access.Available() {
+		if access.Outcome.Reason == infrav1.InfraClusterSecretInvalidReason {
+			// The kubeconfig Secret is gone or broken: nothing to hold on
+			// to until a machine names it again.
+			r.Clients.Release(user)
 		}
-		r.Clients.Release(user)
-		return ctrl.Result{}, nil
+		return access.Outcome.Result(), nil
 	}
+	infra := access.Infra
 	dv := &cdiv1.DataVolume{}
 	if err := infra.Client.Get(ctx, req.NamespacedName, dv); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -22,34 +38,39 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 )
 
-// conditionedObject is a CAPKV object with conditions.
-type conditionedObject interface {
-	client.Object
-	conditions.Setter
+// openInfra opens the infra cluster named by ref for user, and reports on
+// obj whether it can be used in the InfraClusterAvailable condition, the
+// same way for every controller (see infracluster.Access).
+func openInfra(ctx context.Context, clients *infracluster.Clients, recorder events.EventRecorder, obj outcome.Object,
+	ref *corev1.ObjectReference, vmNamespace string, user infracluster.User) infracluster.Access {
+	access := clients.Open(ctx, ref, obj.GetNamespace(), vmNamespace, user)
+	outcome.Record(recorder, obj, infrav1.InfraClusterAvailableCondition, access.Outcome)
+	return access
 }
 
-// setInfraCondition sets the InfraClusterAvailable condition, and records an
-// Event when its status changes.
-func setInfraCondition(recorder events.EventRecorder, obj conditionedObject, status infracluster.APIStatus) {
-	cond := metav1.Condition{
-		Type:    infrav1.InfraClusterAvailableCondition,
-		Status:  metav1.ConditionFalse,
-		Reason:  status.Reason,
-		Message: status.Message,
-	}
-	if status.Available {
-		cond.Status = metav1.ConditionTrue
-	}
-	if prev := conditions.Get(obj, cond.Type); prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason {
-		eventType := corev1.EventTypeNormal
-		if !status.Available {
-			eventType = corev1.EventTypeWarning
+// setReadySummary sets Ready from the given conditions, those present, with
+// Cluster API's default merge strategy and its generic Ready, NotReady and
+// ReadyUnknown reasons.
+func setReadySummary(obj outcome.Object, types []string) {
+	strategy := conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(
+		conditions.ComputeReasonFunc(conditions.GetDefaultComputeMergeReasonFunc(
+			infrav1.NotReadyReason, infrav1.ReadyUnknownReason, infrav1.ReadyReason)))}
+	var present []string
+	for _, t := range types {
+		if conditions.Has(obj, t) {
+			present = append(present, t)
 		}
-		recorder.Eventf(obj, nil, eventType, status.Reason, "CheckInfraCluster", "%s", status.Message)
 	}
-	conditions.Set(obj, cond)
+	if len(present) == 0 {
+		return
+	}
+	if err := conditions.SetSummaryCondition(obj, obj, infrav1.ReadyCondition, conditions.ForConditionTypes(present), strategy); err != nil {
+		conditions.Set(obj, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionUnknown,
+			Reason: infrav1.InternalErrorReason, Message: "summarizing conditions: " + err.Error()})
+	}
 }
 
 // kubevirtCRDChanged passes events of CustomResourceDefinitions of the KubeVirt

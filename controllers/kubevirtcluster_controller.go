@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -99,16 +115,17 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}
 
+	if !kc.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(kc, infrav1.ClusterFinalizer) {
+		return ctrl.Result{}, nil
+	}
+
 	helper, err := patch.NewHelper(kc, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		if conditions.Has(kc, infrav1.ControlPlaneEndpointReadyCondition) && kc.DeletionTimestamp.IsZero() {
-			summarized := append([]string{infrav1.InfraClusterAvailableCondition}, cluster.Conditions...)
-			if err := conditions.SetSummaryCondition(kc, kc, infrav1.ReadyCondition, conditions.ForConditionTypes(summarized)); err != nil && rerr == nil {
-				rerr = err
-			}
+		if owner != nil && kc.DeletionTimestamp.IsZero() {
+			setReadySummary(kc, append([]string{infrav1.InfraClusterAvailableCondition}, cluster.Conditions...))
 		}
 		owned := append([]string{infrav1.InfraClusterAvailableCondition, infrav1.ReadyCondition}, cluster.Conditions...)
 		err := helper.Patch(ctx, kc, patch.WithOwnedConditions{Conditions: owned})
@@ -117,20 +134,15 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}()
 
-	infra, err := r.Clients.Acquire(ctx, kc.Spec.InfraClusterSecretRef, kc.Namespace, kc.Spec.ControlPlaneServiceTemplate.ObjectMeta.Namespace, user)
-	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
-	if err != nil {
-		status.Message = err.Error()
-	} else {
-		status = infra.Status
-	}
-	setInfraCondition(r.Recorder, kc, status)
-	// Services are core objects: a reachable infra cluster without KubeVirt
-	// can still have them, and they must still be cleaned up.
-	reachable := err == nil && status.Reason != infrav1.InfraClusterUnreachableReason
-
+	access := openInfra(ctx, r.Clients, r.Recorder, kc, kc.Spec.InfraClusterSecretRef, kc.Spec.ControlPlaneServiceTemplate.ObjectMeta.Namespace, user)
 	if !kc.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, kc, infra, reachable, user)
+		o, err := r.service.Delete(ctx, kc, access)
+		if err != nil || !o.IsDone() {
+			return o.Result(), err
+		}
+		r.Clients.Release(user)
+		controllerutil.RemoveFinalizer(kc, infrav1.ClusterFinalizer)
+		return ctrl.Result{}, nil
 	}
 	if owner == nil {
 		conditions.Set(kc, metav1.Condition{
@@ -139,39 +151,8 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		})
 		return ctrl.Result{}, nil
 	}
-	if !reachable {
-		if err != nil && infracluster.IsConfigError(err) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
-	}
-	recheck, err := r.service.Reconcile(ctx, kc, owner, infra)
-	return ctrl.Result{RequeueAfter: recheck}, err
-}
-
-// reconcileDelete removes what was created for the cluster, then the
-// finalizer. An unreachable infra cluster keeps the finalizer.
-func (r *KubevirtClusterReconciler) reconcileDelete(ctx context.Context, kc *infrav1.KubevirtCluster, infra *infracluster.Infra, reachable bool, user infracluster.User) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(kc, infrav1.ClusterFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	if !reachable {
-		conditions.Set(kc, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.DeletingReason,
-			Message: "cannot delete the cluster's objects on the infra cluster until it is reachable"})
-		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
-	}
-	waiting, err := r.service.Delete(ctx, kc, infra)
-	if err != nil || waiting != "" {
-		message := "waiting for " + waiting + " to be deleted"
-		if err != nil {
-			message = "deleting " + waiting + ": " + err.Error()
-		}
-		conditions.Set(kc, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.DeletingReason, Message: message})
-		return ctrl.Result{}, err
-	}
-	r.Clients.Release(user)
-	controllerutil.RemoveFinalizer(kc, infrav1.ClusterFinalizer)
-	return ctrl.Result{}, nil
+	o, err := r.service.Reconcile(ctx, kc, owner, access)
+	return o.Result(), err
 }
 
 // SetupWithManager registers the controller and its watches, including the

@@ -1,20 +1,33 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
 	"context"
 	"fmt"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
 	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/patch"
@@ -28,17 +41,12 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 )
 
-// unreachableRetry is how long to wait before trying an unreachable infra
-// cluster again; nothing announces that it is back.
-const unreachableRetry = 30 * time.Second
-
 // KubevirtMachineReconciler reconciles KubevirtMachines.
 type KubevirtMachineReconciler struct {
 	Client   client.Client
 	Clients  *infracluster.Clients
 	Recorder events.EventRecorder
-	// ClusterCache reaches tenant clusters; nil skips setting the Node's
-	// providerID.
+	// ClusterCache reaches tenant clusters, to watch their Nodes.
 	ClusterCache clustercache.ClusterCache
 	// Machines does the work once the objects are fetched.
 	Machines *machine.Service
@@ -110,64 +118,46 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}()
 
-	if !km.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, km, machineOwner, cluster)
-	}
-	if cluster == nil {
-		r.Machines.SetVMCondition(km, infrav1.WaitingForOwnerReason,
-			"waiting for a Machine to own this KubevirtMachine and for its Cluster to exist")
+	if !km.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(km, infrav1.MachineFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	scope, result, ok, err := r.scope(ctx, km, machineOwner, cluster)
-	if err != nil || !ok {
-		return result, err
+	scope, err := r.scope(ctx, km, machineOwner, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if r.ClusterCache != nil {
+	if !km.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, scope)
+	}
+	if cluster != nil {
 		if err := r.watchNodes(ctx, cluster); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	return r.Machines.Reconcile(ctx, scope)
+	o, err := r.Machines.Reconcile(ctx, scope)
+	return o.Result(), err
 }
 
-// scope fetches the KubevirtCluster and the infra cluster. When the infra
-// cluster cannot be used it sets the conditions and reports false.
-func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, cluster *clusterv1.Cluster) (*machine.Scope, ctrl.Result, bool, error) {
+// scope gathers the objects around the machine: its KubevirtCluster and its
+// infra cluster, whose InfraClusterAvailable condition it sets. Without an
+// owner yet there is no infra cluster to look at.
+func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, cluster *clusterv1.Cluster) (*machine.Scope, error) {
 	sc := &machine.Scope{KubevirtMachine: km, Machine: m, Cluster: cluster}
-	kc, err := r.kubevirtCluster(ctx, cluster)
-	if err != nil {
-		return nil, ctrl.Result{}, false, err
+	if cluster == nil && km.DeletionTimestamp.IsZero() {
+		return sc, nil
 	}
-	sc.KubevirtCluster = kc
+	if cluster != nil {
+		kc, err := kubevirtClusterOf(ctx, r.Client, cluster)
+		if err != nil {
+			return nil, err
+		}
+		sc.KubevirtCluster = kc
+	}
 	ref := km.Spec.InfraClusterSecretRef
-	if ref == nil && kc != nil {
-		ref = kc.Spec.InfraClusterSecretRef
+	if ref == nil && sc.KubevirtCluster != nil {
+		ref = sc.KubevirtCluster.Spec.InfraClusterSecretRef
 	}
-	infra, status, err := r.acquire(ctx, km, ref)
-	if !status.Available {
-		if !provisioned(km) {
-			// A provisioned machine's VM keeps running while its infra
-			// cluster's API is away; only InfraClusterAvailable says so.
-			r.Machines.SetVMCondition(km, status.Reason, "cannot use the infra cluster: "+status.Message)
-		}
-		// A broken Secret or missing CRDs announce their fix through watches;
-		// an unreachable or external cluster does not, and neither does a
-		// Secret that could not be read for another reason.
-		if err != nil && !infracluster.IsConfigError(err) || err == nil && (status.Reason == infrav1.InfraClusterUnreachableReason || infra.External) {
-			return nil, ctrl.Result{RequeueAfter: unreachableRetry}, false, nil
-		}
-		return nil, ctrl.Result{}, false, nil
-	}
-	sc.Infra = infra
-	return sc, ctrl.Result{}, true, nil
-}
-
-func provisioned(km *infrav1.KubevirtMachine) bool {
-	return km.Status.Initialization.Provisioned != nil && *km.Status.Initialization.Provisioned
-}
-
-func (r *KubevirtMachineReconciler) kubevirtCluster(ctx context.Context, cluster *clusterv1.Cluster) (*infrav1.KubevirtCluster, error) {
-	return kubevirtClusterOf(ctx, r.Client, cluster)
+	sc.Access = openInfra(ctx, r.Clients, r.Recorder, km, ref, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace, machineUser(client.ObjectKeyFromObject(km)))
+	return sc, nil
 }
 
 // kubevirtClusterOf reads the KubevirtCluster of a Cluster; nil when the
@@ -187,84 +177,32 @@ func kubevirtClusterOf(ctx context.Context, c client.Reader, cluster *clusterv1.
 	return kc, nil
 }
 
-// reconcileDelete removes the machine's infra objects, then the finalizer.
-// An infra cluster that cannot be reached keeps the finalizer: the VM may
-// still run there.
-func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(km, infrav1.MachineFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	sc := &machine.Scope{KubevirtMachine: km, Machine: m, Cluster: cluster}
-	ref := km.Spec.InfraClusterSecretRef
-	if ref == nil && cluster != nil {
-		kc, err := r.kubevirtCluster(ctx, cluster)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if kc != nil {
-			ref = kc.Spec.InfraClusterSecretRef
-		}
-	}
-	infra, status, _ := r.acquire(ctx, km, ref)
-	switch {
-	case status.Available || status.Reason == infrav1.CDINotInstalledReason:
-		// Without CDI there are no DataVolumes to wait for, but the VM may
-		// exist.
-		sc.Infra = infra
-		done, err := r.Machines.Delete(ctx, sc, status.Available)
-		if err != nil || !done {
-			return ctrl.Result{}, err
-		}
-	case status.Reason == infrav1.KubeVirtNotInstalledReason:
-		// Without KubeVirt's API no VM of this machine can exist.
-	default:
-		r.Machines.SetVMCondition(km, infrav1.DeletingReason, "cannot delete the VM until the infra cluster is reachable: "+status.Message)
-		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+// reconcileDelete has the service remove the machine's infra objects, then
+// removes the finalizer.
+func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, sc *machine.Scope) (ctrl.Result, error) {
+	km := sc.KubevirtMachine
+	o, err := r.Machines.Delete(ctx, sc)
+	if err != nil || !o.IsDone() {
+		return o.Result(), err
 	}
 	r.Clients.Release(machineUser(client.ObjectKeyFromObject(km)))
-	r.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "Deleted", "DeleteVirtualMachine", "VirtualMachine and its objects are gone")
 	controllerutil.RemoveFinalizer(km, infrav1.MachineFinalizer)
 	return ctrl.Result{}, nil
-}
-
-// acquire takes the machine's infra cluster and reports its state in the
-// InfraClusterAvailable condition; err is the reason it could not be used.
-func (r *KubevirtMachineReconciler) acquire(ctx context.Context, km *infrav1.KubevirtMachine, ref *corev1.ObjectReference) (*infracluster.Infra, infracluster.APIStatus, error) {
-	infra, err := r.Clients.Acquire(ctx, ref, km.Namespace, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace, machineUser(client.ObjectKeyFromObject(km)))
-	status := infracluster.APIStatus{Reason: infrav1.InfraClusterUnreachableReason}
-	if err != nil {
-		status.Message = err.Error()
-	} else {
-		status = infra.Status
-	}
-	setInfraCondition(r.Recorder, km, status)
-	return infra, status, err
 }
 
 func machineUser(key types.NamespacedName) infracluster.User {
 	return infracluster.User{Kind: "KubevirtMachine", NamespacedName: key}
 }
 
-// summarize sets Ready from the other conditions, as Cluster API's summary.
-// Once the machine is provisioned, an infra API outage does not make it
-// unready: its VM keeps running, and a MachineHealthCheck acting on Ready
-// would otherwise replace every machine at once.
+// summarize sets Ready from the other conditions with Cluster API's
+// default merge strategy and its generic reasons. Once the machine is
+// provisioned, an infra API outage does not make it unready: its VM keeps
+// running, and a MachineHealthCheck acting on Ready would otherwise replace
+// every machine at once.
 func summarize(km *infrav1.KubevirtMachine) {
-	var types []string
 	summarized := []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition, infrav1.BootstrapSucceededCondition}
-	if provisioned(km) && km.DeletionTimestamp.IsZero() {
+	if ptr.Deref(km.Status.Initialization.Provisioned, false) && km.DeletionTimestamp.IsZero() {
 		summarized = summarized[1:]
 	}
-	for _, t := range summarized {
-		if conditions.Has(km, t) {
-			types = append(types, t)
-		}
-	}
-	if len(types) == 0 {
-		return
-	}
-	if err := conditions.SetSummaryCondition(km, km, infrav1.ReadyCondition, conditions.ForConditionTypes(types)); err != nil {
-		conditions.Set(km, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionUnknown,
-			Reason: "SummaryFailed", Message: err.Error()})
-	}
+	setReadySummary(km, summarized)
 }

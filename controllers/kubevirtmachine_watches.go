@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -40,6 +56,12 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 	if err != nil {
 		return err
 	}
+	// The KubevirtMachine is watched without a generation predicate on
+	// purpose: a status patch must trigger the next reconcile where the
+	// service waits on its own state. It records status.goldenImage and
+	// returns before touching the golden volume, so that the golden image
+	// controller, which counts users from status, sees the user first; the
+	// patch that saves it brings the machine back to create the volume.
 	b := capicontroller.NewControllerManagedBy(mgr, log).
 		For(&infrav1.KubevirtMachine{}, builder.WithPredicates(filter)).
 		WithOptions(options).
@@ -52,10 +74,8 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 		WatchesMetadata(crdMetadata(),
 			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachineList{} })),
 			kubevirtCRDChanged).
-		WatchesMetadata(secretMetadata(), handler.EnqueueRequestsFromMapFunc(r.secretToMachines))
-	if r.ClusterCache != nil {
-		b = b.WatchesRawSource(r.ClusterCache.GetClusterSource("kubevirtmachine", clusterToMachines))
-	}
+		WatchesMetadata(SecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.secretToMachines))
+	b = b.WatchesRawSource(r.ClusterCache.GetClusterSource("kubevirtmachine", clusterToMachines))
 	c, err := b.Build(ctx, r)
 	if err != nil {
 		return err
@@ -106,7 +126,9 @@ func ownerToRequest(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-func secretMetadata() *metav1.PartialObjectMetadata {
+// SecretMetadata is the metadata-only Secret the controllers watch; the
+// manager's cache strips it to what they read.
+func SecretMetadata() *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	return m

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
@@ -6,7 +22,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
@@ -28,6 +43,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 )
 
 // KubevirtMachineTemplateReconciler keeps status.capacity and status.nodeInfo
@@ -75,64 +91,63 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 	}()
 
 	spec := &t.Spec.Template.Spec
-	ref, err := r.infraClusterRef(ctx, t)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if golden.Needed(spec.RootDisk) {
-		// The template keeps its golden volume in use, so scaling a
-		// MachineDeployment up again does not download the image again.
-		infra, err := r.Clients.Acquire(ctx, ref, t.Namespace, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
-		if err == nil {
-			t.Status.GoldenImage = machine.GoldenImageOf(infra.Secret, infra.Namespace, spec.RootDisk)
-		}
-	} else {
+	instancetype := spec.VirtualMachineTemplate.Spec.Instancetype
+	if !golden.Needed(spec.RootDisk) {
 		t.Status.GoldenImage = nil
 	}
 	var it *instancetypev1beta1.VirtualMachineInstancetypeSpec
-	if m := spec.VirtualMachineTemplate.Spec.Instancetype; m != nil {
-		it, err = r.instancetype(ctx, spec, ref, t.Namespace, m, user)
+	if golden.Needed(spec.RootDisk) || instancetype != nil {
+		ref, err := r.infraClusterRef(ctx, t)
 		if err != nil {
-			conditions.Set(t, metav1.Condition{
-				Type: infrav1.CapacityKnownCondition, Status: metav1.ConditionFalse,
-				Reason: infrav1.CapacityUnknownReason, Message: err.Error(),
-			})
-			if ref != nil && !infracluster.IsConfigError(err) {
-				// Nothing announces that an external cluster is back.
-				return ctrl.Result{RequeueAfter: unreachableRetry}, nil
-			}
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, err
 		}
+		access := r.Clients.Open(ctx, ref, t.Namespace, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
+		if golden.Needed(spec.RootDisk) && access.Infra != nil {
+			// The template keeps its golden volume in use, so scaling a
+			// MachineDeployment up again does not download the image again.
+			// An infra cluster that cannot be resolved now keeps the last
+			// one: the volume is still there.
+			t.Status.GoldenImage = machine.GoldenImageOf(access.Infra.Secret, access.Infra.Namespace, spec.RootDisk)
+		}
+		if instancetype != nil {
+			if !access.Available() {
+				setCapacity(t, outcome.Fail(infrav1.InstancetypeUnavailableReason,
+					fmt.Sprintf("cannot read instance type %s: %s", instancetype.Name, access.Outcome.Message)))
+				return access.Outcome.Result(), nil
+			}
+			if it, err = readInstancetype(ctx, access.Infra, instancetype); err != nil {
+				setCapacity(t, outcome.Fail(infrav1.InstancetypeUnavailableReason, err.Error()))
+				return ctrl.Result{}, err
+			}
+		}
+	} else {
+		r.Clients.Release(user)
 	}
 	res := capacity.FromVirtualMachine(&spec.VirtualMachineTemplate.Spec, it)
 	t.Status.Capacity = res.Capacity
 	t.Status.NodeInfo = res.NodeInfo
-	cond := metav1.Condition{Type: infrav1.CapacityKnownCondition, Status: metav1.ConditionTrue, Reason: res.Reason, Message: res.Message}
-	if !res.Known() {
-		cond.Status = metav1.ConditionFalse
+	if res.Known() {
+		setCapacity(t, outcome.Ready(res.Reason, res.Message))
+	} else {
+		setCapacity(t, outcome.Fail(res.Reason, res.Message))
 	}
-	conditions.Set(t, cond)
 	return ctrl.Result{}, nil
 }
 
-// instancetype reads the selected instance type from the infra cluster; nil
-// without error when it does not exist.
-func (r *KubevirtMachineTemplateReconciler) instancetype(ctx context.Context, spec *infrav1.KubevirtMachineSpec, ref *corev1.ObjectReference, ns string,
-	m *kubevirtv1.InstancetypeMatcher, user infracluster.User) (*instancetypev1beta1.VirtualMachineInstancetypeSpec, error) {
-	infra, err := r.Clients.Acquire(ctx, ref, ns, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
-	if err != nil {
-		return nil, err
-	}
-	if !infra.Status.Available {
-		return nil, fmt.Errorf("cannot read instance type %s: %s", m.Name, infra.Status.Message)
-	}
-	infraNS := infra.Namespace
+func setCapacity(t *infrav1.KubevirtMachineTemplate, o outcome.Outcome) {
+	conditions.Set(t, o.Condition(infrav1.CapacityKnownCondition))
+}
+
+// readInstancetype reads the selected instance type from the infra
+// cluster's cache; nil without error when it does not exist (yet: it is
+// watched).
+func readInstancetype(ctx context.Context, infra *infracluster.Infra, m *kubevirtv1.InstancetypeMatcher) (*instancetypev1beta1.VirtualMachineInstancetypeSpec, error) {
 	var obj client.Object
 	var out *instancetypev1beta1.VirtualMachineInstancetypeSpec
 	key := types.NamespacedName{Name: m.Name}
 	if namespacedInstancetype(m) {
 		o := &instancetypev1beta1.VirtualMachineInstancetype{}
-		obj, out, key.Namespace = o, &o.Spec, infraNS
+		obj, out, key.Namespace = o, &o.Spec, infra.Namespace
 	} else {
 		o := &instancetypev1beta1.VirtualMachineClusterInstancetype{}
 		obj, out = o, &o.Spec

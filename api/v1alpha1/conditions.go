@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package v1alpha1
 
 import clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -15,33 +31,55 @@ const (
 	// and serves the KubeVirt and CDI APIs the provider needs.
 	InfraClusterAvailableCondition = "InfraClusterAvailable"
 
-	// InfraClusterAvailableReason: the infra cluster serves every needed API.
-	InfraClusterAvailableReason = "Available"
+	// AvailableReason: the infra cluster serves every needed API (Cluster
+	// API's generic reason).
+	AvailableReason = clusterv1.AvailableReason
 	// KubeVirtNotInstalledReason: the infra cluster lacks KubeVirt's CRDs.
 	KubeVirtNotInstalledReason = "KubeVirtNotInstalled"
 	// CDINotInstalledReason: the infra cluster lacks CDI's CRDs.
 	CDINotInstalledReason = "CDINotInstalled"
 	// InfraClusterUnreachableReason: the infra cluster's API could not be
-	// queried; the message carries the error.
+	// queried, or its kubeconfig Secret could not be read; the message
+	// carries the error.
 	InfraClusterUnreachableReason = "InfraClusterUnreachable"
+	// InfraClusterSecretInvalidReason: the kubeconfig Secret naming the infra
+	// cluster is missing, incomplete, or not allowed; the message says which.
+	InfraClusterSecretInvalidReason = "InfraClusterSecretInvalid" //nolint:gosec // a condition reason, not a credential
 
 	// WaitingForOwnerReason: the Cluster API owner (Cluster or Machine) is not
 	// set yet.
 	WaitingForOwnerReason = "WaitingForOwner"
+
+	// DeletingReason: the object's infra objects are being deleted (Cluster
+	// API's generic reason).
+	DeletingReason = clusterv1.DeletingReason
+
+	// ReadyReason, NotReadyReason and ReadyUnknownReason are the reasons of
+	// the Ready summary (Cluster API's generic reasons); ReadyReason is also
+	// VirtualMachineReady's when the VM instance runs and is ready.
+	ReadyReason        = clusterv1.ReadyReason
+	NotReadyReason     = clusterv1.NotReadyReason
+	ReadyUnknownReason = clusterv1.ReadyUnknownReason
+	// InternalErrorReason: the provider could not compute a condition (Cluster
+	// API's generic reason).
+	InternalErrorReason = clusterv1.InternalErrorReason
 )
 
-// Reasons of the TemplateCapacity condition on KubevirtMachineTemplate.
+// The CapacityKnown condition of a KubevirtMachineTemplate and its reasons.
 const (
 	// CapacityKnownCondition is True when status.capacity could be computed
 	// from the template.
 	CapacityKnownCondition = "CapacityKnown"
-	// CapacityFromTemplateReason: capacity was read from the VM template.
-	CapacityFromTemplateReason = "FromTemplate"
-	// CapacityFromInstancetypeReason: capacity was read from the instance type.
-	CapacityFromInstancetypeReason = "FromInstancetype"
+	// FromTemplateReason: capacity was read from the VM template.
+	FromTemplateReason = "FromTemplate"
+	// FromInstancetypeReason: capacity was read from the instance type.
+	FromInstancetypeReason = "FromInstancetype"
 	// CapacityUnknownReason: the template does not say how much CPU or memory
 	// a machine gets; the message says what is missing.
-	CapacityUnknownReason = "Unknown"
+	CapacityUnknownReason = "CapacityUnknown"
+	// InstancetypeUnavailableReason: the template's instance type could not
+	// be read from the infra cluster; the message carries the error.
+	InstancetypeUnavailableReason = "InstancetypeUnavailable"
 )
 
 // Conditions and reasons of a KubevirtMachine.
@@ -59,11 +97,15 @@ const (
 	// BootstrapDataInvalidReason: the bootstrap or network data Secret cannot
 	// be used; the message says why.
 	BootstrapDataInvalidReason = "BootstrapDataInvalid"
-	// VMCreateFailedReason: the infra cluster refused the VM or a Secret.
-	VMCreateFailedReason = "CreateFailed"
-	// VMConflictReason: a VM of that name exists and was not created for
-	// this KubevirtMachine.
-	VMConflictReason = "NameConflict"
+	// CreateFailedReason: the VM could not be built from the spec, or the
+	// infra cluster refused it.
+	CreateFailedReason = "CreateFailed"
+	// StartFailedReason: the VM exists but KubeVirt reports that it cannot
+	// start its instance; the message carries KubeVirt's.
+	StartFailedReason = "StartFailed"
+	// NameConflictReason: a VM, user data Secret or golden DataVolume of that
+	// name exists and was not created by the provider for this machine.
+	NameConflictReason = "NameConflict"
 	// WaitingForGoldenImageReason: the golden volume of the root disk is
 	// being imported; the message carries CDI's progress or retry error.
 	WaitingForGoldenImageReason = "WaitingForGoldenImage"
@@ -82,32 +124,27 @@ const (
 	DiskFailedReason = "DiskFailed"
 	// UnschedulableReason: no infra node can take the VM.
 	UnschedulableReason = "Unschedulable"
-	// VMPendingReason: KubeVirt has not started an instance yet.
-	VMPendingReason = "Pending"
+	// PendingReason: KubeVirt has not started an instance yet.
+	PendingReason = "Pending"
 	// NodeNetworkNotFoundReason: nodeAddressNetwork names no network of the
 	// VM.
 	NodeNetworkNotFoundReason = "NodeNetworkNotFound"
 	// BootingReason: the instance is scheduled or running but not ready.
 	BootingReason = "Booting"
-	// VMStoppedReason: the instance stopped or failed.
-	VMStoppedReason = "Stopped"
-	// VMDeletedReason: the VM disappeared behind the provider's back. This is
+	// StoppedReason: the instance stopped or failed.
+	StoppedReason = "Stopped"
+	// VirtualMachineDeletedReason: the VM disappeared behind the provider's back. This is
 	// terminal: the machine is not recreated with a new identity, so a
 	// MachineHealthCheck replaces it.
-	VMDeletedReason = "VirtualMachineDeleted"
-	// VMReadyReason: the instance runs and is ready.
-	VMReadyReason = "Ready"
+	VirtualMachineDeletedReason = "VirtualMachineDeleted"
 
-	// BootstrapCheckPendingReason: the check has not passed yet.
-	BootstrapCheckPendingReason = "WaitingForBootstrap"
-	// BootstrapCheckFailedReason: the check could not run; the message says
+	// WaitingForBootstrapReason: the bootstrap check has not passed yet.
+	WaitingForBootstrapReason = "WaitingForBootstrap"
+	// CheckFailedReason: the bootstrap check could not run; the message says
 	// why (for ssh: connection, host key or login errors).
-	BootstrapCheckFailedReason = "CheckFailed"
-	// BootstrapSucceededReason: the check passed.
-	BootstrapSucceededReason = "Succeeded"
-
-	// DeletingReason: the VM and its objects are being deleted.
-	DeletingReason = "Deleting"
+	CheckFailedReason = "CheckFailed"
+	// SucceededReason: the bootstrap check passed.
+	SucceededReason = "Succeeded"
 )
 
 // Conditions and reasons of a KubevirtCluster.
@@ -127,12 +164,12 @@ const (
 	// NetworkIsolationReadyCondition is True once the cluster's
 	// NetworkPolicies are in place, or isolation is disabled.
 	NetworkIsolationReadyCondition = "NetworkIsolationReady"
-	// IsolationAppliedReason: the isolation (and custom) policies are in
+	// AppliedReason: the isolation (and custom) policies are in
 	// place.
-	IsolationAppliedReason = "Applied"
-	// IsolationDisabledReason: isolation is off; only custom policies are
+	AppliedReason = "Applied"
+	// DisabledReason: isolation is off; only custom policies are
 	// kept.
-	IsolationDisabledReason = "Disabled"
+	DisabledReason = "Disabled"
 	// NetworkPolicyFailedReason: a NetworkPolicy could not be created,
 	// corrected or deleted; the message carries the API error.
 	NetworkPolicyFailedReason = "NetworkPolicyFailed"
@@ -140,12 +177,12 @@ const (
 	// NetworksReadyCondition is True once the networks created for the
 	// cluster exist.
 	NetworksReadyCondition = "NetworksReady"
-	// NetworksCreatedReason: every network created for the cluster exists
+	// CreatedReason: every network created for the cluster exists
 	// (or none is wanted).
-	NetworksCreatedReason = "Created"
-	// NetworkTemplateInvalidReason: the per-cluster network template is
+	CreatedReason = "Created"
+	// TemplateInvalidReason: the per-cluster network template is
 	// missing, not a template, or renders no valid config.
-	NetworkTemplateInvalidReason = "TemplateInvalid"
+	TemplateInvalidReason = "TemplateInvalid"
 	// VLANUnavailableReason: no VLAN is free in the template's range, or the
 	// requested one is used by another cluster.
 	VLANUnavailableReason = "VLANUnavailable"

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package capacity computes what one machine of a KubevirtMachineTemplate
 // offers (vCPUs, memory, architecture), so that the cluster autoscaler can
 // scale a MachineDeployment up from zero.
@@ -20,7 +36,7 @@ type Result struct {
 	Capacity corev1.ResourceList
 	// NodeInfo holds the architecture and operating system.
 	NodeInfo infrav1.NodeInfo
-	// Reason is FromTemplate, FromInstancetype or Unknown.
+	// Reason is FromTemplate, FromInstancetype or CapacityUnknown.
 	Reason string
 	// Message explains the reason.
 	Message string
@@ -48,7 +64,7 @@ func FromVirtualMachine(spec *kubevirtv1.VirtualMachineSpec, instancetype *insta
 			corev1.ResourceCPU:    *resource.NewQuantity(int64(instancetype.CPU.Guest), resource.DecimalSI),
 			corev1.ResourceMemory: instancetype.Memory.Guest.DeepCopy(),
 		}
-		res.Reason = infrav1.CapacityFromInstancetypeReason
+		res.Reason = infrav1.FromInstancetypeReason
 		res.Message = fmt.Sprintf("from instance type %q", spec.Instancetype.Name)
 		return res
 	}
@@ -63,7 +79,7 @@ func FromVirtualMachine(spec *kubevirtv1.VirtualMachineSpec, instancetype *insta
 		corev1.ResourceCPU:    *resource.NewQuantity(vcpus(domain), resource.DecimalSI),
 		corev1.ResourceMemory: memory,
 	}
-	res.Reason, res.Message = infrav1.CapacityFromTemplateReason, "from the VM template"
+	res.Reason, res.Message = infrav1.FromTemplateReason, "from the VM template"
 	return res
 }
 

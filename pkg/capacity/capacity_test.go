@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package capacity
 
 import (
@@ -27,16 +43,16 @@ func TestFromVirtualMachine(t *testing.T) {
 		reason       string
 	}{
 		{"topology and guest memory", vm(kubevirtv1.DomainSpec{CPU: &kubevirtv1.CPU{Sockets: 2, Cores: 2, Threads: 2}, Memory: guest("8Gi")}),
-			nil, 8, "8Gi", infrav1.CapacityFromTemplateReason},
-		{"cores only", vm(kubevirtv1.DomainSpec{CPU: &kubevirtv1.CPU{Cores: 3}, Memory: guest("2Gi")}), nil, 3, "2Gi", infrav1.CapacityFromTemplateReason},
-		{"no CPU given is one vCPU", vm(kubevirtv1.DomainSpec{Memory: guest("1Gi")}), nil, 1, "1Gi", infrav1.CapacityFromTemplateReason},
+			nil, 8, "8Gi", infrav1.FromTemplateReason},
+		{"cores only", vm(kubevirtv1.DomainSpec{CPU: &kubevirtv1.CPU{Cores: 3}, Memory: guest("2Gi")}), nil, 3, "2Gi", infrav1.FromTemplateReason},
+		{"no CPU given is one vCPU", vm(kubevirtv1.DomainSpec{Memory: guest("1Gi")}), nil, 1, "1Gi", infrav1.FromTemplateReason},
 		{"CPU limit rounds up", vm(kubevirtv1.DomainSpec{Resources: kubevirtv1.ResourceRequirements{
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1500m")},
-			Requests: corev1.ResourceList{corev1.ResourceMemory: q("3Gi")}}}), nil, 2, "3Gi", infrav1.CapacityFromTemplateReason},
+			Requests: corev1.ResourceList{corev1.ResourceMemory: q("3Gi")}}}), nil, 2, "3Gi", infrav1.FromTemplateReason},
 		{"memory request without guest", vm(kubevirtv1.DomainSpec{Resources: kubevirtv1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("4Gi")}}}), nil, 2, "4Gi", infrav1.CapacityFromTemplateReason},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("4Gi")}}}), nil, 2, "4Gi", infrav1.FromTemplateReason},
 		{"memory limit only", vm(kubevirtv1.DomainSpec{Resources: kubevirtv1.ResourceRequirements{
-			Limits: corev1.ResourceList{corev1.ResourceMemory: q("6Gi")}}}), nil, 1, "6Gi", infrav1.CapacityFromTemplateReason},
+			Limits: corev1.ResourceList{corev1.ResourceMemory: q("6Gi")}}}), nil, 1, "6Gi", infrav1.FromTemplateReason},
 		{"no memory at all", vm(kubevirtv1.DomainSpec{}), nil, 0, "", infrav1.CapacityUnknownReason},
 		{"no template", &kubevirtv1.VirtualMachineSpec{}, nil, 0, "", infrav1.CapacityUnknownReason},
 		{"instance type", func() *kubevirtv1.VirtualMachineSpec {
@@ -45,7 +61,7 @@ func TestFromVirtualMachine(t *testing.T) {
 			return s
 		}(), &instancetypev1beta1.VirtualMachineInstancetypeSpec{
 			CPU: instancetypev1beta1.CPUInstancetype{Guest: 4}, Memory: instancetypev1beta1.MemoryInstancetype{Guest: q("16Gi")}},
-			4, "16Gi", infrav1.CapacityFromInstancetypeReason},
+			4, "16Gi", infrav1.FromInstancetypeReason},
 		{"instance type missing", func() *kubevirtv1.VirtualMachineSpec {
 			s := vm(kubevirtv1.DomainSpec{Memory: guest("1Gi")})
 			s.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "gone"}

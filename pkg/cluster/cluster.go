@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package cluster holds what the KubevirtCluster controller does once it
 // has fetched its objects: keep the control-plane Service and endpoint, the
 // isolation NetworkPolicies, the per-cluster network and the failure domains
@@ -15,7 +31,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -23,6 +38,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
 
@@ -44,11 +60,18 @@ type Service struct {
 	Networks *tenantnet.Allocator
 }
 
-// Reconcile brings the cluster's objects on infra to their desired state
-// and marks the cluster provisioned once all of them are in place. Problems
-// the user must fix are reported in conditions only; API errors are also
-// returned, for a retry.
-func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra) (time.Duration, error) {
+// Reconcile brings the cluster's objects on infra to their desired state,
+// reports each in its condition, and marks the cluster provisioned once all
+// of them are in place. Problems the user must fix are reported in
+// conditions only; API errors are also returned, for a retry. Without a
+// reachable infra cluster it does nothing and returns the access outcome.
+func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, access infracluster.Access) (outcome.Outcome, error) {
+	if !access.Reachable() {
+		// Services and NetworkPolicies are core objects: a reachable infra
+		// cluster without KubeVirt can still have them.
+		return access.Outcome, nil
+	}
+	infra := access.Infra
 	var ref *metav1.OwnerReference
 	if !infra.External {
 		ref = metav1.NewControllerRef(kc, infrav1.GroupVersion.WithKind("KubevirtCluster"))
@@ -69,98 +92,96 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 	}
 	kc.Status.FailureDomains = failuredomains.Status(kc.Spec.FailureDomains, nodes)
 
-	isolated, err := s.reconcileIsolation(ctx, kc, cluster, infra, ref)
-	errs = append(errs, err)
-	networked, err := s.reconcileNetworks(ctx, kc, cluster, infra, ref)
-	errs = append(errs, err)
-	endpoint, err := s.reconcileEndpoint(ctx, kc, cluster, infra, ref)
-	errs = append(errs, err)
+	steps := []struct {
+		condition string
+		run       func(context.Context, *infrav1.KubevirtCluster, *clusterv1.Cluster, *infracluster.Infra, *metav1.OwnerReference) (outcome.Outcome, error)
+	}{
+		{infrav1.NetworkIsolationReadyCondition, s.reconcileIsolation},
+		{infrav1.NetworksReadyCondition, s.reconcileNetworks},
+		{infrav1.ControlPlaneEndpointReadyCondition, s.reconcileEndpoint},
+	}
+	outcomes := make([]outcome.Outcome, 0, len(steps))
+	for _, step := range steps {
+		o, err := step.run(ctx, kc, cluster, infra, ref)
+		outcome.Record(s.Recorder, kc, step.condition, o)
+		outcomes = append(outcomes, o)
+		errs = append(errs, err)
+	}
+	all := outcome.Merge(outcomes...)
 	// VMs start only once isolated and networked: CAPI creates no bootstrap
 	// data, so no VM, before the cluster is provisioned.
-	if isolated && networked && endpoint {
+	if all.IsDone() {
 		kc.Status.Ready = true
 		kc.Status.Initialization.Provisioned = ptr.To(true)
 	}
-	var recheck time.Duration
-	if c := conditions.Get(kc, infrav1.NetworksReadyCondition); c != nil &&
-		(c.Reason == infrav1.NetworkTemplateInvalidReason || c.Reason == infrav1.VLANUnavailableReason) {
-		// Templates and other clusters' networks may live where no watch
-		// reaches (another namespace of an external infra cluster).
-		recheck = NetworkRecheck
+	// An external infra cluster without KubeVirt or CDI has no watch yet
+	// that would announce them.
+	if r := access.Outcome.RequeueAfter; r > 0 && (all.RequeueAfter == 0 || r < all.RequeueAfter) {
+		all.RequeueAfter = r
 	}
-	return recheck, kerrors.NewAggregate(errs)
+	return all, kerrors.NewAggregate(errs)
 }
 
 const nodeListTimeout = 15 * time.Second
 
 // NetworkRecheck is how often a cluster waiting for its network template or
-// a free VLAN looks again, besides the events that wake it.
+// a free VLAN looks again, besides the events that wake it: templates and
+// other clusters' networks may live where no watch reaches (another
+// namespace of an external infra cluster).
 const NetworkRecheck = time.Minute
 
-func (s *Service) reconcileIsolation(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (bool, error) {
+func (s *Service) reconcileIsolation(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (outcome.Outcome, error) {
 	if err := isolation.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, ref, s.Isolation); err != nil {
-		s.setCondition(kc, infrav1.NetworkIsolationReadyCondition, false, infrav1.NetworkPolicyFailedReason, err.Error())
-		return false, err
+		return outcome.Fail(infrav1.NetworkPolicyFailedReason, err.Error()), err
 	}
 	if !isolation.Enabled(kc) {
-		s.setCondition(kc, infrav1.NetworkIsolationReadyCondition, true, infrav1.IsolationDisabledReason,
-			fmt.Sprintf("isolation is disabled; %d custom NetworkPolicies kept in %s", len(kc.Spec.CustomNetworkPolicies), infra.Namespace))
-		return true, nil
+		return outcome.Ready(infrav1.DisabledReason,
+			fmt.Sprintf("isolation is disabled; %d custom NetworkPolicies kept in %s", len(kc.Spec.CustomNetworkPolicies), infra.Namespace)), nil
 	}
-	s.setCondition(kc, infrav1.NetworkIsolationReadyCondition, true, infrav1.IsolationAppliedReason,
+	return outcome.Ready(infrav1.AppliedReason,
 		fmt.Sprintf("the cluster's VMs are isolated by NetworkPolicies %s and %s in %s (and %d custom)",
-			isolation.PolicyName(kc), isolation.APIServerName(kc), infra.Namespace, len(kc.Spec.CustomNetworkPolicies)))
-	return true, nil
+			isolation.PolicyName(kc), isolation.APIServerName(kc), infra.Namespace, len(kc.Spec.CustomNetworkPolicies))), nil
 }
 
-func (s *Service) reconcileNetworks(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (bool, error) {
+func (s *Service) reconcileNetworks(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (outcome.Outcome, error) {
 	pc := kc.Spec.Network.PerCluster
 	if pc == nil || kc.Status.Network.PerCluster != "" && kc.Status.Network.PerCluster != infra.Namespace+"/"+tenantnet.Name(kc) {
 		// Not wanted any more, or renamed: the old network goes.
 		if kc.Status.Network.PerCluster != "" {
 			gone, err := tenantnet.Delete(ctx, infra.Client, kc, kc.Status.Network.PerCluster)
 			if err != nil || !gone {
-				s.setCondition(kc, infrav1.NetworksReadyCondition, false, infrav1.NetworkFailedReason,
-					fmt.Sprintf("deleting NetworkAttachmentDefinition %s: %v", kc.Status.Network.PerCluster, err))
-				return false, err
+				return outcome.Fail(infrav1.NetworkFailedReason,
+					fmt.Sprintf("deleting NetworkAttachmentDefinition %s: %v", kc.Status.Network.PerCluster, err)), err
 			}
 			kc.Status.Network = infrav1.ClusterNetworkStatus{}
 		}
 		if pc == nil {
-			s.setCondition(kc, infrav1.NetworksReadyCondition, true, infrav1.NetworksCreatedReason, "the cluster has no per-cluster network")
-			return true, nil
+			return outcome.Ready(infrav1.CreatedReason, "the cluster has no per-cluster network"), nil
 		}
 	}
 	res, err := s.Networks.Ensure(ctx, infra.Client, infra.APIReader, kc, cluster.Name, infra.Namespace, ref)
 	switch {
 	case tenantnet.IsTemplateError(err):
-		s.setCondition(kc, infrav1.NetworksReadyCondition, false, infrav1.NetworkTemplateInvalidReason, err.Error())
-		return false, nil
+		return outcome.Fail(infrav1.TemplateInvalidReason, err.Error()).After(NetworkRecheck), nil
 	case tenantnet.IsVLANError(err):
-		s.setCondition(kc, infrav1.NetworksReadyCondition, false, infrav1.VLANUnavailableReason, err.Error())
-		return false, nil
+		return outcome.Fail(infrav1.VLANUnavailableReason, err.Error()).After(NetworkRecheck), nil
 	case err != nil:
-		s.setCondition(kc, infrav1.NetworksReadyCondition, false, infrav1.NetworkFailedReason, err.Error())
-		return false, err
+		return outcome.Fail(infrav1.NetworkFailedReason, err.Error()), err
 	}
 	kc.Status.Network = infrav1.ClusterNetworkStatus{PerCluster: res.NAD, VLANID: res.VLAN}
-	s.setCondition(kc, infrav1.NetworksReadyCondition, true, infrav1.NetworksCreatedReason,
-		fmt.Sprintf("NetworkAttachmentDefinition %s carries VLAN %d", res.NAD, res.VLAN))
-	return true, nil
+	return outcome.Ready(infrav1.CreatedReason, fmt.Sprintf("NetworkAttachmentDefinition %s carries VLAN %d", res.NAD, res.VLAN)), nil
 }
 
 // reconcileEndpoint keeps the control-plane Service and fills in the
 // endpoint parts the user left empty.
-func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (bool, error) {
+func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (outcome.Outcome, error) {
 	svc, err := cpservice.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, ref)
 	if err != nil {
-		s.setCondition(kc, infrav1.ControlPlaneEndpointReadyCondition, false, infrav1.ServiceFailedReason, err.Error())
-		return false, err
+		return outcome.Fail(infrav1.ServiceFailedReason, err.Error()), err
 	}
 	ep, ok, wait := cpservice.Endpoint(kc, svc)
 	if !ok {
-		s.setCondition(kc, infrav1.ControlPlaneEndpointReadyCondition, false, infrav1.WaitingForEndpointReason, wait)
-		return false, nil
+		return outcome.Wait(infrav1.WaitingForEndpointReason, wait), nil
 	}
 	// Only the parts the user left empty are filled; a set endpoint is never
 	// overwritten.
@@ -170,24 +191,6 @@ func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtClu
 	if kc.Spec.ControlPlaneEndpoint.Port == 0 {
 		kc.Spec.ControlPlaneEndpoint.Port = ep.Port
 	}
-	s.setCondition(kc, infrav1.ControlPlaneEndpointReadyCondition, true, infrav1.EndpointReadyReason,
-		fmt.Sprintf("the control plane is reached at %s:%d", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port))
-	return true, nil
-}
-
-// setCondition sets a condition and records an Event when its reason
-// changes: a warning for a False condition that is no wait.
-func (s *Service) setCondition(kc *infrav1.KubevirtCluster, condType string, ok bool, reason, message string) {
-	status := metav1.ConditionFalse
-	if ok {
-		status = metav1.ConditionTrue
-	}
-	if prev := conditions.Get(kc, condType); prev == nil || prev.Reason != reason {
-		eventType := corev1.EventTypeNormal
-		if !ok && reason != infrav1.WaitingForEndpointReason {
-			eventType = corev1.EventTypeWarning
-		}
-		s.Recorder.Eventf(kc, nil, eventType, reason, "Reconcile"+condType, "%s", message)
-	}
-	conditions.Set(kc, metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message})
+	return outcome.Ready(infrav1.EndpointReadyReason,
+		fmt.Sprintf("the control plane is reached at %s:%d", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)), nil
 }

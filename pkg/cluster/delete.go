@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package cluster
 
 import (
@@ -6,11 +22,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cpservice"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
@@ -18,9 +37,33 @@ import (
 // Delete deletes what was created for the cluster: the control-plane
 // Service, the NetworkPolicies, the per-cluster network and the SSH key
 // Secret the provider generated. Objects that do not carry the cluster's
-// owner annotation are left alone. It reports what it still waits for; ""
+// owner annotation are left alone. The outcome is done once everything is
+// gone; an unreachable infra cluster keeps the cluster waiting, since its
+// objects may still be there. The Ready condition says what it waits for.
+func (s *Service) Delete(ctx context.Context, kc *infrav1.KubevirtCluster, access infracluster.Access) (outcome.Outcome, error) {
+	var o outcome.Outcome
+	if !access.Reachable() {
+		o = outcome.Wait(infrav1.DeletingReason, "cannot delete the cluster's objects on the infra cluster until it can be used: "+
+			access.Outcome.Message).After(access.Outcome.RequeueAfter)
+		conditions.Set(kc, o.Condition(infrav1.ReadyCondition))
+		return o, nil
+	}
+	waiting, err := s.deleteObjects(ctx, kc, access.Infra)
+	switch {
+	case err != nil:
+		o = outcome.Fail(infrav1.DeletingReason, "deleting "+waiting+": "+err.Error())
+	case waiting != "":
+		o = outcome.Wait(infrav1.DeletingReason, "waiting for "+waiting+" to be deleted")
+	default:
+		return outcome.Ready(clusterv1.DeletionCompletedReason, "everything created for the cluster is gone"), nil
+	}
+	conditions.Set(kc, o.Condition(infrav1.ReadyCondition))
+	return o, err
+}
+
+// deleteObjects deletes in order and reports what it still waits for; ""
 // means everything is gone.
-func (s *Service) Delete(ctx context.Context, kc *infrav1.KubevirtCluster, infra *infracluster.Infra) (string, error) {
+func (s *Service) deleteObjects(ctx context.Context, kc *infrav1.KubevirtCluster, infra *infracluster.Infra) (string, error) {
 	gone, err := cpservice.Delete(ctx, infra.Client, kc, infra.Namespace)
 	if err != nil || !gone {
 		return "the control-plane Service", err

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package golden plans golden volumes: one DataVolume per image source,
 // storage class, volume mode and infra namespace, imported once and cloned
 // for every VM's root disk. It is pure: specs in, objects out.
@@ -30,10 +46,10 @@ const (
 	UnusedSinceAnnotation = "capkv.io/unused-since"
 	// immediateBinding makes CDI bind and import a volume on a
 	// WaitForFirstConsumer class, which no VM would otherwise consume
-	// (FACTS C6).
+	// (docs/kubevirt-behaviour.md#waitforfirstconsumer-storage).
 	immediateBinding = "cdi.kubevirt.io/storage.bind.immediate.requested"
 	// keepAfterCompletion stops CDI versions that garbage-collect completed
-	// DataVolumes (FACTS C7) from removing the golden DataVolume and
+	// DataVolumes (docs/kubevirt-behaviour.md#garbage-collection-of-completed-datavolumes) from removing the golden DataVolume and
 	// leaving its PVC behind, unmanaged.
 	keepAfterCompletion = "cdi.kubevirt.io/storage.deleteAfterCompletion"
 	// namePrefix starts the names of golden volumes.

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package infracluster finds the infra cluster of a KubevirtCluster or
 // KubevirtMachine (the management cluster itself, or an external cluster
 // reached through a kubeconfig Secret) and checks that it serves the KubeVirt
@@ -82,7 +98,7 @@ func CheckAPIs(client discovery.DiscoveryInterface) APIStatus {
 	return servedStatus
 }
 
-var servedStatus = APIStatus{Available: true, Reason: infrav1.InfraClusterAvailableReason,
+var servedStatus = APIStatus{Available: true, Reason: infrav1.AvailableReason,
 	Message: "KubeVirt and CDI APIs are served"}
 
 // apisRecheck is how long an infra cluster's APIs are taken as served

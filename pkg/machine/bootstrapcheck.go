@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package machine
 
 import (
@@ -12,9 +28,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
@@ -31,62 +48,52 @@ const (
 	sshPublicKeyKey  = "pub"
 )
 
-// checkBootstrap runs the machine's bootstrap check on a running instance.
-// It reports whether bootstrap is known to have succeeded.
-func (s *Service) checkBootstrap(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, state vmstatus.State) (ctrl.Result, bool) {
+// checkBootstrap runs the machine's bootstrap check on a running instance
+// and sets BootstrapSucceeded. The outcome is done once bootstrap is known
+// to have succeeded; an SSH check that has not passed looks again after
+// the recheck interval, since nothing announces it.
+func (s *Service) checkBootstrap(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, state vmstatus.State) outcome.Outcome {
 	km := sc.KubevirtMachine
+	result := func(o outcome.Outcome) outcome.Outcome {
+		setBootstrap(km, o.Condition(infrav1.BootstrapSucceededCondition).Status, o.Reason, o.Message)
+		return o
+	}
 	switch km.Spec.BootstrapCheckSpec.CheckStrategy {
 	case infrav1.CheckStrategyGuestAgent:
 		// The VMI turns Ready only when KubeVirt's probe, run by the guest
 		// agent, finds the sentinel file.
 		if !state.Ready {
-			setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckPendingReason,
-				"the guest agent has not found "+infrav1.BootstrapSentinelFile+" yet (the image needs qemu-guest-agent)")
-			return ctrl.Result{}, false
+			return result(outcome.Wait(infrav1.WaitingForBootstrapReason,
+				"the guest agent has not found "+infrav1.BootstrapSentinelFile+" yet (the image needs qemu-guest-agent)"))
 		}
-		setBootstrap(km, metav1.ConditionTrue, infrav1.BootstrapSucceededReason, "the guest agent found "+infrav1.BootstrapSentinelFile)
-		return ctrl.Result{}, true
+		return result(outcome.Ready(infrav1.SucceededReason, "the guest agent found "+infrav1.BootstrapSentinelFile))
 	case infrav1.CheckStrategySSH:
 		if !state.Ready {
-			setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckPendingReason, "waiting for the VM instance to be ready")
-			return ctrl.Result{}, false
+			return result(outcome.Wait(infrav1.WaitingForBootstrapReason, "waiting for the VM instance to be ready"))
 		}
-		if c := findCondition(km, infrav1.BootstrapSucceededCondition); c != nil && c.Status == metav1.ConditionTrue {
+		if c := conditions.Get(km, infrav1.BootstrapSucceededCondition); c != nil && c.Status == metav1.ConditionTrue {
 			// Bootstrap happens once; no need to log in again.
-			return ctrl.Result{}, true
+			return outcome.Ready(c.Reason, c.Message)
 		}
 		done, err := s.probeSSH(ctx, sc, vmi)
 		switch {
 		case err != nil:
-			setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckFailedReason, err.Error())
-			return ctrl.Result{RequeueAfter: s.recheck()}, false
+			return result(outcome.Fail(infrav1.CheckFailedReason, err.Error()).After(s.recheck()))
 		case !done:
-			setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckPendingReason,
-				infrav1.BootstrapSentinelFile+" does not exist yet in the guest")
-			return ctrl.Result{RequeueAfter: s.recheck()}, false
+			return result(outcome.Wait(infrav1.WaitingForBootstrapReason,
+				infrav1.BootstrapSentinelFile+" does not exist yet in the guest").After(s.recheck()))
 		}
 		s.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "BootstrapSucceeded", "CheckBootstrap", "found %s over SSH", infrav1.BootstrapSentinelFile)
-		setBootstrap(km, metav1.ConditionTrue, infrav1.BootstrapSucceededReason, "found "+infrav1.BootstrapSentinelFile+" over SSH with a verified host key")
-		return ctrl.Result{}, true
+		return result(outcome.Ready(infrav1.SucceededReason, "found "+infrav1.BootstrapSentinelFile+" over SSH with a verified host key"))
 	}
-	setBootstrap(km, metav1.ConditionTrue, infrav1.BootstrapSucceededReason, "checkStrategy none: a running, ready VM counts as bootstrapped")
-	return ctrl.Result{}, true
-}
-
-func findCondition(km *infrav1.KubevirtMachine, t string) *metav1.Condition {
-	for i := range km.Status.Conditions {
-		if km.Status.Conditions[i].Type == t {
-			return &km.Status.Conditions[i]
-		}
-	}
-	return nil
+	return result(outcome.Ready(infrav1.SucceededReason, "checkStrategy none: a running, ready VM counts as bootstrapped"))
 }
 
 // probeSSH logs into the guest at its node address with the cluster's key,
 // accepting only the host key the provider injected.
 func (s *Service) probeSSH(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
 	secret := &corev1.Secret{}
-	found, err := get(ctx, sc.Infra.APIReader, types.NamespacedName{Namespace: vmi.Namespace, Name: sc.UserDataSecretName()}, secret)
+	found, err := get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: vmi.Namespace, Name: sc.UserDataSecretName()}, secret)
 	if err != nil {
 		return false, err
 	}

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package machine
 
 import (
@@ -8,45 +24,69 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
-// Delete removes what the machine has on the infra cluster, in order: the
-// VM (KubeVirt deletes its instance), then, once VM and instance are gone,
-// the DataVolumes of its templates and the user data Secret. It reports done
-// when nothing is left, so the finalizer can go. Each step waits for the
-// watch event of the previous one.
-//
-// withCDI is false when the infra cluster lacks CDI: then there are no
+// Delete removes what the machine has on the infra cluster and reports done
+// when nothing is left, so the finalizer can go. An infra cluster without
+// KubeVirt's API cannot hold a VM of the machine; one that cannot be used
+// otherwise keeps the machine waiting, since its VM may still run there.
+func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+	km := sc.KubevirtMachine
+	access := sc.Access
+	switch {
+	case access.Available(), access.Outcome.Reason == infrav1.CDINotInstalledReason:
+		// Without CDI there are no DataVolumes to wait for, but the VM may
+		// exist.
+		o, err := s.deleteObjects(ctx, sc, access.Available())
+		if err != nil {
+			return outcome.Outcome{}, err
+		}
+		if !o.IsDone() {
+			return s.recordVM(km, o), nil
+		}
+	case access.Outcome.Reason == infrav1.KubeVirtNotInstalledReason:
+	default:
+		return s.recordVM(km, outcome.Wait(infrav1.DeletingReason,
+			"cannot delete the VM until the infra cluster can be used: "+access.Outcome.Message).After(access.Outcome.RequeueAfter)), nil
+	}
+	s.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "Deleted", "DeleteVirtualMachine", "VirtualMachine and its objects are gone")
+	return outcome.Ready(clusterv1.DeletionCompletedReason, "VirtualMachine and its objects are gone"), nil
+}
+
+// deleteObjects deletes in order: the VM (KubeVirt deletes its instance),
+// then, once VM and instance are gone, the DataVolumes of its templates and
+// the user data Secret. Each step waits for the watch event of the previous
+// one. withCDI is false when the infra cluster lacks CDI: then there are no
 // DataVolumes to delete.
-func (s *Service) Delete(ctx context.Context, sc *Scope, withCDI bool) (bool, error) {
+func (s *Service) deleteObjects(ctx context.Context, sc *Scope, withCDI bool) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	ns := sc.VMNamespace()
 	key := types.NamespacedName{Namespace: ns, Name: sc.VMName()}
 
 	vm := &kubevirtv1.VirtualMachine{}
-	found, err := get(ctx, sc.Infra.APIReader, key, vm)
+	found, err := get(ctx, sc.Infra().APIReader, key, vm)
 	if err != nil {
-		return false, err
+		return outcome.Outcome{}, err
 	}
 	if found && s.ours(km, vm) {
 		if vm.DeletionTimestamp.IsZero() {
-			if err := sc.Infra.Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID}); client.IgnoreNotFound(err) != nil {
-				return false, fmt.Errorf("deleting VirtualMachine %s: %w", key, err)
+			if err := sc.Infra().Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID}); client.IgnoreNotFound(err) != nil {
+				return outcome.Outcome{}, fmt.Errorf("deleting VirtualMachine %s: %w", key, err)
 			}
 			s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineDeleting", "DeleteVirtualMachine", "deleting VirtualMachine %s", key)
 		}
-		s.deleting(km, fmt.Sprintf("waiting for VirtualMachine %s to be deleted", key))
-		return false, nil
+		return deleting(fmt.Sprintf("waiting for VirtualMachine %s to be deleted", key)), nil
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if found, err := get(ctx, sc.Infra.APIReader, key, vmi); err != nil || found && s.ours(km, vmi) {
-		s.deleting(km, fmt.Sprintf("waiting for VirtualMachineInstance %s to be deleted", key))
-		return false, err
+	if found, err := get(ctx, sc.Infra().APIReader, key, vmi); err != nil || found && s.ours(km, vmi) {
+		return deleting(fmt.Sprintf("waiting for VirtualMachineInstance %s to be deleted", key)), err
 	}
 	pending := 0
 	for _, name := range dataVolumeNames(km) {
@@ -54,9 +94,9 @@ func (s *Service) Delete(ctx context.Context, sc *Scope, withCDI bool) (bool, er
 			break
 		}
 		dv := &cdiv1.DataVolume{}
-		found, err := get(ctx, sc.Infra.APIReader, types.NamespacedName{Namespace: ns, Name: vmbuilder.DataVolumeName(key.Name, name)}, dv)
+		found, err := get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: ns, Name: vmbuilder.DataVolumeName(key.Name, name)}, dv)
 		if err != nil {
-			return false, err
+			return outcome.Outcome{}, err
 		}
 		if !found || !s.ours(km, dv) {
 			continue
@@ -65,26 +105,25 @@ func (s *Service) Delete(ctx context.Context, sc *Scope, withCDI bool) (bool, er
 		// Garbage collection would get there too; deleting here means
 		// nothing is left once the machine is gone.
 		if dv.DeletionTimestamp.IsZero() {
-			if err := sc.Infra.Client.Delete(ctx, dv, client.Preconditions{UID: &dv.UID}); client.IgnoreNotFound(err) != nil {
-				return false, fmt.Errorf("deleting DataVolume %s/%s: %w", ns, dv.Name, err)
+			if err := sc.Infra().Client.Delete(ctx, dv, client.Preconditions{UID: &dv.UID}); client.IgnoreNotFound(err) != nil {
+				return outcome.Outcome{}, fmt.Errorf("deleting DataVolume %s/%s: %w", ns, dv.Name, err)
 			}
 		}
 	}
 	if pending > 0 {
-		s.deleting(km, fmt.Sprintf("waiting for %d DataVolume(s) of VirtualMachine %s to be deleted", pending, key))
-		return false, nil
+		return deleting(fmt.Sprintf("waiting for %d DataVolume(s) of VirtualMachine %s to be deleted", pending, key)), nil
 	}
 	secret := &corev1.Secret{}
-	found, err = get(ctx, sc.Infra.APIReader, types.NamespacedName{Namespace: ns, Name: sc.UserDataSecretName()}, secret)
+	found, err = get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: ns, Name: sc.UserDataSecretName()}, secret)
 	if err != nil {
-		return false, err
+		return outcome.Outcome{}, err
 	}
 	if found && s.ours(km, secret) {
-		if err := sc.Infra.Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("deleting user data Secret %s/%s: %w", ns, secret.Name, err)
+		if err := sc.Infra().Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+			return outcome.Outcome{}, fmt.Errorf("deleting user data Secret %s/%s: %w", ns, secret.Name, err)
 		}
 	}
-	return true, nil
+	return outcome.Ready(infrav1.DeletingReason, "the VM's objects are deleted"), nil
 }
 
 // ours reports whether an infra object was made for this KubevirtMachine; a
@@ -93,8 +132,8 @@ func (s *Service) ours(km *infrav1.KubevirtMachine, obj client.Object) bool {
 	return obj.GetAnnotations()[infrav1.OwnerAnnotation] == vmbuilder.OwnerOf(km.Namespace, km.Name)
 }
 
-func (s *Service) deleting(km *infrav1.KubevirtMachine, message string) {
-	s.SetVMCondition(km, infrav1.DeletingReason, message)
+func deleting(message string) outcome.Outcome {
+	return outcome.Wait(infrav1.DeletingReason, message)
 }
 
 // dataVolumeNames are the DataVolume templates of the machine's VM, before

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package machine
 
 import (
@@ -14,6 +30,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
@@ -28,60 +45,58 @@ func GoldenImageOf(infraSecret types.NamespacedName, ns string, rd *infrav1.Root
 }
 
 // goldenVolume makes sure the golden volume of the machine's root disk
-// exists, and returns it once its import succeeded. Until then the
-// VirtualMachineReady condition carries CDI's progress or error, and no VM
-// is created: a VM whose disk cannot be made would only fail later.
-func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.NamespacedName, bool, error) {
+// exists, and returns it once its import succeeded. Until then the outcome
+// carries CDI's progress or error, and no VM is created: a VM whose disk
+// cannot be made would only fail later.
+func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.NamespacedName, outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	rd := km.Spec.RootDisk
 	if !golden.Needed(rd) {
-		return nil, true, nil
+		return nil, outcome.Outcome{}, nil
 	}
 	want := golden.DataVolume(rd, sc.VMNamespace())
 	key := client.ObjectKeyFromObject(want)
-	if ref := GoldenImageOf(sc.Infra.Secret, key.Namespace, rd); !equality.Semantic.DeepEqual(km.Status.GoldenImage, ref) {
+	if ref := GoldenImageOf(sc.Infra().Secret, key.Namespace, rd); !equality.Semantic.DeepEqual(km.Status.GoldenImage, ref) {
 		// Become a user of the golden volume, saved, before touching it: the
-		// golden image controller counts users from status.
+		// golden image controller counts users from status. The status
+		// patch triggers the next reconcile.
 		km.Status.GoldenImage = ref
-		s.setVM(km, vmstatus.State{Reason: infrav1.WaitingForGoldenImageReason,
-			Message: fmt.Sprintf("using golden volume %s for %s", key, golden.Describe(&rd.Image))})
-		return nil, false, nil
+		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
+			fmt.Sprintf("using golden volume %s for %s", key, golden.Describe(&rd.Image))), nil
 	}
 	dv := &cdiv1.DataVolume{}
-	found, err := get(ctx, sc.Infra.Client, key, dv)
+	found, err := get(ctx, sc.Infra().Client, key, dv)
 	if err != nil {
-		return nil, false, err
+		return nil, outcome.Outcome{}, err
 	}
 	if !found {
-		if err := sc.Infra.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := sc.Infra().Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-				s.setVM(km, vmstatus.State{Reason: infrav1.GoldenImageFailedReason, Warning: true,
-					Message: fmt.Sprintf("the infra cluster refused golden volume %s: %v", key, err)})
-				return nil, false, nil
+				// Nothing announces a change of the infra API's mind.
+				return nil, outcome.Fail(infrav1.GoldenImageFailedReason,
+					fmt.Sprintf("the infra cluster refused golden volume %s: %v", key, err)).After(s.recheck()), nil
 			}
-			return nil, false, fmt.Errorf("creating golden volume %s: %w", key, err)
+			return nil, outcome.Outcome{}, fmt.Errorf("creating golden volume %s: %w", key, err)
 		}
 		s.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "GoldenImageCreated", "ImportGoldenImage",
 			"importing %s once into golden volume %s", golden.Describe(&rd.Image), key)
-		s.setVM(km, vmstatus.State{Reason: infrav1.WaitingForGoldenImageReason,
-			Message: fmt.Sprintf("importing %s into golden volume %s", golden.Describe(&rd.Image), key)})
-		return nil, false, nil
+		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
+			fmt.Sprintf("importing %s into golden volume %s", golden.Describe(&rd.Image), key)), nil
 	}
 	if dv.Labels[golden.Label] != "true" {
-		s.setVM(km, vmstatus.State{Reason: infrav1.VMConflictReason, Warning: true, Message: fmt.Sprintf(
-			"DataVolume %s exists but is not a golden volume of the provider", key)})
-		return nil, false, nil
+		return nil, outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+			"DataVolume %s exists but is not a golden volume of the provider", key)), nil
 	}
 	if !dv.DeletionTimestamp.IsZero() {
-		s.setVM(km, vmstatus.State{Reason: infrav1.WaitingForGoldenImageReason,
-			Message: fmt.Sprintf("golden volume %s is being deleted; it will be imported again", key)})
-		return nil, false, nil
+		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
+			fmt.Sprintf("golden volume %s is being deleted; it will be imported again", key)), nil
 	}
 	if size := golden.Size(dv); size.Cmp(rd.DiskSize) > 0 {
-		s.setVM(km, vmstatus.State{Reason: infrav1.GoldenImageFailedReason, Warning: true, Message: fmt.Sprintf(
+		// The fix is in other machines' templates, which this machine does
+		// not watch.
+		return nil, outcome.Fail(infrav1.GoldenImageFailedReason, fmt.Sprintf(
 			"golden volume %s is %s, larger than this machine's diskSize %s; a clone cannot be smaller than its source: set rootDisk.imageSize on the templates sharing the image",
-			key, size.String(), rd.DiskSize.String())})
-		return nil, false, nil
+			key, size.String(), rd.DiskSize.String())).After(s.recheck()), nil
 	}
 	switch dv.Status.Phase {
 	case cdiv1.Succeeded:
@@ -91,34 +106,35 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 			// cannot delete it under this clone.
 			before := dv.DeepCopy()
 			delete(dv.Annotations, golden.UnusedSinceAnnotation)
-			if err := sc.Infra.Client.Patch(ctx, dv, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-				return nil, false, fmt.Errorf("claiming golden volume %s: %w", key, err)
+			if err := sc.Infra().Client.Patch(ctx, dv, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+				return nil, outcome.Outcome{}, fmt.Errorf("claiming golden volume %s: %w", key, err)
 			}
 		}
-		return &key, true, nil
+		return &key, outcome.Outcome{}, nil
 	case cdiv1.Failed:
-		s.setVM(km, vmstatus.State{Reason: infrav1.GoldenImageFailedReason, Warning: true, Message: fmt.Sprintf(
-			"importing %s into golden volume %s failed: %s; delete the volume to try again", golden.Describe(&rd.Image), key, vmstatus.DataVolumeMessage(dv))})
-		return nil, false, nil
+		return nil, outcome.Fail(infrav1.GoldenImageFailedReason, fmt.Sprintf(
+			"importing %s into golden volume %s failed: %s; delete the volume to try again", golden.Describe(&rd.Image), key, vmstatus.DataVolumeMessage(dv))), nil
 	}
 	st, _ := vmstatus.Disk(dv)
 	if st.Message == "" {
 		st.Message = "DataVolume " + dv.Name + " is " + string(dv.Status.Phase)
 	}
-	s.setVM(km, vmstatus.State{Reason: infrav1.WaitingForGoldenImageReason, Warning: st.Warning,
+	waiting := fromState(vmstatus.State{Reason: infrav1.WaitingForGoldenImageReason, Warning: st.Warning,
 		Message: fmt.Sprintf("waiting for golden image %s: %s", golden.Describe(&rd.Image), st.Message)})
-	return nil, false, nil
+	return nil, waiting, nil
 }
 
 // cloneAuthorized checks, for a root disk cloned from an admin-provided PVC
 // or DataSource in another namespace, that the VM's service account may
 // clone from there. KubeVirt checks the same when it creates the VM's
-// DataVolume, but only says so in an Event on the VM (FACTS A3); checking
+// DataVolume, but only says so in an Event on the VM
+// (docs/kubevirt-behaviour.md#cross-namespace-clones-are-authorized-for-the-vm-service-account); checking
 // first gives the machine a clear condition instead of a silent wait.
-func (s *Service) cloneAuthorized(ctx context.Context, sc *Scope) (bool, error) {
+func (s *Service) cloneAuthorized(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	rd := sc.KubevirtMachine.Spec.RootDisk
+	allowed := outcome.Ready("", "")
 	if rd == nil {
-		return true, nil
+		return allowed, nil
 	}
 	var srcNS string
 	switch {
@@ -129,7 +145,7 @@ func (s *Service) cloneAuthorized(ctx context.Context, sc *Scope) (bool, error) 
 	}
 	vmNS := sc.VMNamespace()
 	if srcNS == "" || srcNS == vmNS {
-		return true, nil
+		return allowed, nil
 	}
 	sa := serviceAccountOf(sc.KubevirtMachine)
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -139,22 +155,26 @@ func (s *Service) cloneAuthorized(ctx context.Context, sc *Scope) (bool, error) 
 			Namespace: srcNS, Verb: "create", Group: cdiv1.SchemeGroupVersion.Group, Resource: "datavolumes", Subresource: "source",
 		},
 	}}
-	if err := sc.Infra.Client.Create(ctx, review); err != nil {
-		return false, fmt.Errorf("checking clone permission in namespace %s: %w", srcNS, err)
+	if err := sc.Infra().Client.Create(ctx, review); err != nil {
+		return outcome.Outcome{}, fmt.Errorf("checking clone permission in namespace %s: %w", srcNS, err)
 	}
 	if review.Status.Allowed {
-		return true, nil
+		return allowed, nil
 	}
-	s.setVM(sc.KubevirtMachine, vmstatus.State{Reason: infrav1.CloneNotAuthorizedReason, Warning: true, Message: fmt.Sprintf(
+	// RBAC changes on the infra cluster are not watched.
+	return outcome.Fail(infrav1.CloneNotAuthorizedReason, fmt.Sprintf(
 		"service account %s/%s may not clone %s: grant it create on datavolumes/source (group cdi.kubevirt.io) in namespace %s",
-		vmNS, sa, golden.Describe(&rd.Image), srcNS)})
-	return false, nil
+		vmNS, sa, golden.Describe(&rd.Image), srcNS)).After(s.recheck()), nil
 }
 
 // serviceAccountOf is the service account KubeVirt checks clone permission
-// for: the VM's serviceAccount volume, else "default".
+// for: the template's serviceAccountName, else its serviceAccount volume,
+// else "default".
 func serviceAccountOf(km *infrav1.KubevirtMachine) string {
 	if t := km.Spec.VirtualMachineTemplate.Spec.Template; t != nil {
+		if t.Spec.ServiceAccountName != "" {
+			return t.Spec.ServiceAccountName
+		}
 		for _, v := range t.Spec.Volumes {
 			if v.ServiceAccount != nil && v.ServiceAccount.ServiceAccountName != "" {
 				return v.ServiceAccount.ServiceAccountName
@@ -170,11 +190,11 @@ func serviceAccountOf(km *infrav1.KubevirtMachine) string {
 func (s *Service) ensureGoldenVolume(ctx context.Context, sc *Scope) error {
 	rd := sc.KubevirtMachine.Spec.RootDisk
 	want := golden.DataVolume(rd, sc.VMNamespace())
-	found, err := get(ctx, sc.Infra.Client, client.ObjectKeyFromObject(want), &cdiv1.DataVolume{})
+	found, err := get(ctx, sc.Infra().Client, client.ObjectKeyFromObject(want), &cdiv1.DataVolume{})
 	if err != nil || found {
 		return err
 	}
-	if err := sc.Infra.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := sc.Infra().Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("re-creating golden volume %s: %w", client.ObjectKeyFromObject(want), err)
 	}
 	s.Recorder.Eventf(sc.KubevirtMachine, nil, corev1.EventTypeNormal, "GoldenImageCreated", "ImportGoldenImage",

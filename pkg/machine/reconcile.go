@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package machine
 
 import (
@@ -15,73 +31,89 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
-// Reconcile moves a machine whose infra cluster is available towards a
-// running, bootstrapped VM and reports where it stands.
-func (s *Service) Reconcile(ctx context.Context, sc *Scope) (ctrl.Result, error) {
+// Reconcile moves a machine towards a running, bootstrapped VM and reports
+// where it stands in VirtualMachineReady and BootstrapSucceeded, the
+// conditions only this service writes. The outcome says whether the machine
+// is provisioned, and when to look again where no event will say.
+func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
+	if sc.Cluster == nil {
+		return s.recordVM(km, outcome.Wait(infrav1.WaitingForOwnerReason,
+			"waiting for a Machine to own this KubevirtMachine and for its Cluster to exist")), nil
+	}
+	if !sc.Access.Available() {
+		o := sc.Access.Outcome
+		if provisioned(km) {
+			// A provisioned machine's VM keeps running while its infra
+			// cluster's API is away; only InfraClusterAvailable says so.
+			return o, nil
+		}
+		return s.recordVM(km, outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,
+			Message: "cannot use the infra cluster: " + o.Message}), nil
+	}
 	vm := &kubevirtv1.VirtualMachine{}
 	key := types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.VMName()}
-	found, err := get(ctx, sc.Infra.Client, key, vm)
+	found, err := get(ctx, sc.Infra().Client, key, vm)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Outcome{}, err
 	}
 	if !found && km.Spec.ProviderID != nil {
 		// The cache may lag behind our own create; ask the API server.
-		if found, err = get(ctx, sc.Infra.APIReader, key, vm); err != nil {
-			return ctrl.Result{}, err
+		if found, err = get(ctx, sc.Infra().APIReader, key, vm); err != nil {
+			return outcome.Outcome{}, err
 		}
 		if !found {
-			s.setVM(km, vmstatus.State{Reason: infrav1.VMDeletedReason, Warning: true, Message: fmt.Sprintf(
-				"VirtualMachine %s was deleted outside the provider; the machine is not recreated with a new identity, delete the Machine (a MachineHealthCheck does) to replace it", key)})
-			setBootstrap(km, metav1.ConditionFalse, infrav1.VMDeletedReason, "the VirtualMachine is gone")
+			setBootstrap(km, metav1.ConditionFalse, infrav1.VirtualMachineDeletedReason, "the VirtualMachine is gone")
 			markNotProvisioned(km)
-			return ctrl.Result{}, nil
+			return s.recordVM(km, outcome.Fail(infrav1.VirtualMachineDeletedReason, fmt.Sprintf(
+				"VirtualMachine %s was deleted outside the provider; the machine is not recreated with a new identity, delete the Machine (a MachineHealthCheck does) to replace it", key))), nil
 		}
 	}
 	if !found {
-		if _, err := s.create(ctx, sc, key); err != nil {
-			return ctrl.Result{}, err
+		o, err := s.create(ctx, sc, key)
+		if err != nil {
+			return outcome.Outcome{}, err
 		}
-		if c := conditions.Get(km, infrav1.VirtualMachineReadyCondition); c != nil &&
-			(c.Reason == infrav1.CloneNotAuthorizedReason || c.Reason == infrav1.GoldenImageFailedReason) {
-			// RBAC changes and refusals of the infra API are not watched.
-			return ctrl.Result{RequeueAfter: s.recheck()}, nil
-		}
-		return ctrl.Result{}, nil
+		return s.recordVM(km, o), nil
 	}
 	if !s.ours(km, vm) {
-		s.setVM(km, vmstatus.State{Reason: infrav1.VMConflictReason, Warning: true, Message: fmt.Sprintf(
-			"VirtualMachine %s exists but was not created for this KubevirtMachine; rename or remove it", key)})
-		return ctrl.Result{}, nil
+		return s.recordVM(km, outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+			"VirtualMachine %s exists but was not created for this KubevirtMachine; rename or remove it", key))), nil
 	}
 	if km.Spec.ProviderID == nil {
 		km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
 	}
 	if err := s.adoptUserData(ctx, sc, vm); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Outcome{}, err
 	}
 	return s.observe(ctx, sc, vm)
 }
 
+func provisioned(km *infrav1.KubevirtMachine) bool {
+	return ptr.Deref(km.Status.Initialization.Provisioned, false)
+}
+
 // observe reports the state of an existing VM and runs the bootstrap check.
-func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) (ctrl.Result, error) {
+func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
+	infra := sc.Infra()
 	var vmi *kubevirtv1.VirtualMachineInstance
 	candidate := &kubevirtv1.VirtualMachineInstance{}
-	found, err := get(ctx, sc.Infra.Client, client.ObjectKeyFromObject(vm), candidate)
+	found, err := get(ctx, infra.Client, client.ObjectKeyFromObject(vm), candidate)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Outcome{}, err
 	}
 	if found {
 		vmi = candidate
@@ -89,20 +121,20 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 	var dvs []*cdiv1.DataVolume
 	for _, t := range vm.Spec.DataVolumeTemplates {
 		dv := &cdiv1.DataVolume{}
-		found, err := get(ctx, sc.Infra.Client, types.NamespacedName{Namespace: vm.Namespace, Name: t.Name}, dv)
+		found, err := get(ctx, infra.Client, types.NamespacedName{Namespace: vm.Namespace, Name: t.Name}, dv)
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome.Outcome{}, err
 		}
 		if found {
 			dvs = append(dvs, dv)
 		}
 	}
 	if golden.Needed(km.Spec.RootDisk) {
-		km.Status.GoldenImage = GoldenImageOf(sc.Infra.Secret, sc.VMNamespace(), km.Spec.RootDisk)
+		km.Status.GoldenImage = GoldenImageOf(infra.Secret, sc.VMNamespace(), km.Spec.RootDisk)
 	}
 	if golden.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) {
 		if err := s.ensureGoldenVolume(ctx, sc); err != nil {
-			return ctrl.Result{}, err
+			return outcome.Outcome{}, err
 		}
 	}
 	state := vmstatus.Of(vm, vmi, dvs)
@@ -113,7 +145,8 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 			state = vmstatus.State{Running: state.Running, Reason: infrav1.NodeNetworkNotFoundReason, Warning: true,
 				Message: fmt.Sprintf("nodeAddressNetwork %q is not a network of the VM; it has %v", nodeNetwork, names)}
 		} else if state.Ready && !vmstatus.HasNodeAddress(vmi, nodeNetwork) {
-			// KubeVirt can report an interface before its IP (FACTS B7).
+			// KubeVirt can report an interface before its IP
+			// (docs/kubevirt-behaviour.md#interface-status-and-ip-addresses).
 			state = vmstatus.State{Running: true, Reason: infrav1.BootingReason,
 				Message: fmt.Sprintf("VM instance is ready but network %q has no IP address yet", nodeNetwork)}
 		}
@@ -121,26 +154,40 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 			km.Status.Addresses = toMachineAddresses(vmstatus.Addresses(vmi, nodeNetwork))
 		}
 	}
-	s.setVM(km, state)
+	vmOutcome := s.recordVM(km, fromState(state))
 	if vmi != nil && vmi.Status.NodeName != "" {
 		km.Status.FailureDomain = sc.failureDomain()
 	}
 	if !state.Running {
-		setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckPendingReason, "waiting for the VM instance to run")
+		setBootstrap(km, metav1.ConditionFalse, infrav1.WaitingForBootstrapReason, "waiting for the VM instance to run")
 		markNotProvisioned(km)
-		return ctrl.Result{}, nil
+		return vmOutcome, nil
 	}
-	result, done := s.checkBootstrap(ctx, sc, vmi, state)
-	if !done || !state.Ready {
+	check := s.checkBootstrap(ctx, sc, vmi, state)
+	if !check.IsDone() || !state.Ready {
 		markNotProvisioned(km)
-		return result, nil
+		if vmOutcome.IsDone() {
+			return check, nil
+		}
+		return vmOutcome.After(check.RequeueAfter), nil
 	}
 	km.Status.Ready = true
 	km.Status.Initialization.Provisioned = ptr.To(true)
 	if err := s.setNodeProviderID(ctx, sc); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Outcome{}, err
 	}
-	return result, nil
+	return check, nil
+}
+
+// fromState is the outcome of a VM state read from KubeVirt and CDI.
+func fromState(st vmstatus.State) outcome.Outcome {
+	switch {
+	case st.Ready:
+		return outcome.Ready(st.Reason, st.Message)
+	case st.Warning:
+		return outcome.Fail(st.Reason, st.Message)
+	}
+	return outcome.Wait(st.Reason, st.Message)
 }
 
 // rootDiskCloned reports whether the VM's root DataVolume finished.
@@ -161,22 +208,24 @@ func (sc *Scope) failureDomain() string {
 	return ""
 }
 
-// create writes the user data Secret and the VM. It reports false with a
-// condition set when it has to wait for something.
-func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedName) (bool, error) {
+// create writes the user data Secret and the VM, once the golden image,
+// the bootstrap data and the clone permission are there. The outcome says
+// what it waits for.
+func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedName) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
+	infra := sc.Infra()
 	// The import starts before bootstrap data exists: workers get theirs
 	// only once the control plane is up, and the download need not wait.
-	goldenVolume, ready, err := s.goldenVolume(ctx, sc)
-	if err != nil || !ready {
-		return false, err
+	goldenVolume, wait, err := s.goldenVolume(ctx, sc)
+	if err != nil || goldenVolume == nil && golden.Needed(km.Spec.RootDisk) {
+		return wait, err
 	}
-	data, err := s.userData(ctx, sc)
+	data, wait, err := s.userData(ctx, sc)
 	if err != nil || data == nil {
-		return false, err
+		return wait, err
 	}
-	if ok, err := s.cloneAuthorized(ctx, sc); err != nil || !ok {
-		return false, err
+	if wait, err := s.cloneAuthorized(ctx, sc); err != nil || !wait.IsDone() {
+		return wait, err
 	}
 	in := vmbuilder.Input{
 		Name: key.Name, Namespace: key.Namespace, Spec: km.Spec, KubevirtMachineNamespace: km.Namespace,
@@ -189,40 +238,38 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if sc.KubevirtCluster != nil {
 		kc := sc.KubevirtCluster
 		in.FailureDomainSelector = failuredomains.Selector(kc.Spec.FailureDomains, in.FailureDomain)
-		in.ClusterNetworks = tenantnet.ClusterNetworks(kc, sc.Infra.Namespace)
+		in.ClusterNetworks = tenantnet.ClusterNetworks(kc, infra.Namespace)
 		in.DNSPolicy, in.DNSConfig = kc.Spec.DNSPolicy, kc.Spec.DNSConfig
 	}
-	if !sc.Infra.External && key.Namespace == km.Namespace {
+	if !infra.External && key.Namespace == km.Namespace {
 		// An owner in another namespace counts as missing for the garbage
 		// collector, which would delete the VM at once.
 		in.Owner = metav1.NewControllerRef(km, infrav1.GroupVersion.WithKind("KubevirtMachine"))
 	}
 	vm, err := vmbuilder.Build(in)
 	if err != nil {
-		s.setVM(km, vmstatus.State{Reason: infrav1.VMCreateFailedReason, Warning: true, Message: err.Error()})
-		return false, nil
+		return outcome.Fail(infrav1.CreateFailedReason, err.Error()), nil
 	}
-	if ok, err := s.ensureUserDataSecret(ctx, sc, data); err != nil || !ok {
-		return false, err
+	if wait, err := s.ensureUserDataSecret(ctx, sc, data); err != nil || !wait.IsDone() {
+		return wait, err
 	}
-	if err := sc.Infra.Client.Create(ctx, vm); err != nil {
+	if err := infra.Client.Create(ctx, vm); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return false, nil
+			// Ours, created by an earlier reconcile the cache has not seen
+			// yet: its watch event follows.
+			return outcome.Wait(infrav1.PendingReason, fmt.Sprintf("VirtualMachine %s exists, waiting for its status", key)), nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-			s.setVM(km, vmstatus.State{Reason: infrav1.VMCreateFailedReason, Warning: true,
-				Message: "the infra cluster refused the VirtualMachine: " + err.Error()})
-			return false, nil
+			return outcome.Fail(infrav1.CreateFailedReason, "the infra cluster refused the VirtualMachine: "+err.Error()), nil
 		}
-		return false, fmt.Errorf("creating VirtualMachine %s: %w", key, err)
+		return outcome.Outcome{}, fmt.Errorf("creating VirtualMachine %s: %w", key, err)
 	}
 	km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
 	s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineCreated", "CreateVirtualMachine",
-		"created VirtualMachine %s on the %s", key, infraName(sc))
-	s.setVM(km, vmstatus.State{Reason: infrav1.VMPendingReason, Message: "VirtualMachine created, waiting for KubeVirt"})
-	setBootstrap(km, metav1.ConditionFalse, infrav1.BootstrapCheckPendingReason, "waiting for the VM instance to run")
+		"created VirtualMachine %s on the %s", key, infraName(infra))
+	setBootstrap(km, metav1.ConditionFalse, infrav1.WaitingForBootstrapReason, "waiting for the VM instance to run")
 	markNotProvisioned(km)
-	return true, s.adoptUserData(ctx, sc, vm)
+	return outcome.Wait(infrav1.PendingReason, "VirtualMachine created, waiting for KubeVirt"), s.adoptUserData(ctx, sc, vm)
 }
 
 func isControlPlane(m *clusterv1.Machine) bool {
@@ -230,37 +277,18 @@ func isControlPlane(m *clusterv1.Machine) bool {
 	return ok
 }
 
-func infraName(sc *Scope) string {
-	if sc.Infra.External {
-		return "external infra cluster " + sc.Infra.Key
+func infraName(infra *infracluster.Infra) string {
+	if infra.External {
+		return "external infra cluster " + infra.Key
 	}
 	return "management cluster"
 }
 
-// SetVMCondition sets VirtualMachineReady to False with reason and message,
-// with an Event when the reason changes, for waits the controller itself
-// finds (owner, infra cluster).
-func (s *Service) SetVMCondition(km *infrav1.KubevirtMachine, reason, message string) {
-	warning := reason != infrav1.WaitingForOwnerReason && reason != infrav1.DeletingReason
-	s.setVM(km, vmstatus.State{Reason: reason, Message: message, Warning: warning})
-}
-
-// setVM sets the VirtualMachineReady condition, with an Event when its
-// reason changes.
-func (s *Service) setVM(km *infrav1.KubevirtMachine, st vmstatus.State) {
-	status := metav1.ConditionFalse
-	if st.Ready {
-		status = metav1.ConditionTrue
-	}
-	prev := conditions.Get(km, infrav1.VirtualMachineReadyCondition)
-	if prev == nil || prev.Reason != st.Reason {
-		eventType := corev1.EventTypeNormal
-		if st.Warning {
-			eventType = corev1.EventTypeWarning
-		}
-		s.Recorder.Eventf(km, nil, eventType, "VirtualMachine"+st.Reason, "ObserveVirtualMachine", "%s", st.Message)
-	}
-	conditions.Set(km, metav1.Condition{Type: infrav1.VirtualMachineReadyCondition, Status: status, Reason: st.Reason, Message: st.Message})
+// recordVM sets the VirtualMachineReady condition from o, with an Event
+// when it changes, and returns o.
+func (s *Service) recordVM(km *infrav1.KubevirtMachine, o outcome.Outcome) outcome.Outcome {
+	outcome.Record(s.Recorder, km, infrav1.VirtualMachineReadyCondition, o)
+	return o
 }
 
 func setBootstrap(km *infrav1.KubevirtMachine, status metav1.ConditionStatus, reason, message string) {
@@ -270,7 +298,7 @@ func setBootstrap(km *infrav1.KubevirtMachine, status metav1.ConditionStatus, re
 func markNotProvisioned(km *infrav1.KubevirtMachine) {
 	// Once provisioned, a machine stays provisioned for CAPI (the contract
 	// does not go back); readiness is carried by the Ready condition.
-	if !ptr.Deref(km.Status.Initialization.Provisioned, false) {
+	if !provisioned(km) {
 		km.Status.Ready = false
 	}
 }

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package machine holds what the KubevirtMachine controller does once it has
 // fetched its objects: create the VM and its user data on the infra cluster,
 // report its state, check bootstrap, tell the tenant Node its providerID, and
@@ -26,9 +42,13 @@ type Scope struct {
 	Cluster *clusterv1.Cluster
 	// KubevirtCluster is nil when the Cluster's infrastructure is not one.
 	KubevirtCluster *infrav1.KubevirtCluster
-	// Infra is the infra cluster of the machine.
-	Infra *infracluster.Infra
+	// Access is the machine's infra cluster and whether it can be used.
+	Access infracluster.Access
 }
+
+// Infra is the machine's infra cluster; only called once Access says it is
+// available.
+func (s *Scope) Infra() *infracluster.Infra { return s.Access.Infra }
 
 // VMName is the name of the VM: the KubevirtMachine's.
 func (s *Scope) VMName() string { return s.KubevirtMachine.Name }
@@ -39,7 +59,7 @@ func (s *Scope) VMNamespace() string {
 	if ns := s.KubevirtMachine.Spec.VirtualMachineTemplate.ObjectMeta.Namespace; ns != "" {
 		return ns
 	}
-	return s.Infra.Namespace
+	return s.Access.Infra.Namespace
 }
 
 // UserDataSecretName is the name of the VM's user data Secret.
@@ -51,8 +71,7 @@ type Service struct {
 	Client client.Client
 	// Recorder records Events on KubevirtMachines.
 	Recorder events.EventRecorder
-	// ClusterCache reaches tenant clusters, to set a Node's providerID; nil
-	// skips that.
+	// ClusterCache reaches tenant clusters, to set a Node's providerID.
 	ClusterCache clustercache.ClusterCache
 	// SSH runs the ssh bootstrap check.
 	SSH *sshcheck.Prober

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package machine
 
 import (
@@ -14,14 +30,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
 // Keys of the user data Secret. KubeVirt reads "userdata" and "networkdata"
-// (FACTS E2); the host public key lets the ssh check verify the guest.
+// (docs/kubevirt-behaviour.md#cloud-init-secret-keys); the host public key
+// lets the ssh check verify the guest.
 const (
 	userDataKey      = "userdata"
 	networkDataKey   = "networkdata"
@@ -36,25 +53,23 @@ type bootstrapData struct {
 }
 
 // userData gathers the bootstrap data of the machine. It returns nil, with
-// the VirtualMachineReady condition saying why, while something is missing.
-// Secret contents never reach conditions, events or logs.
-func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, error) {
+// an outcome saying why, while something is missing. Secret contents never
+// reach conditions, events or logs.
+func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	name := sc.Machine.Spec.Bootstrap.DataSecretName
 	if name == nil {
-		s.setVM(km, vmstatus.State{Reason: infrav1.WaitingForBootstrapDataReason,
-			Message: "waiting for the bootstrap provider to write the Machine's bootstrap data Secret"})
-		return nil, nil
+		return nil, outcome.Wait(infrav1.WaitingForBootstrapDataReason,
+			"waiting for the bootstrap provider to write the Machine's bootstrap data Secret"), nil
 	}
 	secret := &corev1.Secret{}
 	found, err := get(ctx, s.Client, types.NamespacedName{Namespace: km.Namespace, Name: *name}, secret)
 	if err != nil {
-		return nil, err
+		return nil, outcome.Outcome{}, err
 	}
 	if !found || len(secret.Data["value"]) == 0 {
-		s.setVM(km, vmstatus.State{Reason: infrav1.WaitingForBootstrapDataReason,
-			Message: fmt.Sprintf("bootstrap data Secret %s does not exist yet or has no key \"value\"", *name)})
-		return nil, nil
+		return nil, outcome.Wait(infrav1.WaitingForBootstrapDataReason,
+			fmt.Sprintf("bootstrap data Secret %s does not exist yet or has no key \"value\"", *name)), nil
 	}
 	data := &bootstrapData{format: string(secret.Data["format"])}
 	if data.format == "" {
@@ -64,26 +79,25 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, erro
 		nd := &corev1.Secret{}
 		found, err := get(ctx, s.Client, types.NamespacedName{Namespace: km.Namespace, Name: ref.Name}, nd)
 		if err != nil {
-			return nil, err
+			return nil, outcome.Outcome{}, err
 		}
 		if data.networkData = nd.Data["networkdata"]; data.networkData == nil {
 			data.networkData = nd.Data["networkData"]
 		}
 		if !found || data.networkData == nil {
-			s.setVM(km, vmstatus.State{Reason: infrav1.BootstrapDataInvalidReason, Warning: true, Message: fmt.Sprintf(
-				"network data Secret %s does not exist or has neither key \"networkdata\" nor \"networkData\"", ref.Name)})
-			return nil, nil
+			return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf(
+				"network data Secret %s does not exist or has neither key \"networkdata\" nor \"networkData\"", ref.Name)), nil
 		}
 	}
 	var add userdata.Additions
 	if km.Spec.BootstrapCheckSpec.CheckStrategy == infrav1.CheckStrategySSH {
 		clientKeys, err := s.clusterSSHKeys(ctx, sc)
 		if err != nil {
-			return nil, err
+			return nil, outcome.Outcome{}, err
 		}
 		host, err := sshcheck.NewKeyPair()
 		if err != nil {
-			return nil, err
+			return nil, outcome.Outcome{}, err
 		}
 		add = userdata.Additions{SSHHostKey: host.Private, SSHHostPublicKey: host.Public,
 			SSHUser: SSHUser, SSHAuthorizedKeys: []string{clientKeys.Public}}
@@ -91,18 +105,16 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, erro
 	}
 	rendered, err := userdata.Render(data.format, secret.Data["value"], add)
 	if err != nil {
-		s.setVM(km, vmstatus.State{Reason: infrav1.BootstrapDataInvalidReason, Warning: true,
-			Message: fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)})
-		return nil, nil
+		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)), nil
 	}
 	data.userData = rendered
-	return data, nil
+	return data, outcome.Outcome{}, nil
 }
 
 // ensureUserDataSecret creates the user data Secret beside the VM. An
 // existing one of this machine is kept: bootstrap data of a machine does not
 // change. A same-named Secret of someone else is reported, never reused.
-func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData) (bool, error) {
+func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -128,23 +140,23 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	if data.hostPublicKey != "" {
 		secret.Data[hostPublicKeyKey] = []byte(data.hostPublicKey)
 	}
-	err := sc.Infra.Client.Create(ctx, secret)
+	created := outcome.Ready("", "")
+	err := sc.Infra().Client.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
 		existing := &corev1.Secret{}
-		if err := sc.Infra.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
-			return false, err
+		if err := sc.Infra().APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
+			return outcome.Outcome{}, err
 		}
 		if !s.ours(km, existing) {
-			s.setVM(km, vmstatus.State{Reason: infrav1.VMConflictReason, Warning: true, Message: fmt.Sprintf(
-				"Secret %s/%s exists but was not created for this KubevirtMachine; rename or remove it", secret.Namespace, secret.Name)})
-			return false, nil
+			return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+				"Secret %s/%s exists but was not created for this KubevirtMachine; rename or remove it", secret.Namespace, secret.Name)), nil
 		}
-		return true, nil
+		return created, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("creating user data Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		return outcome.Outcome{}, fmt.Errorf("creating user data Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
-	return true, nil
+	return created, nil
 }
 
 // adoptUserData makes the VM own its user data Secret, so that it goes
@@ -155,11 +167,11 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 // not be allowed to watch Secrets there.
 func (s *Service) adoptUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) error {
 	var secret client.Object = &corev1.Secret{}
-	reader := sc.Infra.APIReader
-	if !sc.Infra.External {
+	reader := sc.Infra().APIReader
+	if !sc.Infra().External {
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		secret, reader = meta, sc.Infra.Cache
+		secret, reader = meta, sc.Infra().Cache
 	}
 	found, err := get(ctx, reader, types.NamespacedName{Namespace: vm.Namespace, Name: sc.UserDataSecretName()}, secret)
 	if err != nil || !found || !s.ours(sc.KubevirtMachine, secret) {
@@ -177,7 +189,7 @@ func (s *Service) adoptUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.V
 	}))
 	// The copy may come from the cache: a stale one must not replace
 	// owners added since, so the patch carries its resourceVersion.
-	if err := sc.Infra.Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := sc.Infra().Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("making VirtualMachine %s own its user data Secret: %w", vm.Name, err)
 	}
 	return nil

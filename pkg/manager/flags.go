@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package manager
 
 import (
@@ -23,6 +39,8 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.DurationVar(&o.GoldenImageRetention, "golden-image-retention", time.Hour,
 		"How long a golden image volume is kept after the last machine or template using it is gone.")
 	fs.IntVar(&o.GoldenImageConcurrency, "goldenimage-concurrency", 2, "Golden image volumes reconciled at once.")
+	fs.DurationVar(&o.RecheckInterval, "recheck-interval", 10*time.Second,
+		"How long to wait before looking again at what no event announces: the ssh bootstrap check, a clone permission, a golden volume the infra cluster refused.")
 	fs.StringVar(&o.WatchFilterValue, "watch-filter", "",
 		"Only reconcile objects labelled cluster.x-k8s.io/watch-filter with this value; empty reconciles all.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "How often every watched object is reconciled again.")

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package manager wires the CAPKV controllers and webhooks into a
 // controller-runtime manager. main.go, the tests and the sandbox all build the
 // manager through New, so what is tested is what runs.
@@ -92,26 +108,35 @@ type Options struct {
 	// reach port 22 of tenant VMs for the ssh bootstrap check.
 	ProviderNamespace string
 
-	// SkipNameValidation allows several managers in one process (tests).
-	SkipNameValidation bool
-
 	// GoldenImageRetention is how long an unused golden volume is kept.
 	GoldenImageRetention time.Duration
 	// GoldenImageConcurrency is the number of golden volumes reconciled at
 	// once.
 	GoldenImageConcurrency int
 
-	// SSHDial, when set, replaces the TCP dialer of the ssh bootstrap check
-	// (tests route VM addresses to the simulator's guests).
-	SSHDial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// SSHRecheck is the wait between ssh bootstrap checks; zero means 10s.
-	SSHRecheck time.Duration
-	// WrapInfraConfig, when set, adjusts the rest.Config of external infra
-	// clusters (tests count requests with it).
+	// RecheckInterval is how long to wait before looking again at what no
+	// event announces: the ssh bootstrap check, a clone permission, a golden
+	// volume the infra cluster refused. Zero means 10s.
+	RecheckInterval time.Duration
+
+	// InProcess holds the seams for running the manager inside another
+	// program; main.go leaves it zero.
+	InProcess InProcess
+}
+
+// InProcess are the few things a program that embeds the manager (the test
+// world, the sandbox, the benchmark) may change, and nothing else may.
+type InProcess struct {
+	// SharedProcess lets several managers, each with controllers of the
+	// same names, run in one process.
+	SharedProcess bool
+	// DialGuest replaces the TCP dialer of the ssh bootstrap check, for
+	// guests that are not reachable over the host's network (the
+	// simulator's).
+	DialGuest func(ctx context.Context, network, addr string) (net.Conn, error)
+	// WrapInfraConfig adjusts the client configuration of every external
+	// infra cluster, to observe the provider's requests there.
 	WrapInfraConfig func(*rest.Config)
-	// DisableClusterCache skips the tenant-cluster connection (and so setting
-	// Node providerIDs); for tests without tenant clusters.
-	DisableClusterCache bool
 }
 
 // New builds a manager with every CAPKV controller, webhook and health check
@@ -130,13 +155,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
 		HealthProbeBindAddress:     o.HealthProbeBindAddress,
 		Metrics:                    o.Metrics,
-		Controller:                 config.Controller{SkipNameValidation: &o.SkipNameValidation},
+		Controller:                 config.Controller{SkipNameValidation: &o.InProcess.SharedProcess},
 		Cache: cache.Options{
 			DefaultNamespaces: defaultNamespaces,
 			SyncPeriod:        &o.SyncPeriod,
 			ByObject: map[client.Object]cache.ByObject{
 				// The Secret watch needs names, owners and the owner mark.
-				secretMetadata(): {Transform: stripMetadata},
+				controllers.SecretMetadata(): {Transform: stripMetadata},
 			},
 		},
 		Client: client.Options{Cache: &client.CacheOptions{
@@ -191,17 +216,14 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	clients := infracluster.NewClients(mgr, checker)
-	clients.WrapConfig = o.WrapInfraConfig
-	var clusterCache clustercache.ClusterCache
-	if !o.DisableClusterCache {
-		clusterCache, err = clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-			SecretClient:     mgr.GetClient(),
-			WatchFilterValue: o.WatchFilterValue,
-			Client:           clustercache.ClientOptions{UserAgent: "capkv-controller-manager"},
-		}, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency})
-		if err != nil {
-			return fmt.Errorf("setting up the tenant cluster cache: %w", err)
-		}
+	clients.WrapConfig = o.InProcess.WrapInfraConfig
+	clusterCache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient:     mgr.GetClient(),
+		WatchFilterValue: o.WatchFilterValue,
+		Client:           clustercache.ClientOptions{UserAgent: "capkv-controller-manager"},
+	}, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency})
+	if err != nil {
+		return fmt.Errorf("setting up the tenant cluster cache: %w", err)
 	}
 	families, err := ipFamilies(o.IsolationIPFamilies)
 	if err != nil {
@@ -221,7 +243,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder: recorder, ClusterCache: clusterCache,
 		Machines: &machine.Service{
 			Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache,
-			SSH: &sshcheck.Prober{Dial: o.SSHDial}, RecheckAfter: o.SSHRecheck,
+			SSH: &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
 		},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
@@ -241,12 +263,6 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up golden image controller: %w", err)
 	}
 	return nil
-}
-
-func secretMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return m
 }
 
 // stripMetadata drops what the Secret metadata watch does not need: every

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package vmbuilder turns a KubevirtMachine and the facts around it into the
 // KubeVirt VirtualMachine to create. It is a pure function: no client, no
 // clock, so every rule is covered by table tests.
@@ -43,11 +59,8 @@ type Input struct {
 	ControlPlane bool
 	// FailureDomain is the Machine's failure domain; empty means anywhere.
 	FailureDomain string
-	// FailureDomainLabel is the node label a failure domain is matched
-	// against; empty means DefaultFailureDomainLabel.
-	FailureDomainLabel string
 	// FailureDomainSelector, when set, are the node labels the failure
-	// domain requires, instead of FailureDomainLabel=FailureDomain.
+	// domain requires, instead of DefaultFailureDomainLabel=FailureDomain.
 	FailureDomainSelector map[string]string
 	// UserDataSecret is the Secret holding user data (and network data).
 	UserDataSecret string
@@ -98,7 +111,7 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 	if in.Owner != nil {
 		vm.OwnerReferences = []metav1.OwnerReference{*in.Owner}
 	}
-	// KubeVirt requires exactly one of running and runStrategy (FACTS A1).
+	// KubeVirt requires exactly one of running and runStrategy (docs/kubevirt-behaviour.md#exactly-one-of-running-and-runstrategy).
 	if vm.Spec.Running == nil && vm.Spec.RunStrategy == nil {
 		always := kubevirtv1.RunStrategyAlways
 		vm.Spec.RunStrategy = &always
@@ -122,11 +135,7 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 	if in.FailureDomain != "" {
 		sel := in.FailureDomainSelector
 		if len(sel) == 0 {
-			key := in.FailureDomainLabel
-			if key == "" {
-				key = DefaultFailureDomainLabel
-			}
-			sel = map[string]string{key: in.FailureDomain}
+			sel = map[string]string{DefaultFailureDomainLabel: in.FailureDomain}
 		}
 		for _, k := range slices.Sorted(maps.Keys(sel)) {
 			requireNodeLabel(&tmpl.Spec, k, sel[k])
@@ -251,7 +260,7 @@ func merged(base, extra map[string]string) map[string]string {
 }
 
 // Hostname is the guest hostname for a VM name: a DNS-1123 label, as
-// KubeVirt requires of spec.hostname (FACTS A7). It is the node name, so it
+// KubeVirt requires of spec.hostname (docs/kubevirt-behaviour.md#hostnames-are-dns-labels-derived-from-the-name). It is the node name, so it
 // is the name up to the first dot, cut to 63 characters.
 func Hostname(name string) string {
 	host, _, _ := strings.Cut(name, ".")
@@ -286,7 +295,7 @@ func requireNodeLabel(spec *kubevirtv1.VirtualMachineInstanceSpec, key, value st
 }
 
 // addUserData attaches the user data Secret. The volume goes first because
-// virt-launcher reads the first cloud-init volume in list order (FACTS A4);
+// virt-launcher reads the first cloud-init volume in list order (docs/kubevirt-behaviour.md#volumes-and-disks-pair-by-name);
 // the disk goes last so the user's boot disk stays first.
 func addUserData(spec *kubevirtv1.VirtualMachineInstanceSpec, in Input) {
 	secret := &corev1.LocalObjectReference{Name: in.UserDataSecret}
@@ -296,8 +305,8 @@ func addUserData(spec *kubevirtv1.VirtualMachineInstanceSpec, in Input) {
 	}
 	vol := kubevirtv1.Volume{Name: UserDataVolume}
 	if in.Format == "ignition" || in.Spec.UserData.CloudInitDataSource == infrav1.CloudInitConfigDrive {
-		// Ignition on KubeVirt is read from a config drive (FACTS D2), which
-		// needs no feature gate, unlike the ignitiondata annotation (D1).
+		// Ignition on KubeVirt is read from a config drive (docs/kubevirt-behaviour.md#ignition-through-a-config-drive), which
+		// needs no feature gate, unlike the ignitiondata annotation (docs/kubevirt-behaviour.md#the-ignition-annotation).
 		vol.CloudInitConfigDrive = &kubevirtv1.CloudInitConfigDriveSource{UserDataSecretRef: secret, NetworkDataSecretRef: network}
 	} else {
 		vol.CloudInitNoCloud = &kubevirtv1.CloudInitNoCloudSource{UserDataSecretRef: secret, NetworkDataSecretRef: network}

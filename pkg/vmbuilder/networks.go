@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package vmbuilder
 
 import (
@@ -11,7 +27,7 @@ import (
 
 // PodNetworkName is the name of the pod network the builder adds when it
 // attaches Multus networks to a template that has no networks at all, where
-// KubeVirt would otherwise have added it (FACTS A5).
+// KubeVirt would otherwise have added it (docs/kubevirt-behaviour.md#networks-and-interfaces-pair-by-name).
 const PodNetworkName = "default"
 
 // Networks merges the cluster's and the machine's Multus networks: the
@@ -84,4 +100,37 @@ func addNetworks(spec *kubevirtv1.VirtualMachineInstanceSpec, in Input) error {
 		}
 	}
 	return nil
+}
+
+// NetworkSummary describes a VM's networks in one line each,
+// "name:source:binding" in order (source "pod" or the Multus network, with
+// "(default)" for Multus default; the matching interface's binding, or
+// "none"), for tests and tools that show what the builder made.
+func NetworkSummary(spec kubevirtv1.VirtualMachineInstanceSpec) []string {
+	var out []string
+	for _, n := range spec.Networks {
+		src := "pod"
+		if n.Multus != nil {
+			src = n.Multus.NetworkName
+			if n.Multus.Default {
+				src += "(default)"
+			}
+		}
+		binding := "none"
+		for _, i := range spec.Domain.Devices.Interfaces {
+			if i.Name != n.Name {
+				continue
+			}
+			switch {
+			case i.Masquerade != nil:
+				binding = "masquerade"
+			case i.Bridge != nil:
+				binding = "bridge"
+			case i.SRIOV != nil:
+				binding = "sriov"
+			}
+		}
+		out = append(out, n.Name+":"+src+":"+binding)
+	}
+	return out
 }

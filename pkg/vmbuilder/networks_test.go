@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package vmbuilder
 
 import (
@@ -9,37 +25,6 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
-
-// netSummary is "name:source:binding" per network, in order, with the
-// matching interface's binding.
-func netSummary(spec kubevirtv1.VirtualMachineInstanceSpec) []string {
-	var out []string
-	for _, n := range spec.Networks {
-		src := "pod"
-		if n.Multus != nil {
-			src = n.Multus.NetworkName
-			if n.Multus.Default {
-				src += "(default)"
-			}
-		}
-		binding := "none"
-		for _, i := range spec.Domain.Devices.Interfaces {
-			if i.Name != n.Name {
-				continue
-			}
-			switch {
-			case i.Masquerade != nil:
-				binding = "masquerade"
-			case i.Bridge != nil:
-				binding = "bridge"
-			case i.SRIOV != nil:
-				binding = "sriov"
-			}
-		}
-		out = append(out, n.Name+":"+src+":"+binding)
-	}
-	return out
-}
 
 func TestBuildNetworks(t *testing.T) {
 	storage := infrav1.MultusNetwork{Name: "storage", NetworkAttachmentDefinition: "infra/storage"}
@@ -99,7 +84,7 @@ func TestBuildNetworks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := netSummary(vm.Spec.Template.Spec)
+			got := NetworkSummary(vm.Spec.Template.Spec)
 			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
 				t.Errorf("networks %v, want %v", got, tt.want)
 			}

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package vmstatus reads the state of a VirtualMachine, its instance and its
 // DataVolumes, as KubeVirt and CDI report it, and says in one reason and
 // message what the machine waits for. It is pure: objects in, verdict out.
@@ -97,24 +113,24 @@ func DataVolumeMessage(dv *cdiv1.DataVolume) string {
 func noInstance(vm *kubevirtv1.VirtualMachine) State {
 	for _, c := range vm.Status.Conditions {
 		if c.Type == kubevirtv1.VirtualMachineFailure && c.Status == corev1.ConditionTrue {
-			return State{Reason: infrav1.VMCreateFailedReason, Warning: true, Message: "KubeVirt cannot start the VM: " + c.Message}
+			return State{Reason: infrav1.StartFailedReason, Warning: true, Message: "KubeVirt cannot start the VM: " + c.Message}
 		}
 	}
 	msg := "waiting for KubeVirt to start the VM"
 	if s := vm.Status.PrintableStatus; s != "" {
 		msg += "; VM status " + string(s)
 	}
-	return State{Reason: infrav1.VMPendingReason, Message: msg}
+	return State{Reason: infrav1.PendingReason, Message: msg}
 }
 
 func instance(vmi *kubevirtv1.VirtualMachineInstance) State {
 	switch vmi.Status.Phase {
 	case kubevirtv1.Failed, kubevirtv1.Succeeded:
-		return State{Reason: infrav1.VMStoppedReason, Warning: true,
+		return State{Reason: infrav1.StoppedReason, Warning: true,
 			Message: fmt.Sprintf("VM instance %s: %s", strings.ToLower(string(vmi.Status.Phase)), conditionMessage(vmi, kubevirtv1.VirtualMachineInstanceReady))}
 	case kubevirtv1.Running:
 		if c := condition(vmi, kubevirtv1.VirtualMachineInstanceReady); c != nil && c.Status == corev1.ConditionTrue {
-			return State{Ready: true, Running: true, Reason: infrav1.VMReadyReason, Message: "VM instance is running and ready on " + vmi.Status.NodeName}
+			return State{Ready: true, Running: true, Reason: infrav1.ReadyReason, Message: "VM instance is running and ready on " + vmi.Status.NodeName}
 		}
 		return State{Running: true, Reason: infrav1.BootingReason,
 			Message: "VM instance is running on " + vmi.Status.NodeName + ", not ready yet: " + conditionMessage(vmi, kubevirtv1.VirtualMachineInstanceReady)}
@@ -124,13 +140,13 @@ func instance(vmi *kubevirtv1.VirtualMachineInstance) State {
 		if c := condition(vmi, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil && c.Status == corev1.ConditionFalse {
 			return State{Reason: infrav1.UnschedulableReason, Warning: true, Message: "no infra node can take the VM: " + c.Message}
 		}
-		return State{Reason: infrav1.VMPendingReason, Message: "VM instance is being scheduled"}
+		return State{Reason: infrav1.PendingReason, Message: "VM instance is being scheduled"}
 	}
 	msg := "VM instance is pending"
 	if m := conditionMessage(vmi, "Synchronized"); m != "" {
 		msg += ": " + m
 	}
-	return State{Reason: infrav1.VMPendingReason, Message: msg}
+	return State{Reason: infrav1.PendingReason, Message: msg}
 }
 
 func condition(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
@@ -200,8 +216,8 @@ type Address struct {
 // Addresses lists the instance's addresses: every IP of the node network
 // first (both families), then the IPs of the other interfaces, then the
 // hostname as Hostname and InternalDNS. Interfaces are matched by network
-// name, never by position: the node IP is not always interfaces[0] (FACTS
-// B7).
+// name, never by position: the node IP is not always interfaces[0] (
+// docs/kubevirt-behaviour.md#interface-status-and-ip-addresses).
 func Addresses(vmi *kubevirtv1.VirtualMachineInstance, nodeNetwork string) []Address {
 	ifaces := slices.Clone(vmi.Status.Interfaces)
 	slices.SortStableFunc(ifaces, func(a, b kubevirtv1.VirtualMachineInstanceNetworkInterface) int {
@@ -235,7 +251,7 @@ func Addresses(vmi *kubevirtv1.VirtualMachineInstance, nodeNetwork string) []Add
 }
 
 // HasNodeAddress reports whether the node network has an IP yet; KubeVirt
-// can briefly report an interface without one (FACTS B7).
+// can briefly report an interface without one (docs/kubevirt-behaviour.md#interface-status-and-ip-addresses).
 func HasNodeAddress(vmi *kubevirtv1.VirtualMachineInstance, nodeNetwork string) bool {
 	for _, iface := range vmi.Status.Interfaces {
 		if iface.Name == nodeNetwork && (iface.IP != "" || len(iface.IPs) > 0) {

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package vmstatus
 
 import (
@@ -40,13 +56,13 @@ func TestOf(t *testing.T) {
 		{"cloning", nil, nil, []*cdiv1.DataVolume{dv(cdiv1.CSICloneInProgress, "")}, infrav1.DiskCloningReason, "CSICloneInProgress", false, false},
 		{"failed disk carries CDI's message", nil, nil, []*cdiv1.DataVolume{dv(cdiv1.Failed, "", cdiv1.DataVolumeCondition{
 			Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Message: "Unable to connect to http data source"})}, infrav1.DiskFailedReason, "Unable to connect", false, false},
-		{"wffc disk does not block", nil, nil, []*cdiv1.DataVolume{dv(cdiv1.WaitForFirstConsumer, "")}, infrav1.VMPendingReason, "waiting for KubeVirt", false, false},
-		{"KubeVirt refuses to start", failedVM, nil, nil, infrav1.VMCreateFailedReason, "memory is required", false, false},
+		{"wffc disk does not block", nil, nil, []*cdiv1.DataVolume{dv(cdiv1.WaitForFirstConsumer, "")}, infrav1.PendingReason, "waiting for KubeVirt", false, false},
+		{"KubeVirt refuses to start", failedVM, nil, nil, infrav1.StartFailedReason, "memory is required", false, false},
 		{"unschedulable carries the scheduler's message", nil, vmi(kubevirtv1.Scheduling, unschedulable), nil, infrav1.UnschedulableReason, "Insufficient memory", false, false},
 		{"scheduled is booting", nil, vmi(kubevirtv1.Scheduled), nil, infrav1.BootingReason, "infra-a", false, false},
 		{"running not ready", nil, vmi(kubevirtv1.Running, notReady), nil, infrav1.BootingReason, "readiness probe", false, true},
-		{"running and ready", nil, vmi(kubevirtv1.Running, ready), nil, infrav1.VMReadyReason, "infra-a", true, true},
-		{"failed instance", nil, vmi(kubevirtv1.Failed), nil, infrav1.VMStoppedReason, "failed", false, false},
+		{"running and ready", nil, vmi(kubevirtv1.Running, ready), nil, infrav1.ReadyReason, "infra-a", true, true},
+		{"failed instance", nil, vmi(kubevirtv1.Failed), nil, infrav1.StoppedReason, "failed", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

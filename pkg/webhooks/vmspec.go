@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package webhooks
 
 import (
@@ -14,7 +30,7 @@ import (
 )
 
 // The checks below mirror the admission rules of KubeVirt's virt-api (see
-// ../shared/KUBEVIRT-FACTS.md, section A), so that a VM template KubeVirt would
+// docs/kubevirt-behaviour.md#virtualmachine-admission), so that a VM template KubeVirt would
 // refuse is refused when the KubevirtMachine or its template is applied, with
 // a field path the user can act on, instead of failing later on the infra
 // cluster.

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers_test
 
 import (
@@ -20,6 +36,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
@@ -46,62 +63,25 @@ func newNamespaceOn(t *testing.T, e *testenv.Env) string {
 	return ns.Name
 }
 
-func ownerRef(obj client.Object, kind string) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: kind, Name: obj.GetName(), UID: obj.GetUID()}
-}
-
 // createTenant creates the four objects in ns on the shared environment,
 // labelled for watchFilter.
-func createTenant(t *testing.T, ns, watchFilter string, mutate func(*tenant)) *tenant {
+func createTenant(t *testing.T, ns, watchFilter string, kcMutate func(*infrav1.KubevirtCluster), kmMutate func(*infrav1.KubevirtMachine)) *tenant {
 	t.Helper()
-	return createTenantOn(t, env, ns, watchFilter, mutate)
+	return createTenantOn(t, env, ns, watchFilter, kcMutate, kmMutate)
 }
 
-func createTenantOn(t *testing.T, env *testenv.Env, ns, watchFilter string, mutate func(*tenant)) *tenant {
+// createTenantOn creates a fixture tenant whose machine waits for its
+// bootstrap data, so that no VM is created.
+func createTenantOn(t *testing.T, env *testenv.Env, ns, watchFilter string, kcMutate func(*infrav1.KubevirtCluster), kmMutate func(*infrav1.KubevirtMachine)) *tenant {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	labels := map[string]string{}
-	if watchFilter != "" {
-		labels[watchFilterLabel] = watchFilter
-	}
-	tn := &tenant{
-		cluster: &clusterv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns, Labels: labels},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "KubevirtCluster", Name: "tenant"}},
-		},
-		kc: &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns, Labels: labels}},
-		km: &infrav1.KubevirtMachine{
-			ObjectMeta: metav1.ObjectMeta{Name: "tenant-md-0", Namespace: ns, Labels: labels},
-			Spec: infrav1.KubevirtMachineSpec{VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{
-				Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
-					Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}}}},
-		},
-	}
-	machineLabels := map[string]string{clusterv1.ClusterNameLabel: "tenant"}
-	for k, v := range labels {
-		machineLabels[k] = v
-	}
-	tn.machine = &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: "tenant-md-0", Namespace: ns, Labels: machineLabels},
-		Spec: clusterv1.MachineSpec{
-			ClusterName: "tenant",
-			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "KubevirtMachine", Name: "tenant-md-0"},
-		},
-	}
-	if mutate != nil {
-		mutate(tn)
-	}
-	g.Expect(env.Client.Create(ctx, tn.cluster)).To(Succeed())
-	g.Expect(env.Client.Create(ctx, tn.machine)).To(Succeed())
-	tn.kc.OwnerReferences = []metav1.OwnerReference{ownerRef(tn.cluster, "Cluster")}
-	tn.km.OwnerReferences = []metav1.OwnerReference{ownerRef(tn.machine, "Machine")}
-	g.Expect(env.Client.Create(ctx, tn.kc)).To(Succeed())
-	g.Expect(env.Client.Create(ctx, tn.km)).To(Succeed())
-	return tn
+	tn, err := fixture.NewTenant(ctx, env.Client, fixture.TenantOptions{
+		Namespace: ns, Labels: map[string]string{watchFilterLabel: watchFilter}, Owned: true, Mutate: kcMutate})
+	g.Expect(err).NotTo(HaveOccurred())
+	m, km, err := tn.NewMachine(ctx, fixture.MachineOptions{Name: "tenant-md-0", NoBootstrap: true, Mutate: kmMutate})
+	g.Expect(err).NotTo(HaveOccurred())
+	return &tenant{cluster: tn.Cluster, kc: tn.KubevirtCluster, machine: m, km: km}
 }
 
 // condition reads a condition of obj from the shared API server.
@@ -137,7 +117,7 @@ func TestInfraClusterAvailability(t *testing.T) {
 	t.Cleanup(func() { g.Expect(bare.Stop()).To(Succeed()) })
 	rm := startManagerOn(t, bare, manager.Options{WatchFilterValue: "availability"})
 	ns := newNamespaceOn(t, bare)
-	tn := createTenantOn(t, bare, ns, "availability", nil)
+	tn := createTenantOn(t, bare, ns, "availability", nil, nil)
 
 	for _, obj := range []conditions.Setter{tn.kc, tn.km} {
 		g.Eventually(conditionOn(bare, obj, infrav1.InfraClusterAvailableCondition), 30*time.Second).
@@ -146,10 +126,10 @@ func TestInfraClusterAvailability(t *testing.T) {
 	}
 	g.Eventually(conditionOn(bare, tn.km, infrav1.VirtualMachineReadyCondition), 30*time.Second).
 		Should(haveReason(metav1.ConditionFalse, infrav1.KubeVirtNotInstalledReason))
-	g.Consistently(rm.healthy, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+	g.Consistently(rm.Healthy, 3*time.Second, 500*time.Millisecond).Should(Succeed())
 
 	// Without KubeVirt no VM can exist, so deleting a machine completes.
-	gone := createTenantOn(t, bare, newNamespaceOn(t, bare), "availability", nil)
+	gone := createTenantOn(t, bare, newNamespaceOn(t, bare), "availability", nil, nil)
 	g.Eventually(func() []string {
 		_ = bare.Client.Get(context.Background(), client.ObjectKeyFromObject(gone.km), gone.km)
 		return gone.km.Finalizers
@@ -176,12 +156,12 @@ func TestInfraClusterAvailability(t *testing.T) {
 	g.Expect(bare.InstallCRDsOf("cdi.kubevirt.io")).To(Succeed())
 	for _, obj := range []conditions.Setter{tn.kc, tn.km} {
 		g.Eventually(conditionOn(bare, obj, infrav1.InfraClusterAvailableCondition), 30*time.Second).
-			Should(haveReason(metav1.ConditionTrue, infrav1.InfraClusterAvailableReason))
+			Should(haveReason(metav1.ConditionTrue, infrav1.AvailableReason))
 	}
 	// The machine moved on to its next wait: its bootstrap data.
 	g.Eventually(conditionOn(bare, tn.km, infrav1.VirtualMachineReadyCondition), 30*time.Second).
 		Should(haveReason(metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason))
-	g.Expect(rm.healthy()).To(Succeed())
+	g.Expect(rm.Healthy()).To(Succeed())
 }
 
 // TestExternalInfraClusters checks infra clusters named by a kubeconfig
@@ -203,23 +183,24 @@ func TestExternalInfraClusters(t *testing.T) {
 		}
 		g.Expect(env.Client.Create(ctx, broken)).To(Succeed())
 
-		ext := createTenant(t, newNamespace(t), "external", func(tn *tenant) {
-			tn.kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "infra", Namespace: ns}
-			tn.km.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "broken", Namespace: ns}
+		ext := createTenant(t, newNamespace(t), "external", func(kc *infrav1.KubevirtCluster) {
+			kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "infra", Namespace: ns}
+		}, func(km *infrav1.KubevirtMachine) {
+			km.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "broken", Namespace: ns}
 		})
 		g.Eventually(condition(ext.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).
-			Should(haveReason(metav1.ConditionTrue, infrav1.InfraClusterAvailableReason))
+			Should(haveReason(metav1.ConditionTrue, infrav1.AvailableReason))
 		g.Eventually(condition(ext.km, infrav1.InfraClusterAvailableCondition), 30*time.Second).
-			Should(haveReason(metav1.ConditionFalse, infrav1.InfraClusterUnreachableReason))
+			Should(haveReason(metav1.ConditionFalse, infrav1.InfraClusterSecretInvalidReason))
 		msg := conditions.Get(ext.km, infrav1.InfraClusterAvailableCondition).Message
 		g.Expect(msg).To(MatchRegexp("not a (valid|usable) kubeconfig"))
 		g.Expect(msg).NotTo(ContainSubstring("s3cr3t"), "the Secret's content leaked into the condition")
 
-		missing := createTenant(t, newNamespace(t), "external", func(tn *tenant) {
-			tn.kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "absent"}
-		})
+		missing := createTenant(t, newNamespace(t), "external", func(kc *infrav1.KubevirtCluster) {
+			kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "absent"}
+		}, nil)
 		g.Eventually(condition(missing.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).
-			Should(haveReason(metav1.ConditionFalse, infrav1.InfraClusterUnreachableReason))
+			Should(haveReason(metav1.ConditionFalse, infrav1.InfraClusterSecretInvalidReason))
 		g.Expect(conditions.Get(missing.kc, infrav1.InfraClusterAvailableCondition).Message).
 			To(ContainSubstring("reading infra cluster Secret"))
 	})
@@ -232,7 +213,7 @@ func TestPausedAndOwnerless(t *testing.T) {
 	ctx := context.Background()
 	startManager(t, manager.Options{WatchFilterValue: "paused"})
 	ns := newNamespace(t)
-	tn := createTenant(t, ns, "paused", nil)
+	tn := createTenant(t, ns, "paused", nil, nil)
 
 	g.Eventually(condition(tn.kc, infrav1.PausedCondition), 30*time.Second).Should(haveReason(metav1.ConditionFalse, clusterv1.NotPausedReason))
 	patch := client.MergeFrom(tn.cluster.DeepCopy())
@@ -260,9 +241,9 @@ func TestWatchFilterAndNamespace(t *testing.T) {
 	otherFilter := &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Name: "other-filter", Namespace: mine,
 		Labels: map[string]string{watchFilterLabel: "someone-else"}}}
 	g.Expect(env.Client.Create(context.Background(), otherFilter)).To(Succeed())
-	otherNamespace := createTenant(t, other, "scoped", nil)
+	otherNamespace := createTenant(t, other, "scoped", nil, nil)
 	startManager(t, manager.Options{WatchFilterValue: "scoped", Namespace: mine})
-	inScope := createTenant(t, mine, "scoped", nil)
+	inScope := createTenant(t, mine, "scoped", nil, nil)
 
 	g.Eventually(condition(inScope.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).ShouldNot(BeNil())
 	g.Eventually(condition(inScope.km, infrav1.InfraClusterAvailableCondition), 30*time.Second).ShouldNot(BeNil())
@@ -312,7 +293,7 @@ func TestMachineTemplateCapacity(t *testing.T) {
 	}
 	g.Expect(env.Client.Create(ctx, fromTemplate)).To(Succeed())
 	g.Eventually(condition(fromTemplate, infrav1.CapacityKnownCondition), 30*time.Second).
-		Should(haveReason(metav1.ConditionTrue, infrav1.CapacityFromTemplateReason))
+		Should(haveReason(metav1.ConditionTrue, infrav1.FromTemplateReason))
 	// The patch helper writes conditions and the rest of status in separate
 	// calls, so the capacity may land just after the condition.
 	g.Eventually(cpuOf(fromTemplate), 10*time.Second).Should(BeEquivalentTo(4))
@@ -339,7 +320,7 @@ func TestMachineTemplateCapacity(t *testing.T) {
 		},
 	})).To(Succeed())
 	g.Eventually(condition(withInstancetype, infrav1.CapacityKnownCondition), 30*time.Second).
-		Should(haveReason(metav1.ConditionTrue, infrav1.CapacityFromInstancetypeReason))
+		Should(haveReason(metav1.ConditionTrue, infrav1.FromInstancetypeReason))
 	g.Eventually(cpuOf(withInstancetype), 10*time.Second).Should(BeEquivalentTo(2))
 	g.Expect(withInstancetype.Status.Capacity.Memory().String()).To(Equal("4Gi"))
 

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -13,6 +29,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
 // ignitionV2Config is Ignition spec 2.3.0, what Cluster API's kubeadm
@@ -36,7 +53,7 @@ func userDataVolume(t *testing.T, vm *kubevirtv1.VirtualMachine) kubevirtv1.Volu
 func TestCloudConfigOnNoCloud(t *testing.T) {
 	g := NewWithT(t)
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "nocloud-0"})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "nocloud-0"})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	g.Expect(guestOutcome(w.Env.Client, tc.ns, km.Name)()).To(Equal("joined"))
 
@@ -55,7 +72,7 @@ func TestCloudConfigOnNoCloud(t *testing.T) {
 	secret := &corev1.Secret{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, "nocloud-0-userdata", secret)).To(Succeed())
 	// Nothing is added for checkStrategy none: the user's data goes as is.
-	g.Expect(string(secret.Data["userdata"])).To(Equal(validCloudConfig))
+	g.Expect(string(secret.Data["userdata"])).To(Equal(fixture.ValidCloudConfig))
 	g.Expect(secret.OwnerReferences).To(ConsistOf(HaveField("UID", vm.UID)))
 
 	// Addresses: the pod IP as InternalIP, then hostname.
@@ -69,7 +86,7 @@ func TestCloudConfigOnNoCloud(t *testing.T) {
 func TestCloudConfigOnConfigDrive(t *testing.T) {
 	g := NewWithT(t)
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "configdrive-0", mutate: func(km *infrav1.KubevirtMachine) {
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "configdrive-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		km.Spec.UserData.CloudInitDataSource = infrav1.CloudInitConfigDrive
 	}})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
@@ -85,7 +102,7 @@ func TestCloudConfigOnConfigDrive(t *testing.T) {
 func TestIgnition(t *testing.T) {
 	g := NewWithT(t)
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "flatcar-0", format: "ignition", data: ignitionConfig})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "flatcar-0", Format: "ignition", Data: ignitionConfig})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	// The simulated guest parsed it with Ignition's own parser.
 	g.Expect(guestOutcome(w.Env.Client, tc.ns, km.Name)()).To(Equal("joined"))
@@ -98,7 +115,7 @@ func TestIgnition(t *testing.T) {
 
 	// Spec 2.3 with the ssh check: the provider's additions are a parent
 	// config that appends the user's, which Flatcar's parser accepts.
-	v2 := tc.newMachine(t, machineOptions{name: "flatcar-1", format: "ignition", data: ignitionV2Config, mutate: withCheck(infrav1.CheckStrategySSH)})
+	v2 := tc.newMachine(t, fixture.MachineOptions{Name: "flatcar-1", Format: "ignition", Data: ignitionV2Config, Mutate: withCheck(infrav1.CheckStrategySSH)})
 	eventually(t, tc.provisioned(v2)).Should(Succeed())
 	g.Expect(guestOutcome(w.Env.Client, tc.ns, v2.Name)()).To(Equal("joined"))
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, "flatcar-1-userdata", secret)).To(Succeed())
@@ -107,8 +124,8 @@ func TestIgnition(t *testing.T) {
 
 func TestInvalidIgnitionIsReported(t *testing.T) {
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "broken-ign", format: "ignition", data: `{"ignition":`,
-		mutate: func(km *infrav1.KubevirtMachine) { km.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategySSH }})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "broken-ign", Format: "ignition", Data: `{"ignition":`,
+		Mutate: func(km *infrav1.KubevirtMachine) { km.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategySSH }})
 	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.BootstrapDataInvalidReason))
 	// The Secret's content is not quoted back.
 	cur := get(t, tc.c, km)
@@ -122,7 +139,7 @@ func TestStaticNetworkData(t *testing.T) {
 	networkData := "version: 2\nethernets:\n  enp1s0:\n    addresses: [192.168.10.21/24]\n    gateway4: 192.168.10.1\n"
 	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "static-0-net", Namespace: tc.ns},
 		Data: map[string][]byte{"networkData": []byte(networkData)}})).To(Succeed())
-	km := tc.newMachine(t, machineOptions{name: "static-0", mutate: func(km *infrav1.KubevirtMachine) {
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "static-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		km.Spec.UserData.NetworkDataSecretRef = &corev1.LocalObjectReference{Name: "static-0-net"}
 	}})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
@@ -136,7 +153,7 @@ func TestStaticNetworkData(t *testing.T) {
 
 func TestMissingNetworkDataIsReported(t *testing.T) {
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "static-1", mutate: func(km *infrav1.KubevirtMachine) {
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "static-1", Mutate: func(km *infrav1.KubevirtMachine) {
 		km.Spec.UserData.NetworkDataSecretRef = &corev1.LocalObjectReference{Name: "absent"}
 	}})
 	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.BootstrapDataInvalidReason))
@@ -150,12 +167,12 @@ func TestWaitsForBootstrapData(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "late-0", noBootstrap: true})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "late-0", NoBootstrap: true})
 	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.WaitingForBootstrapDataReason))
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachine{})).NotTo(Succeed())
 
 	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "late-0-bootstrap", Namespace: tc.ns},
-		Data: map[string][]byte{"value": []byte(validCloudConfig)}})).To(Succeed())
+		Data: map[string][]byte{"value": []byte(fixture.ValidCloudConfig)}})).To(Succeed())
 	m := get(t, tc.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "late-0", Namespace: tc.ns}})
 	m.Spec.Bootstrap.DataSecretName = ptrTo("late-0-bootstrap")
 	g.Expect(w.Env.Client.Update(ctx, m)).To(Succeed())
@@ -168,11 +185,11 @@ func TestControlPlaneRoleAndFailureDomain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "cp-0", controlPlane: true, noBootstrap: true})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "cp-0", ControlPlane: true, NoBootstrap: true})
 	m := get(t, tc.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "cp-0", Namespace: tc.ns}})
 	m.Spec.FailureDomain = "zone-b"
 	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cp-0-bootstrap", Namespace: tc.ns},
-		Data: map[string][]byte{"value": []byte(validCloudConfig)}})).To(Succeed())
+		Data: map[string][]byte{"value": []byte(fixture.ValidCloudConfig)}})).To(Succeed())
 	m.Spec.Bootstrap.DataSecretName = ptrTo("cp-0-bootstrap")
 	g.Expect(w.Env.Client.Update(ctx, m)).To(Succeed())
 	eventually(t, tc.provisioned(km)).Should(Succeed())

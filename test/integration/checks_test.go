@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -13,6 +29,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
 // brokenCloudConfig is valid enough for cloud-init to attach but not to
@@ -25,7 +42,7 @@ func withCheck(strategy string) func(*infrav1.KubevirtMachine) {
 
 func TestCheckNoneTrustsARunningVM(t *testing.T) {
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "none-0", data: brokenCloudConfig, mutate: withCheck(infrav1.CheckStrategyNone)})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "none-0", Data: brokenCloudConfig, Mutate: withCheck(infrav1.CheckStrategyNone)})
 	// With no check, a running VM counts, even one whose bootstrap failed.
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	eventually(t, guestOutcome(w.Env.Client, tc.ns, km.Name)).Should(HavePrefix("bootstrap-failed"))
@@ -34,8 +51,8 @@ func TestCheckNoneTrustsARunningVM(t *testing.T) {
 func TestCheckGuestAgent(t *testing.T) {
 	g := NewWithT(t)
 	tc := newTenantCluster(t, nil)
-	good := tc.newMachine(t, machineOptions{name: "agent-0", mutate: withCheck(infrav1.CheckStrategyGuestAgent)})
-	bad := tc.newMachine(t, machineOptions{name: "agent-1", data: brokenCloudConfig, mutate: withCheck(infrav1.CheckStrategyGuestAgent)})
+	good := tc.newMachine(t, fixture.MachineOptions{Name: "agent-0", Mutate: withCheck(infrav1.CheckStrategyGuestAgent)})
+	bad := tc.newMachine(t, fixture.MachineOptions{Name: "agent-1", Data: brokenCloudConfig, Mutate: withCheck(infrav1.CheckStrategyGuestAgent)})
 	eventually(t, tc.provisioned(good)).Should(Succeed())
 	g.Expect(conditions.IsTrue(get(t, tc.c, good), infrav1.BootstrapSucceededCondition)).To(BeTrue())
 
@@ -47,7 +64,7 @@ func TestCheckGuestAgent(t *testing.T) {
 
 	// The guest whose bootstrap failed runs, but the probe never passes.
 	eventually(t, guestOutcome(w.Env.Client, tc.ns, bad.Name)).Should(HavePrefix("bootstrap-failed"))
-	eventually(t, tc.reason(bad, infrav1.BootstrapSucceededCondition)).Should(Equal(infrav1.BootstrapCheckPendingReason))
+	eventually(t, tc.reason(bad, infrav1.BootstrapSucceededCondition)).Should(Equal(infrav1.WaitingForBootstrapReason))
 	NewWithT(t).Consistently(tc.provisioned(bad)).WithTimeout(2 * time.Second).ShouldNot(Succeed())
 }
 
@@ -55,9 +72,9 @@ func TestCheckSSH(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	good := tc.newMachine(t, machineOptions{name: "ssh-0", mutate: withCheck(infrav1.CheckStrategySSH)})
-	bad := tc.newMachine(t, machineOptions{name: "ssh-1", data: brokenCloudConfig, mutate: withCheck(infrav1.CheckStrategySSH)})
-	ign := tc.newMachine(t, machineOptions{name: "ssh-2", format: "ignition", data: ignitionConfig, mutate: withCheck(infrav1.CheckStrategySSH)})
+	good := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-0", Mutate: withCheck(infrav1.CheckStrategySSH)})
+	bad := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-1", Data: brokenCloudConfig, Mutate: withCheck(infrav1.CheckStrategySSH)})
+	ign := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-2", Format: "ignition", Data: ignitionConfig, Mutate: withCheck(infrav1.CheckStrategySSH)})
 	eventually(t, tc.provisioned(good)).Should(Succeed())
 	eventually(t, tc.provisioned(ign)).Should(Succeed())
 	g.Expect(condition(get(t, tc.c, good), infrav1.BootstrapSucceededCondition)).To(ContainSubstring("verified host key"))
@@ -69,11 +86,11 @@ func TestCheckSSH(t *testing.T) {
 	// The user's data is kept as the first part of a multipart document.
 	secret := &corev1.Secret{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, "ssh-0-userdata", secret)).To(Succeed())
-	g.Expect(string(secret.Data["userdata"])).To(ContainSubstring(validCloudConfig))
+	g.Expect(string(secret.Data["userdata"])).To(ContainSubstring(fixture.ValidCloudConfig))
 	g.Expect(string(secret.Data["userdata"])).To(ContainSubstring("multipart/mixed"))
 
 	// A guest without the sentinel answers, and the check keeps waiting.
-	eventually(t, tc.reason(bad, infrav1.BootstrapSucceededCondition)).Should(Equal(infrav1.BootstrapCheckPendingReason))
+	eventually(t, tc.reason(bad, infrav1.BootstrapSucceededCondition)).Should(Equal(infrav1.WaitingForBootstrapReason))
 	g.Expect(condition(get(t, tc.c, bad), infrav1.BootstrapSucceededCondition)).To(ContainSubstring("does not exist yet"))
 }
 
@@ -81,11 +98,11 @@ func TestCheckSSHRefusesAnotherHostKey(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "ssh-mitm", noBootstrap: true, mutate: withCheck(infrav1.CheckStrategySSH)})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-mitm", NoBootstrap: true, Mutate: withCheck(infrav1.CheckStrategySSH)})
 	// Pretend the provider injected another host key than the guest uses:
 	// pre-create the user data Secret the provider will keep, with a host
 	// key the guest does not have.
-	other := tc.newMachine(t, machineOptions{name: "ssh-other", mutate: withCheck(infrav1.CheckStrategySSH)})
+	other := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-other", Mutate: withCheck(infrav1.CheckStrategySSH)})
 	eventually(t, tc.provisioned(other)).Should(Succeed())
 	otherData := &corev1.Secret{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, "ssh-other-userdata", otherData)).To(Succeed())
@@ -96,9 +113,9 @@ func TestCheckSSHRefusesAnotherHostKey(t *testing.T) {
 		Data: map[string][]byte{"userdata": otherData.Data["userdata"], "ssh-host-key.pub": []byte(stranger.Public)}}
 	g.Expect(w.Env.Client.Create(ctx, mine)).To(Succeed())
 	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ssh-mitm-bootstrap", Namespace: tc.ns},
-		Data: map[string][]byte{"value": []byte(validCloudConfig)}})).To(Succeed())
+		Data: map[string][]byte{"value": []byte(fixture.ValidCloudConfig)}})).To(Succeed())
 	tc.setBootstrapSecret(t, "ssh-mitm", "ssh-mitm-bootstrap")
-	eventually(t, tc.reason(km, infrav1.BootstrapSucceededCondition)).Should(Equal(infrav1.BootstrapCheckFailedReason))
+	eventually(t, tc.reason(km, infrav1.BootstrapSucceededCondition)).Should(Equal(infrav1.CheckFailedReason))
 	g.Expect(condition(get(t, tc.c, km), infrav1.BootstrapSucceededCondition)).To(ContainSubstring("host key"))
 	NewWithT(t).Consistently(tc.provisioned(km)).WithTimeout(2 * time.Second).ShouldNot(Succeed())
 }

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -14,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
 // policyNames lists the NetworkPolicies in a namespace.
@@ -40,7 +57,7 @@ func TestIsolationDriftOptOutAndCustomPolicies(t *testing.T) {
 		kc.Spec.CustomNetworkPolicies = []infrav1.CustomNetworkPolicy{custom}
 	})
 	eventually(t, policyNames(tc.ns)).Should(ConsistOf("tenant-isolation", "tenant-api-server", "tenant-scrape"))
-	eventually(t, tc.clusterCondition(infrav1.NetworkIsolationReadyCondition)).Should(HavePrefix(infrav1.IsolationAppliedReason))
+	eventually(t, tc.clusterCondition(infrav1.NetworkIsolationReadyCondition)).Should(HavePrefix(infrav1.AppliedReason))
 	// A policy someone else made is never touched.
 	foreign := &networkingv1.NetworkPolicy{}
 	foreign.Name, foreign.Namespace = "admin-deny-all", tc.ns
@@ -73,7 +90,7 @@ func TestIsolationDriftOptOutAndCustomPolicies(t *testing.T) {
 	}
 	update(func(kc *infrav1.KubevirtCluster) { kc.Spec.Isolation.Mode = infrav1.IsolationDisabled })
 	eventually(t, policyNames(tc.ns)).Should(ConsistOf("tenant-scrape", "admin-deny-all"))
-	eventually(t, tc.clusterCondition(infrav1.NetworkIsolationReadyCondition)).Should(HavePrefix(infrav1.IsolationDisabledReason))
+	eventually(t, tc.clusterCondition(infrav1.NetworkIsolationReadyCondition)).Should(HavePrefix(infrav1.DisabledReason))
 	update(func(kc *infrav1.KubevirtCluster) { kc.Spec.CustomNetworkPolicies = nil })
 	eventually(t, policyNames(tc.ns)).Should(ConsistOf("admin-deny-all"))
 }
@@ -91,7 +108,7 @@ func TestClusterDeletionLeavesNothing(t *testing.T) {
 	for _, tc := range []*tenantCluster{doomed, kept} {
 		eventually(t, tc.endpoint()).Should(MatchRegexp(`:6443$`))
 		// The ssh check makes the provider generate the cluster's key Secret.
-		km := tc.newMachine(t, machineOptions{name: "ssh-0", mutate: withCheck(infrav1.CheckStrategySSH)})
+		km := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-0", Mutate: withCheck(infrav1.CheckStrategySSH)})
 		eventually(t, tc.provisioned(km)).Should(Succeed())
 		g.Expect(w.Env.Client.Get(ctx, keyOf(tc.ns, "tenant-ssh-keys"), &corev1.Secret{})).To(Succeed())
 		// Cluster API deletes the machines before the infrastructure.

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -18,24 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
-
-// ownedCluster creates a tenant whose KubevirtCluster is owned by its
-// Cluster, as Cluster API does, so the provider provisions it.
-func ownedCluster(t *testing.T, mutate func(*infrav1.KubevirtCluster)) *tenantCluster {
-	t.Helper()
-	tc := newTenantCluster(t, nil)
-	cluster := get(t, tc.c, tc.cluster)
-	NewWithT(t).Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		kc := get(t, tc.c, tc.kc)
-		kc.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID}}
-		if mutate != nil {
-			mutate(kc)
-		}
-		return tc.c.Update(context.Background(), kc)
-	})).To(Succeed())
-	return tc
-}
 
 // endpoint polls the KubevirtCluster's endpoint once provisioned.
 func (tc *tenantCluster) endpoint() func() string {
@@ -184,11 +184,11 @@ func TestFailureDomains(t *testing.T) {
 	g.Expect(*fds[0].ControlPlane).To(BeFalse())
 
 	// A machine in rack-c lands on the node its selector names.
-	km := explicit.newMachine(t, machineOptions{name: "rack-c-0", noBootstrap: true})
+	km := explicit.newMachine(t, fixture.MachineOptions{Name: "rack-c-0", NoBootstrap: true})
 	m := get(t, explicit.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "rack-c-0", Namespace: explicit.ns}})
 	m.Spec.FailureDomain = "rack-c"
 	g.Expect(explicit.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rack-c-0-bootstrap", Namespace: explicit.ns},
-		Data: map[string][]byte{"value": []byte(validCloudConfig)}})).To(Succeed())
+		Data: map[string][]byte{"value": []byte(fixture.ValidCloudConfig)}})).To(Succeed())
 	m.Spec.Bootstrap.DataSecretName = ptr.To("rack-c-0-bootstrap")
 	g.Expect(explicit.c.Update(ctx, m)).To(Succeed())
 	eventually(t, explicit.provisioned(km)).Should(Succeed())

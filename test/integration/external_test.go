@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -14,6 +30,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -31,14 +48,14 @@ func TestExternalInfraCluster(t *testing.T) {
 	t.Cleanup(stop)
 
 	g.Expect(ext.Infra.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenants"}})).To(Succeed())
-	tc := newTenantClusterOn(t, ext.Env.Client, func(kc *infrav1.KubevirtCluster) {
+	tc := newTenantClusterOn(t, ext.Env.Client, fixture.TenantOptions{Mutate: func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", APIVersion: "v1", Name: "infra"}
-	})
+	}})
 	infraSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "infra", Namespace: tc.ns},
 		Data: map[string][]byte{"kubeconfig": ext.Infra.KubeConfig, "namespace": []byte("tenants")}}
 	g.Expect(ext.Env.Client.Create(ctx, infraSecret)).To(Succeed())
 	caches := gauge(t, "capkv_infra_cluster_caches")
-	km := tc.newMachine(t, machineOptions{name: "remote-0"})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "remote-0"})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	g.Expect(gauge(t, "capkv_infra_cluster_caches")).To(Equal(caches + 1))
 	g.Expect(guestOutcome(ext.Infra.Client, "tenants", km.Name)()).To(Equal("joined"))
@@ -55,7 +72,7 @@ func TestExternalInfraCluster(t *testing.T) {
 	infraSecret = get(t, ext.Env.Client, infraSecret)
 	infraSecret.Data["kubeconfig"] = []byte("not: [a kubeconfig")
 	g.Expect(ext.Env.Client.Update(ctx, infraSecret)).To(Succeed())
-	eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.InfraClusterUnreachableReason))
+	eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.InfraClusterSecretInvalidReason))
 	// Another user's kubeconfig: a new cache and new watches replace the old.
 	user, err := ext.Infra.ControlPlane.AddUser(envtest.User{Name: "capkv-rotated", Groups: []string{"system:masters"}}, nil)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -64,14 +81,14 @@ func TestExternalInfraCluster(t *testing.T) {
 	infraSecret = get(t, ext.Env.Client, infraSecret)
 	infraSecret.Data["kubeconfig"] = rotated
 	g.Expect(ext.Env.Client.Update(ctx, infraSecret)).To(Succeed())
-	eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.InfraClusterAvailableReason))
+	eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.AvailableReason))
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	g.Expect(gauge(t, "capkv_infra_cluster_caches")).To(Equal(caches+1), "the old cache was stopped")
 
 	// The VM's events reach the provider through the rebuilt watches: a VM
 	// deleted there is noticed here.
 	g.Expect(ext.Infra.Client.Delete(ctx, vm)).To(Succeed())
-	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.VMDeletedReason))
+	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.VirtualMachineDeletedReason))
 
 	g.Expect(ext.Env.Client.Delete(ctx, km)).To(Succeed())
 	eventually(t, func() bool {

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -20,6 +36,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
@@ -99,7 +116,7 @@ func TestGoldenImagesOnePerImage(t *testing.T) {
 			var kms []*infrav1.KubevirtMachine
 			for md, image := range []string{imageA, imageA, imageB} {
 				for i := range 10 {
-					kms = append(kms, tc.newMachine(t, machineOptions{name: fmt.Sprintf("md-%d-%d", md, i), mutate: withImage(image, tt.class)}))
+					kms = append(kms, tc.newMachine(t, fixture.MachineOptions{Name: fmt.Sprintf("md-%d-%d", md, i), Mutate: withImage(image, tt.class)}))
 				}
 			}
 			for _, km := range kms {
@@ -135,7 +152,7 @@ func TestGoldenImageWaitAndFailedImport(t *testing.T) {
 	tc := newTenantCluster(t, nil)
 	var kms []*infrav1.KubevirtMachine
 	for i := range 20 {
-		kms = append(kms, tc.newMachine(t, machineOptions{name: fmt.Sprintf("bad-%d", i), mutate: withImage("https://unreachable.example/image.qcow2", "")}))
+		kms = append(kms, tc.newMachine(t, fixture.MachineOptions{Name: fmt.Sprintf("bad-%d", i), Mutate: withImage("https://unreachable.example/image.qcow2", "")}))
 	}
 	for _, km := range kms {
 		eventually(t, func() string { return condition(get(t, tc.c, km), infrav1.VirtualMachineReadyCondition) }).
@@ -157,7 +174,7 @@ func TestGoldenImageDeletedByHandAndRollover(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	first := tc.newMachine(t, machineOptions{name: "roll-0", mutate: withImage(imageA, "")})
+	first := tc.newMachine(t, fixture.MachineOptions{Name: "roll-0", Mutate: withImage(imageA, "")})
 	eventually(t, tc.provisioned(first)).Should(Succeed())
 	goldenA := get(t, tc.c, first).Status.GoldenImage
 	g.Expect(goldenA).NotTo(BeNil())
@@ -166,14 +183,14 @@ func TestGoldenImageDeletedByHandAndRollover(t *testing.T) {
 	// imports the image again.
 	before := counters()
 	g.Expect(w.Env.Client.Delete(ctx, &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: goldenA.Namespace, Name: goldenA.Name}})).To(Succeed())
-	second := tc.newMachine(t, machineOptions{name: "roll-1", mutate: withImage(imageA, "")})
+	second := tc.newMachine(t, fixture.MachineOptions{Name: "roll-1", Mutate: withImage(imageA, "")})
 	eventually(t, tc.provisioned(second)).Should(Succeed())
 	g.Expect(delta(before, sim.Imports)).To(BeEquivalentTo(1))
 	g.Expect(tc.provisioned(first)()).To(Succeed(), "the running machine is unaffected")
 
 	// A new image: a new golden volume; the old one stays while it has
 	// users and goes a retention after its last one.
-	third := tc.newMachine(t, machineOptions{name: "roll-2", mutate: withImage(imageB, "")})
+	third := tc.newMachine(t, fixture.MachineOptions{Name: "roll-2", Mutate: withImage(imageB, "")})
 	eventually(t, tc.provisioned(third)).Should(Succeed())
 	goldenB := get(t, tc.c, third).Status.GoldenImage
 	g.Expect(goldenB.Name).NotTo(Equal(goldenA.Name))
@@ -195,7 +212,7 @@ func TestGoldenImageTemplateKeepsItInUse(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "tmpl-0", mutate: withImage(imageA, "")})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "tmpl-0", Mutate: withImage(imageA, "")})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	ref := get(t, tc.c, km).Status.GoldenImage
 	tmpl := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: tc.ns},
@@ -234,11 +251,11 @@ func TestAdminProvidedImages(t *testing.T) {
 	g.Expect(w.Env.Client.Create(ctx, &cdiv1.DataSource{ObjectMeta: metav1.ObjectMeta{Name: "ubuntu", Namespace: tc.ns},
 		Spec: cdiv1.DataSourceSpec{Source: cdiv1.DataSourceSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: tc.ns, Name: "ubuntu-seed"}}}})).To(Succeed())
 	before := counters()
-	fromPVC := tc.newMachine(t, machineOptions{name: "admin-pvc", mutate: func(km *infrav1.KubevirtMachine) {
+	fromPVC := tc.newMachine(t, fixture.MachineOptions{Name: "admin-pvc", Mutate: func(km *infrav1.KubevirtMachine) {
 		km.Spec.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{PVC: &infrav1.ImageVolumeRef{Name: "ubuntu-seed"}}, DiskSize: resource.MustParse("20Gi")}
 		dropContainerDisk(km)
 	}})
-	fromDS := tc.newMachine(t, machineOptions{name: "admin-ds", mutate: func(km *infrav1.KubevirtMachine) {
+	fromDS := tc.newMachine(t, fixture.MachineOptions{Name: "admin-ds", Mutate: func(km *infrav1.KubevirtMachine) {
 		km.Spec.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{DataSource: &infrav1.ImageVolumeRef{Name: "ubuntu"}}, DiskSize: resource.MustParse("20Gi")}
 		dropContainerDisk(km)
 	}})
@@ -259,7 +276,7 @@ func TestPerVMImportAndDataDisks(t *testing.T) {
 	before := counters()
 	var kms []*infrav1.KubevirtMachine
 	for i := range 2 {
-		kms = append(kms, tc.newMachine(t, machineOptions{name: fmt.Sprintf("import-%d", i), mutate: func(km *infrav1.KubevirtMachine) {
+		kms = append(kms, tc.newMachine(t, fixture.MachineOptions{Name: fmt.Sprintf("import-%d", i), Mutate: func(km *infrav1.KubevirtMachine) {
 			withImage(imageA, "")(km)
 			km.Spec.RootDisk.CloneStrategy = infrav1.CloneStrategyPerVMImport
 			km.Spec.DataDisks = []infrav1.DataDiskSpec{{Name: "containerd", DiskSize: resource.MustParse("50Gi")}}
@@ -288,7 +305,7 @@ func TestCrossNamespaceCloneNeedsRBAC(t *testing.T) {
 	g.Expect(w.Env.Client.Create(ctx, images)).To(Succeed())
 	seedVolume(t, images.Name, "ubuntu")
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "shared-0", mutate: func(km *infrav1.KubevirtMachine) {
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "shared-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		km.Spec.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{PVC: &infrav1.ImageVolumeRef{Namespace: images.Name, Name: "ubuntu"}},
 			DiskSize: resource.MustParse("20Gi")}
 		dropContainerDisk(km)
@@ -309,9 +326,9 @@ func TestCrossNamespaceCloneNeedsRBAC(t *testing.T) {
 func TestGoldenImageSizeMismatch(t *testing.T) {
 	g := NewWithT(t)
 	tc := newTenantCluster(t, nil)
-	big := tc.newMachine(t, machineOptions{name: "big-0", mutate: withImage(imageA, "")})
+	big := tc.newMachine(t, fixture.MachineOptions{Name: "big-0", Mutate: withImage(imageA, "")})
 	eventually(t, tc.provisioned(big)).Should(Succeed())
-	small := tc.newMachine(t, machineOptions{name: "small-0", mutate: func(km *infrav1.KubevirtMachine) {
+	small := tc.newMachine(t, fixture.MachineOptions{Name: "small-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		withImage(imageA, "")(km)
 		km.Spec.RootDisk.DiskSize = resource.MustParse("10Gi")
 	}})

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -18,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
 // flow is one row of the flow table in docs/isolation.md.
@@ -107,8 +124,8 @@ func TestIsolationFlowTable(t *testing.T) {
 	// the selectors must tell them apart by namespace too.
 	for name, tc := range tenants {
 		eventually(t, tc.endpoint()).Should(MatchRegexp(`:6443$`))
-		cp := tc.newMachine(t, machineOptions{name: "cp", controlPlane: true})
-		worker := tc.newMachine(t, machineOptions{name: "worker"})
+		cp := tc.newMachine(t, fixture.MachineOptions{Name: "cp", ControlPlane: true})
+		worker := tc.newMachine(t, fixture.MachineOptions{Name: "worker"})
 		peers[name+" control plane"] = client.ObjectKeyFromObject(launcherPod(t, tc, cp)).String()
 		peers[name+" worker"] = client.ObjectKeyFromObject(launcherPod(t, tc, worker)).String()
 		policies := &networkingv1.NetworkPolicyList{}

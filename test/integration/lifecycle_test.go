@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -19,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -26,7 +43,7 @@ func TestDeletionRemovesEverything(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "del-0"})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "del-0"})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	g.Expect(w.Env.Client.Delete(ctx, km)).To(Succeed())
 	eventually(t, func() bool {
@@ -42,13 +59,13 @@ func TestVMDeletedOutOfBand(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "oob-0"})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "oob-0"})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vm)).To(Succeed())
 	g.Expect(w.Env.Client.Delete(ctx, vm)).To(Succeed())
 
-	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.VMDeletedReason))
+	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.VirtualMachineDeletedReason))
 	cur := get(t, tc.c, km)
 	g.Expect(condition(cur, infrav1.ReadyCondition)).To(HavePrefix("False"))
 	g.Expect(condition(cur, infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("MachineHealthCheck"))
@@ -72,7 +89,7 @@ func TestUnreachableInfraCluster(t *testing.T) {
 	// A kubeconfig pointing at a port where nothing listens.
 	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "infra-kubeconfig", Namespace: tc.ns},
 		Data: map[string][]byte{"kubeconfig": []byte(unreachableKubeconfig)}})).To(Succeed())
-	km := tc.newMachine(t, machineOptions{name: "unreach-0"})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "unreach-0"})
 	eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.InfraClusterUnreachableReason))
 	cur := get(t, tc.c, km)
 	g.Expect(condition(cur, infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("cannot use the infra cluster"))
@@ -81,7 +98,7 @@ func TestUnreachableInfraCluster(t *testing.T) {
 	// Deleting keeps the finalizer: the VM might still run there.
 	g.Expect(w.Env.Client.Delete(ctx, km)).To(Succeed())
 	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.DeletingReason))
-	g.Expect(condition(get(t, tc.c, km), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("until the infra cluster is reachable"))
+	g.Expect(condition(get(t, tc.c, km), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("until the infra cluster can be used"))
 	g.Expect(get(t, tc.c, km).Finalizers).To(ContainElement(infrav1.MachineFinalizer))
 }
 
@@ -119,7 +136,7 @@ func TestNodeProviderID(t *testing.T) {
 	g.Expect(w.Env.Client.Update(ctx, cluster)).To(Succeed())
 	g.Expect(kubeconfig.CreateSecret(ctx, w.Env.Client, cluster)).To(Succeed())
 
-	cp := tc.newMachine(t, machineOptions{name: "node-cp-0", controlPlane: true})
+	cp := tc.newMachine(t, fixture.MachineOptions{Name: "node-cp-0", ControlPlane: true})
 	eventually(t, tc.provisioned(cp)).Should(Succeed())
 	// The guest joined: its Node exists, without a providerID.
 	eventually(t, func() error { _, err := w.Workloads.Node(ctx, key, "node-cp-0"); return err }).Should(Succeed())
@@ -133,7 +150,7 @@ func TestNodeProviderID(t *testing.T) {
 	eventually(t, func() bool { return get(t, tc.c, cp).Status.NodeUpdated }).Should(BeTrue())
 
 	// A worker joining later is found through the Node watch.
-	wk := tc.newMachine(t, machineOptions{name: "node-md-0"})
+	wk := tc.newMachine(t, fixture.MachineOptions{Name: "node-md-0"})
 	eventually(t, func() bool { return get(t, tc.c, wk).Status.NodeUpdated }).Should(BeTrue())
 	n, err := w.Workloads.Node(ctx, key, "node-md-0")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -165,7 +182,7 @@ func TestLongMachineName(t *testing.T) {
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
 	name := "tenant-md-workers-with-a-very-long-deployment-name-7d9f8c6b5-x2x4z-abcdef"
-	km := tc.newMachine(t, machineOptions{name: name})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: name})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, name, vm)).To(Succeed())

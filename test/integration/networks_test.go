@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -17,6 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
 // createNAD creates a NetworkAttachmentDefinition on the infra cluster.
@@ -84,9 +102,9 @@ func TestPerClusterVLANNetworks(t *testing.T) {
 		}
 	}
 	first := ownedCluster(t, withVLAN(nil))
-	eventually(t, first.clusterCondition(infrav1.NetworksReadyCondition)).Should(HavePrefix(infrav1.NetworksCreatedReason))
+	eventually(t, first.clusterCondition(infrav1.NetworksReadyCondition)).Should(HavePrefix(infrav1.CreatedReason))
 	second := ownedCluster(t, withVLAN(nil))
-	eventually(t, second.clusterCondition(infrav1.NetworksReadyCondition)).Should(HavePrefix(infrav1.NetworksCreatedReason))
+	eventually(t, second.clusterCondition(infrav1.NetworksReadyCondition)).Should(HavePrefix(infrav1.CreatedReason))
 
 	vlans := map[int32]bool{}
 	for _, tc := range []*tenantCluster{first, second} {
@@ -123,46 +141,17 @@ func TestPerClusterVLANNetworks(t *testing.T) {
 
 	// Machines get the network; the first cluster's deletion frees its
 	// VLAN for the third, without polling.
-	km := first.newMachine(t, machineOptions{name: "vlan-0"})
+	km := first.newMachine(t, fixture.MachineOptions{Name: "vlan-0"})
 	eventually(t, first.provisioned(km)).Should(Succeed())
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, w.Env.Client, first.ns, km.Name, vm)).To(Succeed())
-	g.Expect(netSummary(vm)).To(Equal([]string{"default:pod:masquerade", "tenant:" + first.ns + "/tenant-tenant:bridge"}))
+	g.Expect(vmbuilder.NetworkSummary(vm.Spec.Template.Spec)).To(Equal([]string{"default:pod:masquerade", "tenant:" + first.ns + "/tenant-tenant:bridge"}))
 	g.Expect(first.c.Delete(ctx, km)).To(Succeed())
 	eventually(t, func() bool { return apierrors.IsNotFound(first.c.Get(ctx, client.ObjectKeyFromObject(km), km)) }).Should(BeTrue())
 	g.Expect(first.c.Delete(ctx, first.kc)).To(Succeed())
 	eventually(t, nadConfig(first.ns, "tenant-tenant")).Should(ContainSubstring("not found"))
 	eventually(t, third.clusterCondition(infrav1.NetworksReadyCondition)).Should(Equal(fmt.Sprintf(
-		"%s: NetworkAttachmentDefinition %s/tenant-tenant carries VLAN %d", infrav1.NetworksCreatedReason, third.ns, taken)))
-}
-
-// netSummary is "name:source:binding" per network of a VM, in order.
-func netSummary(vm *kubevirtv1.VirtualMachine) []string {
-	spec := vm.Spec.Template.Spec
-	var out []string
-	for _, n := range spec.Networks {
-		src := "pod"
-		if n.Multus != nil {
-			src = n.Multus.NetworkName
-			if n.Multus.Default {
-				src += "(default)"
-			}
-		}
-		binding := ""
-		for _, i := range spec.Domain.Devices.Interfaces {
-			switch {
-			case i.Name != n.Name:
-			case i.Masquerade != nil:
-				binding = "masquerade"
-			case i.Bridge != nil:
-				binding = "bridge"
-			case i.SRIOV != nil:
-				binding = "sriov"
-			}
-		}
-		out = append(out, n.Name+":"+src+":"+binding)
-	}
-	return out
+		"%s: NetworkAttachmentDefinition %s/tenant-tenant carries VLAN %d", infrav1.CreatedReason, third.ns, taken)))
 }
 
 func TestMultusNetworksAndDNS(t *testing.T) {
@@ -175,10 +164,10 @@ func TestMultusNetworksAndDNS(t *testing.T) {
 	})
 	createNAD(t, tc.ns, "storage-net", `{"cniVersion":"0.3.1","type":"bridge","bridge":"br-storage"}`, nil)
 	createNAD(t, tc.ns, "fast-net", `{"cniVersion":"0.3.1","type":"sriov"}`, nil)
-	worker := tc.newMachine(t, machineOptions{name: "net-0", mutate: func(km *infrav1.KubevirtMachine) {
+	worker := tc.newMachine(t, fixture.MachineOptions{Name: "net-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		km.Spec.Networks = []infrav1.MultusNetwork{{Name: "fast", NetworkAttachmentDefinition: "fast-net", Binding: infrav1.BindingSRIOV}}
 	}})
-	own := tc.newMachine(t, machineOptions{name: "net-1", mutate: func(km *infrav1.KubevirtMachine) {
+	own := tc.newMachine(t, fixture.MachineOptions{Name: "net-1", Mutate: func(km *infrav1.KubevirtMachine) {
 		km.Spec.VirtualMachineTemplate.Spec.Template.Spec.DNSPolicy = corev1.DNSDefault
 	}})
 	for _, km := range []*infrav1.KubevirtMachine{worker, own} {
@@ -186,7 +175,7 @@ func TestMultusNetworksAndDNS(t *testing.T) {
 	}
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, worker.Name, vm)).To(Succeed())
-	g.Expect(netSummary(vm)).To(Equal([]string{"default:pod:masquerade", "storage:storage-net:bridge", "fast:fast-net:sriov"}))
+	g.Expect(vmbuilder.NetworkSummary(vm.Spec.Template.Spec)).To(Equal([]string{"default:pod:masquerade", "storage:storage-net:bridge", "fast:fast-net:sriov"}))
 	g.Expect(vm.Spec.Template.Spec.DNSPolicy).To(Equal(corev1.DNSNone))
 	g.Expect(vm.Spec.Template.Spec.DNSConfig.Nameservers).To(Equal([]string{"10.53.0.10"}))
 	addrs := get(t, tc.c, worker).Status.Addresses
@@ -204,20 +193,20 @@ func TestMultusPrimaryNetwork(t *testing.T) {
 		kc.Spec.Network.Networks = []infrav1.MultusNetwork{{Name: "vlan", NetworkAttachmentDefinition: "vlan-10", Primary: true}}
 	})
 	createNAD(t, tc.ns, "vlan-10", `{"cniVersion":"0.3.1","type":"bridge","bridge":"br0","vlan":10}`, nil)
-	km := tc.newMachine(t, machineOptions{name: "primary-0"})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "primary-0"})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vm)).To(Succeed())
-	g.Expect(netSummary(vm)).To(Equal([]string{"vlan:vlan-10(default):bridge"}), "no pod network")
+	g.Expect(vmbuilder.NetworkSummary(vm.Spec.Template.Spec)).To(Equal([]string{"vlan:vlan-10(default):bridge"}), "no pod network")
 	addrs := get(t, tc.c, km).Status.Addresses
 	g.Expect(addrs[0].Address).To(HavePrefix("192.168."))
 
 	// A machine whose template has a pod network cannot take a primary one.
-	bad := tc.newMachine(t, machineOptions{name: "primary-1", mutate: func(km *infrav1.KubevirtMachine) {
+	bad := tc.newMachine(t, fixture.MachineOptions{Name: "primary-1", Mutate: func(km *infrav1.KubevirtMachine) {
 		spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
 		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
 		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultBridgeNetworkInterface()}
 	}})
-	eventually(t, tc.reason(bad, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.VMCreateFailedReason))
+	eventually(t, tc.reason(bad, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.CreateFailedReason))
 	g.Expect(condition(get(t, tc.c, bad), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring(`network "vlan" is primary`))
 }

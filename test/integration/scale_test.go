@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -21,6 +37,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
 // scaleMachines is how many machines TestFiftyMachines creates.
@@ -61,7 +78,7 @@ func TestFiftyMachines(t *testing.T) {
 	start := time.Now()
 	kms := make([]*infrav1.KubevirtMachine, 0, scaleMachines)
 	for i := range scaleMachines {
-		kms = append(kms, tc.newMachine(t, machineOptions{name: fmt.Sprintf("scale-%02d", i), mutate: withRootDataVolume}))
+		kms = append(kms, tc.newMachine(t, fixture.MachineOptions{Name: fmt.Sprintf("scale-%02d", i), Mutate: withRootDataVolume}))
 	}
 	for _, km := range kms {
 		NewWithT(t).Eventually(tc.provisioned(km)).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package integration tests the provider's controllers end to end on the
 // test world: a real API server, scheduler and controller-manager, with
 // KubeVirt and CDI simulated, and the provider's manager built as main.go
@@ -5,9 +21,7 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -16,9 +30,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -83,33 +97,16 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 func startProvider(w *world.World, counter *writeCounter) (func(), error) {
 	cfg := rest.CopyConfig(w.Env.Config)
 	counter.wrap(cfg)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := manager.New(ctx, cfg, manager.Options{
-		HealthProbeBindAddress: addr, Metrics: metricsserver.Options{BindAddress: "0"},
-		SkipNameValidation: true, SyncPeriod: 10 * time.Hour,
+	m, err := testenv.StartManager(cfg, w.ProviderOptions(manager.Options{
 		KubevirtClusterConcurrency: 2, KubevirtMachineConcurrency: 10, KubevirtMachineTemplateConcurrency: 2,
-		SSHDial: w.Sim.DialGuest, SSHRecheck: 500 * time.Millisecond,
-		GoldenImageRetention: goldenRetention, ProviderNamespace: providerNamespace,
-		// The simulated infra cluster is IPv4 only, and netpol-analyzer,
-		// which evaluates the policies, models IPv4 addresses only.
-		IsolationIPFamilies: []string{"IPv4"},
-		WrapInfraConfig:     counter.wrap,
-	})
+		RecheckInterval: 500 * time.Millisecond, GoldenImageRetention: goldenRetention, ProviderNamespace: providerNamespace,
+		InProcess: manager.InProcess{WrapInfraConfig: counter.wrap},
+	}))
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- mgr.Start(ctx) }()
 	return func() {
-		cancel()
-		if err := <-stopped; err != nil {
+		if err := m.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "provider manager:", err)
 		}
 	}, nil

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -6,8 +22,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -17,14 +31,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
-// validCloudConfig is bootstrap data the simulated guest accepts.
-const validCloudConfig = "#cloud-config\nruncmd:\n- kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml\n"
-
-// tenantCluster is a Cluster with its KubevirtCluster in its own namespace,
-// owned the way Cluster API owns them.
+// tenantCluster is a fixture tenant with the test's shorthands.
 type tenantCluster struct {
+	*fixture.Tenant
 	// c reaches the management cluster of the world the tenant lives in.
 	c       client.Client
 	ns      string
@@ -34,106 +46,31 @@ type tenantCluster struct {
 
 func newTenantCluster(t *testing.T, mutate func(*infrav1.KubevirtCluster)) *tenantCluster {
 	t.Helper()
-	return newTenantClusterOn(t, w.Env.Client, mutate)
+	return newTenantClusterOn(t, w.Env.Client, fixture.TenantOptions{Mutate: mutate})
+}
+
+// ownedCluster creates a tenant whose KubevirtCluster is owned by its
+// Cluster, as Cluster API does, so the provider provisions it.
+func ownedCluster(t *testing.T, mutate func(*infrav1.KubevirtCluster)) *tenantCluster {
+	t.Helper()
+	return newTenantClusterOn(t, w.Env.Client, fixture.TenantOptions{Owned: true, Mutate: mutate})
 }
 
 // newTenantClusterOn creates the tenant through the management client c.
-func newTenantClusterOn(t *testing.T, c client.Client, mutate func(*infrav1.KubevirtCluster)) *tenantCluster {
+func newTenantClusterOn(t *testing.T, c client.Client, o fixture.TenantOptions) *tenantCluster {
 	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-"}}
-	g.Expect(c.Create(ctx, ns)).To(Succeed())
-	tc := &tenantCluster{
-		c:  c,
-		ns: ns.Name,
-		cluster: &clusterv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns.Name},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "KubevirtCluster", Name: "tenant"}},
-		},
-		kc: &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns.Name,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: "tenant"}}},
-	}
-	if mutate != nil {
-		mutate(tc.kc)
-	}
-	g.Expect(c.Create(ctx, tc.cluster)).To(Succeed())
-	g.Expect(c.Create(ctx, tc.kc)).To(Succeed())
-	return tc
-}
-
-// machineOptions shape one tenant machine.
-type machineOptions struct {
-	name         string
-	controlPlane bool
-	// format and data are the bootstrap data; empty data means valid
-	// cloud-config.
-	format, data string
-	// noBootstrap leaves the Machine without bootstrap data.
-	noBootstrap bool
-	mutate      func(*infrav1.KubevirtMachine)
+	tn, err := fixture.NewTenant(context.Background(), c, o)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return &tenantCluster{Tenant: tn, c: c, ns: tn.Namespace, cluster: tn.Cluster, kc: tn.KubevirtCluster}
 }
 
 // newMachine creates a Machine, its bootstrap Secret and its
 // KubevirtMachine, owned as Cluster API owns them.
-func (tc *tenantCluster) newMachine(t *testing.T, o machineOptions) *infrav1.KubevirtMachine {
+func (tc *tenantCluster) newMachine(t *testing.T, o fixture.MachineOptions) *infrav1.KubevirtMachine {
 	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	if o.data == "" {
-		o.data = validCloudConfig
-	}
-	m := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: tc.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "tenant"}},
-		Spec: clusterv1.MachineSpec{ClusterName: "tenant", Version: "v1.34.1",
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "KubevirtMachine", Name: o.name}},
-	}
-	if o.controlPlane {
-		m.Labels[clusterv1.MachineControlPlaneLabel] = ""
-	}
-	if o.noBootstrap {
-		// A bootstrap config that has not produced data yet.
-		m.Spec.Bootstrap.ConfigRef = clusterv1.ContractVersionedObjectReference{
-			APIGroup: "bootstrap.cluster.x-k8s.io", Kind: "KubeadmConfig", Name: o.name}
-	} else {
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: o.name + "-bootstrap", Namespace: tc.ns},
-			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{"value": []byte(o.data)}}
-		if o.format != "" {
-			secret.Data["format"] = []byte(o.format)
-		}
-		g.Expect(tc.c.Create(ctx, secret)).To(Succeed())
-		m.Spec.Bootstrap.DataSecretName = ptr.To(secret.Name)
-	}
-	g.Expect(tc.c.Create(ctx, m)).To(Succeed())
-	km := &infrav1.KubevirtMachine{
-		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: tc.ns,
-			Labels:          map[string]string{clusterv1.ClusterNameLabel: "tenant"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID}}},
-		Spec: infrav1.KubevirtMachineSpec{VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{Spec: smallVM()}},
-	}
-	if o.mutate != nil {
-		o.mutate(km)
-	}
-	g.Expect(tc.c.Create(ctx, km)).To(Succeed())
+	_, km, err := tc.NewMachine(context.Background(), o)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return km
-}
-
-// smallVM is a 1-CPU, 1Gi VM booting a container disk on the pod network.
-func smallVM() kubevirtv1.VirtualMachineSpec {
-	mem := resource.MustParse("1Gi")
-	return kubevirtv1.VirtualMachineSpec{
-		RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
-		Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
-			Domain: kubevirtv1.DomainSpec{
-				CPU:     &kubevirtv1.CPU{Cores: 1},
-				Memory:  &kubevirtv1.Memory{Guest: &mem},
-				Devices: kubevirtv1.Devices{Disks: []kubevirtv1.Disk{{Name: "root"}}},
-			},
-			Volumes: []kubevirtv1.Volume{{Name: "root", VolumeSource: kubevirtv1.VolumeSource{
-				ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "quay.io/capk/ubuntu-2404-container-disk:v1.34.1"}}}},
-		}},
-	}
 }
 
 // get reads the current state of an object from the management cluster.

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package integration
 
 import (
@@ -16,11 +32,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
 // TestInstancetype checks a VM whose size comes from an instance type passes
-// KubeVirt's conflict checks (FACTS A6) and runs: the provider adds no CPU
-// or memory of its own.
+// KubeVirt's conflict checks and runs: the provider adds no CPU or memory of
+// its own (docs/kubevirt-behaviour.md#instance-types-own-cpu-and-memory).
 func TestInstancetype(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -32,7 +49,7 @@ func TestInstancetype(t *testing.T) {
 			Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("2Gi")},
 		},
 	})).To(Succeed())
-	km := tc.newMachine(t, machineOptions{name: "typed-0", mutate: func(km *infrav1.KubevirtMachine) {
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "typed-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		s := &km.Spec.VirtualMachineTemplate.Spec
 		s.Instancetype = &kubevirtv1.InstancetypeMatcher{Kind: "VirtualMachineInstancetype", Name: "u1.small"}
 		s.Template.Spec.Domain.CPU, s.Template.Spec.Domain.Memory = nil, nil
@@ -58,7 +75,7 @@ func TestNodeAddressNetwork(t *testing.T) {
 	nad.SetName("tenant-vlan")
 	g.Expect(unstructured.SetNestedField(nad.Object, `{"cniVersion":"0.3.1","type":"bridge","bridge":"br-tenant","vlan":10}`, "spec", "config")).To(Succeed())
 	g.Expect(w.Env.Client.Create(ctx, nad)).To(Succeed())
-	km := tc.newMachine(t, machineOptions{name: "multus-0", mutate: func(km *infrav1.KubevirtMachine) {
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "multus-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
 		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork(),
 			{Name: "tenant", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "tenant-vlan"}}}}
@@ -80,7 +97,7 @@ func TestUnschedulableAndEvents(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, machineOptions{name: "huge-0", mutate: func(km *infrav1.KubevirtMachine) {
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "huge-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		huge := resource.MustParse("512Gi")
 		km.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.Memory.Guest = &huge
 	}})
@@ -99,5 +116,5 @@ func TestUnschedulableAndEvents(t *testing.T) {
 			}
 		}
 		return reasons
-	}).Should(ContainElements(corev1.EventTypeNormal+"/VirtualMachineCreated", corev1.EventTypeWarning+"/VirtualMachineUnschedulable"))
+	}).Should(ContainElements(corev1.EventTypeNormal+"/VirtualMachineCreated", corev1.EventTypeWarning+"/"+infrav1.UnschedulableReason))
 }

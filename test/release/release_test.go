@@ -1,6 +1,22 @@
-// Package release checks the manifests clusterctl installs:
-// out/infrastructure-components.yaml (make release-manifests) and
-// metadata.yaml.
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package release checks what a release ships: the manifests clusterctl
+// installs (infrastructure-components.yaml from make release-manifests, and
+// metadata.yaml) and the manager binary the image is built from.
 package release
 
 import (
@@ -8,9 +24,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,24 +48,122 @@ import (
 
 const providerLabel = "cluster.x-k8s.io/provider"
 
-// components returns out/infrastructure-components.yaml, building it with
-// make when it is missing.
-func components(t *testing.T) []byte {
+const (
+	// releaseVersion is the VERSION the tests release; metadata.yaml must
+	// have its release series.
+	releaseVersion = "v0.2.0"
+	// releaseImage is the IMG TestInfrastructureComponents releases with: a
+	// registry with a port and a pre-release tag, the hardest name to split.
+	releaseImage = "registry.example.com:5000/capkv/manager:v0.2.0-rc.1"
+	// defaultImage is the IMG the Makefile derives from releaseVersion.
+	defaultImage = "ghcr.io/capkv/cluster-api-provider-kubevirt:" + releaseVersion
+)
+
+// makeEnv is the test's environment without what an outer make (make test)
+// or the shell could pass down and so override the variables a test sets.
+func makeEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "VERSION", "IMG", "RELEASE_DIR":
+			return true
+		}
+		return false
+	})
+}
+
+// sourceManifests reads the kustomize sources release-manifests builds from,
+// to check that releasing leaves them as they were.
+func sourceManifests(t *testing.T) map[string]string {
 	t.Helper()
-	root := testenv.RepoRoot()
-	path := filepath.Join(root, "out", "infrastructure-components.yaml")
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		cmd := exec.Command("make", "release-manifests")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("make release-manifests: %v\n%s", err, out)
+	files := map[string]string{}
+	for _, dir := range []string{"config/default", "config/manager"} {
+		entries, err := os.ReadDir(filepath.Join(testenv.RepoRoot(), dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			path := filepath.Join(dir, e.Name())
+			data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[path] = string(data)
 		}
 	}
-	data, err := os.ReadFile(path)
+	return files
+}
+
+// releaseManifests runs make release-manifests with the given variables
+// (NAME=value) into a temporary RELEASE_DIR and returns that directory.
+func releaseManifests(t *testing.T, vars ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	before := sourceManifests(t)
+	out, err := runMake(append([]string{"RELEASE_DIR=" + dir}, vars...)...)
+	if err != nil {
+		t.Fatalf("make release-manifests %s: %v\n%s", strings.Join(vars, " "), err, out)
+	}
+	if after := sourceManifests(t); !maps.Equal(before, after) {
+		t.Error("make release-manifests changed files in config/default or config/manager")
+	}
+	return dir
+}
+
+func runMake(vars ...string) ([]byte, error) {
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "release-manifests"}, vars...)...)
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = makeEnv()
+	return cmd.CombinedOutput()
+}
+
+// components returns infrastructure-components.yaml released as
+// releaseVersion with the manager image releaseImage.
+func components(t *testing.T) []byte {
+	t.Helper()
+	dir := releaseManifests(t, "VERSION="+releaseVersion, "IMG="+releaseImage)
+	data, err := os.ReadFile(filepath.Join(dir, "infrastructure-components.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// imageField matches every image: with a value, in any object.
+var imageField = regexp.MustCompile(`(?m)^[ \t-]*image:[ \t]+["']?([^\s"']+)`)
+
+// checkImages fails when an image in the manifest is a development build
+// (:dev) or the placeholder of config/manager.
+func checkImages(t *testing.T, raw []byte) {
+	t.Helper()
+	for _, m := range imageField.FindAllSubmatch(raw, -1) {
+		image := string(m[1])
+		if strings.HasSuffix(image, ":dev") || strings.HasPrefix(image, "controller:") || image == "controller" {
+			t.Errorf("image %s in the released manifest", image)
+		}
+	}
+	if bytes.Contains(raw, []byte(":dev")) {
+		t.Error("the released manifest mentions :dev")
+	}
+}
+
+// deploymentImages returns the images of the Deployments' containers.
+func deploymentImages(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	var images []string
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range slices.Concat(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers) {
+			images = append(images, c.Image)
+		}
+	}
+	return images
 }
 
 // objects processes the manifest as clusterctl does (every variable takes
@@ -94,7 +211,12 @@ func TestInfrastructureComponents(t *testing.T) {
 		}
 	}
 
+	checkImages(t, raw)
+
 	objs := objects(t, raw)
+	if images := deploymentImages(t, objs); !slices.Equal(images, []string{releaseImage}) {
+		t.Errorf("Deployment images %q, want [%s] (IMG)", images, releaseImage)
+	}
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
@@ -160,8 +282,58 @@ func checkLeastPrivilege(t *testing.T, o *unstructured.Unstructured) {
 	}
 }
 
+// TestReleaseImage releases without IMG, where the image follows VERSION,
+// and with an image by digest.
+func TestReleaseImage(t *testing.T) {
+	const digest = "ghcr.io/capkv/cluster-api-provider-kubevirt@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		name string
+		vars []string
+		want string
+	}{
+		{name: "default", vars: []string{"VERSION=" + releaseVersion}, want: defaultImage},
+		{name: "digest", vars: []string{"VERSION=" + releaseVersion, "IMG=" + digest}, want: digest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := releaseManifests(t, tc.vars...)
+			raw, err := os.ReadFile(filepath.Join(dir, "infrastructure-components.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkImages(t, raw)
+			if images := deploymentImages(t, objects(t, raw)); !slices.Equal(images, []string{tc.want}) {
+				t.Errorf("Deployment images %q, want [%s]", images, tc.want)
+			}
+			// The released metadata.yaml must cover the released version.
+			checkSeries(t, filepath.Join(dir, "metadata.yaml"), releaseVersion)
+		})
+	}
+}
+
+// TestReleaseNeedsSeries: make release-manifests refuses a version
+// metadata.yaml has no release series for, since clusterctl would refuse it.
+func TestReleaseNeedsSeries(t *testing.T) {
+	out, err := runMake("RELEASE_DIR="+t.TempDir(), "VERSION=v99.98.0")
+	if err == nil {
+		t.Fatalf("make release-manifests VERSION=v99.98.0 succeeded without release series 99.98:\n%s", out)
+	}
+	if !bytes.Contains(out, []byte("no release series 99.98")) {
+		t.Errorf("make failed for another reason than the missing release series:\n%s", out)
+	}
+}
+
 func TestMetadata(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "metadata.yaml"))
+	path := filepath.Join(testenv.RepoRoot(), "metadata.yaml")
+	for _, v := range []string{"v0.1.0", releaseVersion} {
+		checkSeries(t, path, v)
+	}
+}
+
+// checkSeries fails unless the metadata.yaml at path maps release v to the
+// Cluster API contract v1beta2.
+func checkSeries(t *testing.T, path, v string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,9 +341,9 @@ func TestMetadata(t *testing.T) {
 	if err := yaml.UnmarshalStrict(data, md); err != nil {
 		t.Fatal(err)
 	}
-	rs := md.GetReleaseSeriesForVersion(mustSemver(t, "0.1.0"))
+	rs := md.GetReleaseSeriesForVersion(mustSemver(t, v))
 	if rs == nil || rs.Contract != "v1beta2" {
-		t.Fatalf("release series 0.1 maps to %+v, want contract v1beta2", rs)
+		t.Fatalf("%s: release %s maps to %+v, want contract v1beta2", path, v, rs)
 	}
 }
 

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package sim
 
 import (
@@ -22,8 +38,10 @@ func (s *Simulator) setupAdmission(mgr ctrl.Manager) error {
 	return nil
 }
 
-// vmAdmitter applies virt-api's VirtualMachine checks (KUBEVIRT-FACTS A1, A2,
-// A4, A5, A6, A10), and only those.
+// vmAdmitter applies virt-api's VirtualMachine checks, and only those: the
+// sections of docs/kubevirt-behaviour.md#virtualmachine-admission on
+// runStrategy, DataVolume templates, volumes and disks, networks, instance
+// types and reserved labels.
 type vmAdmitter struct{ s *Simulator }
 
 func (a vmAdmitter) ValidateCreate(_ context.Context, vm *kubevirtv1.VirtualMachine) (admission.Warnings, error) {
@@ -54,7 +72,7 @@ func (a vmAdmitter) admit(vm *kubevirtv1.VirtualMachine) (admission.Warnings, er
 func admitVM(vm *kubevirtv1.VirtualMachine) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
-	// A1
+	// docs/kubevirt-behaviour.md#exactly-one-of-running-and-runstrategy
 	switch {
 	case vm.Spec.Running != nil && vm.Spec.RunStrategy != nil:
 		errs = append(errs, field.Invalid(spec.Child("running"), *vm.Spec.Running, "Running and RunStrategy are mutually exclusive"))
@@ -86,9 +104,10 @@ func admitVM(vm *kubevirtv1.VirtualMachine) field.ErrorList {
 	return errs
 }
 
-// applyVMIDefaults adds what KubeVirt adds to a VMI (B1, A4, A5): a disk
-// for every volume without one, and the default pod network when no network
-// or interface is given.
+// applyVMIDefaults adds what KubeVirt adds to a VMI: a disk for every volume
+// without one, and the default pod network when no network or interface is
+// given. See docs/kubevirt-behaviour.md#volumes-and-disks-pair-by-name and
+// docs/kubevirt-behaviour.md#networks-and-interfaces-pair-by-name.
 func applyVMIDefaults(vmi *kubevirtv1.VirtualMachineInstanceSpec) {
 	disks := map[string]bool{}
 	for _, d := range vmi.Domain.Devices.Disks {

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package sim
 
 import (
@@ -40,7 +56,8 @@ func (s *Simulator) setupDataVolumeController(mgr ctrl.Manager) error {
 		Complete(reconcile.Func(s.reconcileDataVolume))
 }
 
-// reconcileDataVolume plays CDI for one DataVolume (C1-C6).
+// reconcileDataVolume plays CDI for one DataVolume
+// (docs/kubevirt-behaviour.md#cdi-imports-and-clones).
 func (s *Simulator) reconcileDataVolume(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	dv := &cdiv1.DataVolume{}
 	if err := s.client.Get(ctx, req.NamespacedName, dv); err != nil {
@@ -159,9 +176,10 @@ func (s *Simulator) defaultStorageClass(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("no default storage class")
 }
 
-// importData downloads at the configured rate (C1): ImportScheduled, then
+// importData downloads at the configured rate: ImportScheduled, then
 // ImportInProgress with progress, then Succeeded; unreachable or bad images
-// are retried with a growing restart count.
+// are retried with a growing restart count
+// (docs/kubevirt-behaviour.md#import-phases-and-retries).
 func (s *Simulator) importData(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim) (reconcile.Result, error) {
 	url := importURL(dv.Spec.Source)
 	if strings.Contains(url, FailUnreachable) || strings.Contains(url, FailBadImage) {

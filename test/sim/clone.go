@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package sim
 
 import (
@@ -29,7 +45,8 @@ func sourceKey(dv *cdiv1.DataVolume) types.NamespacedName {
 }
 
 // sourceExists reports whether a clone's source claim exists; when it does
-// not, CDI records CloneWithoutSource and leaves the phase as it is (C3).
+// not, CDI records CloneWithoutSource and leaves the phase as it is
+// (docs/kubevirt-behaviour.md#clone-phases-and-methods).
 func (s *Simulator) sourceExists(ctx context.Context, dv *cdiv1.DataVolume) (bool, error) {
 	key := sourceKey(dv)
 	err := s.client.Get(ctx, key, &corev1.PersistentVolumeClaim{})
@@ -58,8 +75,10 @@ func (s *Simulator) clonesOfClaim(ctx context.Context, obj client.Object) []reco
 	return reqs
 }
 
-// clone copies a source claim (C3, C4): snapshot or CSI clone where the
-// StorageProfile allows it, host-assisted copy otherwise.
+// clone copies a source claim: snapshot or CSI clone where the
+// StorageProfile allows it, host-assisted copy otherwise. See
+// docs/kubevirt-behaviour.md#clone-phases-and-methods and
+// docs/kubevirt-behaviour.md#how-cdi-chooses-a-clone-strategy.
 func (s *Simulator) clone(ctx context.Context, dv *cdiv1.DataVolume, target *corev1.PersistentVolumeClaim) (reconcile.Result, error) {
 	source := &corev1.PersistentVolumeClaim{}
 	if err := s.client.Get(ctx, sourceKey(dv), source); err != nil {
@@ -137,8 +156,9 @@ func populated(pvc *corev1.PersistentVolumeClaim) bool {
 	return pvc.Status.Phase == corev1.ClaimBound && (owner == nil || owner.Kind != "DataVolume")
 }
 
-// chooseCloneStrategy follows C4 and returns the fallback reason when a
-// smart strategy had to fall back to a host-assisted copy.
+// chooseCloneStrategy picks the strategy as CDI does and returns the
+// fallback reason when a smart strategy had to fall back to a host-assisted
+// copy (docs/kubevirt-behaviour.md#how-cdi-chooses-a-clone-strategy).
 func (s *Simulator) chooseCloneStrategy(ctx context.Context, source, target *corev1.PersistentVolumeClaim) (cdiv1.CDICloneStrategy, string, error) {
 	strategy := cdiv1.CloneStrategySnapshot
 	cdis := &cdiv1.CDIList{}
@@ -195,18 +215,23 @@ func deref(s *string) string {
 	return *s
 }
 
-// cloneAllowed checks A3/C5: the VM's service account (template
-// serviceAccountName, else a serviceAccount volume, else default) needs
-// create on datavolumes/source in the source namespace.
+// cloneAllowed checks that the VM's service account (the template's
+// serviceAccountName, else a serviceAccount volume, else default) may create
+// datavolumes/source in the source namespace. See
+// docs/kubevirt-behaviour.md#cross-namespace-clones-are-authorized-for-the-vm-service-account
+// and docs/kubevirt-behaviour.md#cross-namespace-clone-rbac.
 func (s *Simulator) cloneAllowed(ctx context.Context, vm *kubevirtv1.VirtualMachine, sourceNS string) (bool, error) {
 	if sourceNS == vm.Namespace {
 		return true, nil
 	}
-	sa := "default"
+	sa := vm.Spec.Template.Spec.ServiceAccountName
 	for _, v := range vm.Spec.Template.Spec.Volumes {
-		if v.ServiceAccount != nil {
+		if v.ServiceAccount != nil && sa == "" {
 			sa = v.ServiceAccount.ServiceAccountName
 		}
+	}
+	if sa == "" {
+		sa = "default"
 	}
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:   fmt.Sprintf("system:serviceaccount:%s:%s", vm.Namespace, sa),

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package sim
 
 import (
@@ -121,9 +137,12 @@ func runningSince(vmi *kubevirtv1.VirtualMachineInstance) time.Time {
 	return time.Now()
 }
 
-// userData finds the bootstrap data: the Ignition annotation (D1), else the
-// first NoCloud or ConfigDrive volume in list order (A4), from inline data or
-// its Secret (E1, E2).
+// userData finds the bootstrap data: the Ignition annotation, else the first
+// NoCloud or ConfigDrive volume in list order, from inline data or its
+// Secret. See docs/kubevirt-behaviour.md#the-ignition-annotation,
+// docs/kubevirt-behaviour.md#volumes-and-disks-pair-by-name,
+// docs/kubevirt-behaviour.md#cloud-init-data-sources-and-size-limits and
+// docs/kubevirt-behaviour.md#cloud-init-secret-keys.
 func (s *Simulator) userData(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*Bootstrap, error) {
 	if ign, ok := vmi.Annotations["kubevirt.io/ignitiondata"]; ok && strings.Contains(ign, "ignition") {
 		return &Bootstrap{Format: "ignition", Data: []byte(ign)}, nil
@@ -151,7 +170,8 @@ func (s *Simulator) userData(ctx context.Context, vmi *kubevirtv1.VirtualMachine
 				data, ok = secret.Data["userData"]
 			}
 			if !ok {
-				// E2: the launcher fails without either key.
+				// The launcher fails without either key
+				// (docs/kubevirt-behaviour.md#cloud-init-secret-keys).
 				return &Bootstrap{Format: "none"}, nil
 			}
 		case inline64 != "":

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package sim
 
 import (
@@ -51,8 +67,10 @@ func (s *Simulator) launcherPod(ctx context.Context, vmi *kubevirtv1.VirtualMach
 	return nil, nil
 }
 
-// createLauncherPod creates the virt-launcher pod with what B3 and B4 say
-// KubeVirt puts there, so that the real scheduler places it as it would.
+// createLauncherPod creates the virt-launcher pod with what KubeVirt puts
+// there, so that the real scheduler places it as it would. See
+// docs/kubevirt-behaviour.md#the-virt-launcher-pod-carries-the-vmi-labels-and-placement
+// and docs/kubevirt-behaviour.md#launcher-pod-resource-requests-include-an-overhead.
 func (s *Simulator) createLauncherPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
 	labels := map[string]string{}
 	for k, v := range vmi.Labels {
@@ -113,8 +131,9 @@ func (s *Simulator) createLauncherPod(ctx context.Context, vmi *kubevirtv1.Virtu
 	return s.client.Create(ctx, pod)
 }
 
-// launcherRequests follows B4: memory is the guest's plus an overhead, CPU
-// the request or 100m per vCPU.
+// launcherRequests gives the compute container's requests: memory is the
+// guest's plus an overhead, CPU the request or 100m per vCPU
+// (docs/kubevirt-behaviour.md#launcher-pod-resource-requests-include-an-overhead).
 func launcherRequests(vmi *kubevirtv1.VirtualMachineInstance) corev1.ResourceList {
 	d := vmi.Spec.Domain
 	memory := resource.Quantity{}

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package sim
 
 import (
@@ -8,6 +24,8 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -42,10 +60,13 @@ type loadBalancer struct {
 	listeners map[string]net.Listener // by address:port
 	next      int
 	seeded    bool
+	// inUse are addresses another process on this machine listens on
+	// (another test world): skipped when allocating.
+	inUse map[string]bool
 }
 
 func newLoadBalancer() *loadBalancer {
-	return &loadBalancer{addresses: map[types.NamespacedName]string{}, listeners: map[string]net.Listener{}}
+	return &loadBalancer{addresses: map[types.NamespacedName]string{}, listeners: map[string]net.Listener{}, inUse: map[string]bool{}}
 }
 
 func (s *Simulator) setupLoadBalancer(mgr ctrl.Manager) error {
@@ -72,11 +93,35 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	ip := s.lb.address(req.NamespacedName)
+	err = s.serve(ctx, svc, ip)
+	if errors.Is(err, syscall.EADDRINUSE) && IngressIP(svc) != ip {
+		// Another world on this machine (test packages run in parallel
+		// processes) took the address first; a Service that has not
+		// published it yet takes another.
+		s.lb.skip(req.NamespacedName, ip)
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	before := svc.Status.DeepCopy()
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	if equality.Semantic.DeepEqual(before, &svc.Status) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, s.client.Status().Update(ctx, svc)
+}
+
+// serve makes ip forward every port of the Service: through the world's
+// LoadBalancerServer where it takes the port, else through a listener of
+// the simulator.
+func (s *Simulator) serve(ctx context.Context, svc *corev1.Service, ip string) error {
+	key := client.ObjectKeyFromObject(svc)
 	for _, port := range svc.Spec.Ports {
 		if server, ok := s.LBBackend.(LoadBalancerServer); ok && !s.lb.listening(ip, port) {
 			served, err := server.ServeOn(ctx, svc, port, ip)
 			if err != nil {
-				return reconcile.Result{}, err
+				return err
 			}
 			if served {
 				continue
@@ -87,20 +132,15 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 				return "", false
 			}
 			current := &corev1.Service{}
-			if err := s.client.Get(ctx, req.NamespacedName, current); err != nil {
+			if err := s.client.Get(ctx, key, current); err != nil {
 				return "", false
 			}
 			return s.LBBackend.Backend(ctx, current, port)
 		}); err != nil {
-			return reconcile.Result{}, err
+			return err
 		}
 	}
-	before := svc.Status.DeepCopy()
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-	if equality.Semantic.DeepEqual(before, &svc.Status) {
-		return reconcile.Result{}, nil
-	}
-	return reconcile.Result{}, s.client.Status().Update(ctx, svc)
+	return nil
 }
 
 // address returns the Service's loopback address, 127.1.x.y, allocating one
@@ -116,7 +156,7 @@ func (lb *loadBalancer) address(key types.NamespacedName) string {
 		taken[ip] = true
 	}
 	ip := ""
-	for ip == "" || taken[ip] {
+	for ip == "" || taken[ip] || lb.inUse[ip] {
 		lb.next++
 		ip = fmt.Sprintf("127.1.%d.%d", lb.next/250, lb.next%250+1)
 	}
@@ -210,6 +250,15 @@ func forward(ctx context.Context, conn net.Conn, backend func(context.Context) (
 
 // release closes the listeners of a Service that is gone or no longer a
 // LoadBalancer.
+// skip gives up the Service's address because another process holds it,
+// so that the next reconcile allocates another.
+func (lb *loadBalancer) skip(key types.NamespacedName, ip string) {
+	lb.release(key)
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	lb.inUse[ip] = true
+}
+
 func (lb *loadBalancer) release(key types.NamespacedName) {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()

@@ -1,10 +1,27 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package sim simulates KubeVirt (virt-api admission, virt-controller,
 // virt-handler, the guest) and CDI (import and clone of DataVolumes) on a real
 // API server, so that the provider can be tested against their documented
 // behaviour where no hypervisor can run. virt-launcher pods are scheduled by
 // the real kube-scheduler onto simulated Nodes; the real
-// kube-controller-manager binds volumes and collects garbage. Every rule is
-// listed in docs/simulator.md with its source in ../shared/KUBEVIRT-FACTS.md.
+// kube-controller-manager binds volumes and collects garbage. Every rule it
+// plays is written, with its upstream source, in docs/kubevirt-behaviour.md;
+// docs/simulator.md says how the simulator plays it.
 package sim
 
 import (

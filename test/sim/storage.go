@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package sim
 
 import (
@@ -70,9 +86,10 @@ func (s *Simulator) reconcileStorageProfile(ctx context.Context, req reconcile.R
 	return reconcile.Result{}, s.client.Status().Update(ctx, sp)
 }
 
-// cloneStrategyFor follows C4: the profile's spec, else the class
-// annotation, else snapshot when a VolumeSnapshotClass exists for the
-// driver, else copy.
+// cloneStrategyFor gives a StorageProfile's clone strategy: its spec, else
+// the class annotation, else snapshot when a VolumeSnapshotClass exists for
+// the driver, else copy
+// (docs/kubevirt-behaviour.md#how-cdi-chooses-a-clone-strategy).
 func (s *Simulator) cloneStrategyFor(ctx context.Context, sc *storagev1.StorageClass, sp *cdiv1.StorageProfile) (cdiv1.CDICloneStrategy, error) {
 	if sp.Spec.CloneStrategy != nil {
 		return *sp.Spec.CloneStrategy, nil

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package sim
 
 import (
@@ -18,7 +34,7 @@ import (
 )
 
 // vmFinalizer lets the simulator count VM deletions and delete the VMI, as
-// virt-controller does (B9).
+// virt-controller does (docs/kubevirt-behaviour.md#run-strategies-and-deletion).
 const vmFinalizer = "sim.capkv.io/vm"
 
 func (s *Simulator) setupVMController(mgr ctrl.Manager) error {
@@ -30,7 +46,8 @@ func (s *Simulator) setupVMController(mgr ctrl.Manager) error {
 		Complete(reconcile.Func(s.reconcileVM))
 }
 
-// reconcileVM plays virt-controller for one VirtualMachine (B1, B2, B9).
+// reconcileVM plays virt-controller for one VirtualMachine
+// (docs/kubevirt-behaviour.md#virtualmachine-and-vmi-controller-behaviour).
 func (s *Simulator) reconcileVM(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := s.client.Get(ctx, req.NamespacedName, vm); err != nil {
@@ -98,8 +115,9 @@ func finished(vmi *kubevirtv1.VirtualMachineInstance) bool {
 	return vmi.Status.Phase == kubevirtv1.Succeeded || vmi.Status.Phase == kubevirtv1.Failed
 }
 
-// shouldRestart follows B9: Always restarts any finished VMI, RerunOnFailure
-// only a failed one, Once and Manual never.
+// shouldRestart says whether to recreate a VMI: Always restarts any finished
+// VMI, RerunOnFailure only a failed one, Once and Manual never
+// (docs/kubevirt-behaviour.md#run-strategies-and-deletion).
 func shouldRestart(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) bool {
 	if vm.Spec.Running != nil {
 		return *vm.Spec.Running
@@ -127,8 +145,10 @@ func (s *Simulator) deleteVM(ctx context.Context, vm *kubevirtv1.VirtualMachine)
 	return nil
 }
 
-// ensureDataVolumes creates the DataVolumes of the templates (B2) and
-// reports whether all are ready enough to start the VM (B1).
+// ensureDataVolumes creates the DataVolumes of the templates
+// (docs/kubevirt-behaviour.md#datavolumes-created-from-templates) and reports
+// whether all are ready enough to start the VM
+// (docs/kubevirt-behaviour.md#the-vmi-is-built-from-the-vm-template).
 func (s *Simulator) ensureDataVolumes(ctx context.Context, vm *kubevirtv1.VirtualMachine) (bool, error) {
 	ready := true
 	for _, t := range vm.Spec.DataVolumeTemplates {
@@ -179,7 +199,8 @@ func (s *Simulator) dataVolumeFromTemplate(ctx context.Context, vm *kubevirtv1.V
 		dv.Labels[k] = v
 	}
 	if ref := dv.Spec.SourceRef; ref != nil {
-		// B2: a DataSource reference is resolved when the DataVolume is made.
+		// A DataSource reference is resolved when the DataVolume is made
+		// (docs/kubevirt-behaviour.md#datavolumes-created-from-templates).
 		ns := vm.Namespace
 		if ref.Namespace != nil {
 			ns = *ref.Namespace
@@ -217,7 +238,8 @@ func (s *Simulator) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachine
 		}
 	}
 	if !hasMemory(&vmi.Spec) {
-		// A10: without memory the VMI is refused and the VM records it.
+		// Without memory the VMI is refused and the VM records it
+		// (docs/kubevirt-behaviour.md#memory-is-required-and-some-labels-are-reserved).
 		s.event(ctx, vm, corev1.EventTypeWarning, "FailedCreate",
 			"Error creating VirtualMachineInstance: spec.domain.resources.requests.memory or spec.domain.memory.guest must be set")
 		return nil

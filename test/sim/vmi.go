@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package sim
 
 import (
@@ -28,7 +44,8 @@ func (s *Simulator) setupVMIController(mgr ctrl.Manager) error {
 		Complete(reconcile.Func(s.reconcileVMI))
 }
 
-// reconcileVMI plays virt-controller and virt-handler for one VMI (B3-B7).
+// reconcileVMI plays virt-controller and virt-handler for one VMI
+// (docs/kubevirt-behaviour.md#virtualmachine-and-vmi-controller-behaviour).
 func (s *Simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if err := s.client.Get(ctx, req.NamespacedName, vmi); err != nil {
@@ -50,7 +67,8 @@ func (s *Simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 	var requeue time.Duration
 	switch {
 	case pod == nil && vmi.Status.Phase != "" && vmi.Status.Phase != kubevirtv1.Pending:
-		// B5: the pod is gone after it existed.
+		// The pod is gone after it existed
+		// (docs/kubevirt-behaviour.md#vmi-phases).
 		vmi.Status.Phase = kubevirtv1.Failed
 		setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady,
 			Status: corev1.ConditionFalse, Reason: "PodNotExists", Message: "virt-launcher pod has been deleted"})
@@ -137,8 +155,9 @@ func (s *Simulator) followPod(vmi *kubevirtv1.VirtualMachineInstance, pod *corev
 		vmi.Status.Interfaces = s.interfaces(vmi, pod)
 		ready := kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}
 		if vmi.Spec.ReadinessProbe != nil {
-			// B6: with a readiness probe, Ready follows the probe; the
-			// guest agent answers it once the guest has booted.
+			// With a readiness probe, Ready follows the probe; the guest
+			// agent answers it once the guest has booted
+			// (docs/kubevirt-behaviour.md#ready-and-other-conditions).
 			ready = kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady,
 				Status: corev1.ConditionFalse, Reason: "ReadinessProbeNotPassed", Message: "readiness probe has not passed yet"}
 		}
@@ -147,8 +166,9 @@ func (s *Simulator) followPod(vmi *kubevirtv1.VirtualMachineInstance, pod *corev
 	return 0
 }
 
-// interfaces reports one entry per interface (B7): the pod network carries
-// the pod IP and comes first; Multus networks get an IP of their own.
+// interfaces reports one entry per interface: the pod network carries the
+// pod IP and comes first; Multus networks get an IP of their own
+// (docs/kubevirt-behaviour.md#interface-status-and-ip-addresses).
 func (s *Simulator) interfaces(vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
 	var pod0, rest []kubevirtv1.VirtualMachineInstanceNetworkInterface
 	for i, n := range vmi.Spec.Networks {

@@ -1,42 +1,75 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package world
 
 import (
-	"context"
-	"fmt"
-	"net"
+	"errors"
 	"os"
 	"path/filepath"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
 // ProviderNamespace is where the world's provider manager pretends to run.
 const ProviderNamespace = "capkv-system"
 
 // StartProvider runs the provider's manager against the world's management
-// cluster, built by manager.New exactly as main.go builds it, with o on top
-// of the world's defaults: no webhooks (the world's API server serves Cluster
-// API's), no metrics listener, a free health port, the simulated guests'
-// SSH. It returns a function that stops the manager and waits for it.
+// cluster (testenv.StartManager) with ProviderOptions(o). It returns a
+// function that stops the manager and waits for it.
+//
+// With o.EnableWebhooks and no webhook server of its own, the provider
+// serves its admission webhooks as a real install does: the world
+// registers the webhook configuration the release ships with the API
+// server, pointed at the manager, and waits until it serves.
 func (w *World) StartProvider(o manager.Options) (func() error, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	serveWebhooks := o.EnableWebhooks && o.WebhookCertDir == ""
+	if serveWebhooks {
+		if w.providerWebhooks == nil {
+			install, err := testenv.InstallProviderWebhooks(w.Env.Config)
+			if err != nil {
+				return nil, err
+			}
+			w.providerWebhooks = install
+		}
+		o.WebhookHost, o.WebhookPort = w.providerWebhooks.LocalServingHost, w.providerWebhooks.LocalServingPort
+		o.WebhookCertDir = w.providerWebhooks.LocalServingCertDir
+	}
+	m, err := testenv.StartManager(w.Env.Config, w.ProviderOptions(o))
 	if err != nil {
 		return nil, err
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	o.HealthProbeBindAddress = addr
-	o.Metrics = metricsserver.Options{BindAddress: "0"}
-	o.SkipNameValidation = true
-	if o.SyncPeriod == 0 {
-		o.SyncPeriod = 10 * time.Hour
+	if serveWebhooks {
+		if err := m.WaitServing(testenv.WebhookAddress(w.providerWebhooks)); err != nil {
+			return nil, errors.Join(err, m.Stop())
+		}
 	}
-	if o.SSHDial == nil {
-		o.SSHDial = w.Sim.DialGuest
+	return m.Stop, nil
+}
+
+// ProviderOptions are o on top of the world's defaults for the provider:
+// the simulated guests' SSH, the provider namespace isolation opens port 22
+// to, IPv4 only (the simulated infra cluster has no IPv6), and 4 workers per
+// controller.
+func (w *World) ProviderOptions(o manager.Options) manager.Options {
+	if o.InProcess.DialGuest == nil {
+		o.InProcess.DialGuest = w.Sim.DialGuest
 	}
 	if o.ProviderNamespace == "" {
 		o.ProviderNamespace = ProviderNamespace
@@ -49,18 +82,7 @@ func (w *World) StartProvider(o manager.Options) (func() error, error) {
 			*n = 4
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := manager.New(ctx, w.Env.Config, o)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("building the provider's manager: %w", err)
-	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- mgr.Start(ctx) }()
-	return func() error {
-		cancel()
-		return <-stopped
-	}, nil
+	return o
 }
 
 // AdminUser is the user of the world's admin kubeconfig.

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package world builds the test world in one call: a real API server with
 // every CRD, the real kube-scheduler and kube-controller-manager, simulated
 // infra nodes and storage, and the KubeVirt/CDI simulator with its admission
@@ -93,6 +109,9 @@ type World struct {
 	// extraManagers run beside the simulator's, all stopped together.
 	extraManagers []ctrl.Manager
 	simWebhooks   *envtest.WebhookInstallOptions
+	// providerWebhooks point the provider's webhook configurations at a
+	// provider started with webhooks (StartProvider).
+	providerWebhooks *envtest.WebhookInstallOptions
 }
 
 // DefaultNodes are three 16-CPU, 64Gi nodes in zones a, b and c.
@@ -286,8 +305,10 @@ func (w *World) Stop() error {
 	if w.metrics != nil {
 		errs = append(errs, w.metrics.Close())
 	}
-	if w.simWebhooks != nil {
-		errs = append(errs, w.simWebhooks.Cleanup())
+	for _, install := range []*envtest.WebhookInstallOptions{w.simWebhooks, w.providerWebhooks} {
+		if install != nil {
+			errs = append(errs, install.Cleanup())
+		}
 	}
 	if w.Workloads != nil {
 		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)

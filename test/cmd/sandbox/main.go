@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Command sandbox starts the test world (a real API server, etcd, scheduler
 // and controller-manager, the real Cluster API controllers, KubeVirt and CDI
 // simulated) with this provider's manager wired as main.go wires it, writes
@@ -77,7 +93,9 @@ func run() error {
 	step(fmt.Sprintf("world up in %s", time.Since(start).Round(100*time.Millisecond)))
 
 	if !*noProvider {
-		stopProvider, err := w.StartProvider(manager.Options{})
+		// Served as a real install serves them, so that the sandbox refuses
+		// what a real management cluster refuses.
+		stopProvider, err := w.StartProvider(manager.Options{EnableWebhooks: true})
 		if err != nil {
 			return err
 		}
@@ -86,7 +104,7 @@ func run() error {
 				fmt.Fprintln(os.Stderr, "sandbox: provider:", err)
 			}
 		}()
-		step("provider manager started (manager.New, as main.go builds it)")
+		step("provider manager started (manager.New, as main.go builds it), serving its admission webhooks")
 	}
 	if err := w.WriteKubeconfig(*kubeconfigPath, world.AdminUser); err != nil {
 		return err

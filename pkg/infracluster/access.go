@@ -1,0 +1,90 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package infracluster
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+)
+
+// RetryUnannounced is how long to wait before looking at an infra cluster
+// again when nothing the provider watches would announce that it became
+// usable: it is unreachable, external (its CRDs are not watched), or named
+// by a Secret the object's controller does not watch.
+const RetryUnannounced = 30 * time.Second
+
+// Access is an infra cluster as an object may use it, and what every
+// controller reports about it: the InfraClusterAvailable outcome, with a
+// requeue only where no watch announces a change.
+type Access struct {
+	// Infra is the infra cluster; nil when its kubeconfig Secret could not
+	// be used.
+	Infra *Infra
+	// Outcome is the InfraClusterAvailable condition to report.
+	Outcome outcome.Outcome
+}
+
+// Available reports whether the infra cluster serves KubeVirt and CDI.
+func (a Access) Available() bool { return a.Infra != nil && a.Outcome.IsDone() }
+
+// Reachable reports whether the infra cluster's API answers, so that core
+// objects (Services, NetworkPolicies, Secrets) can be used there even
+// without KubeVirt or CDI.
+func (a Access) Reachable() bool {
+	return a.Infra != nil && a.Outcome.Reason != infrav1.InfraClusterUnreachableReason
+}
+
+// Open acquires the infra cluster named by ref for user (see Acquire) and
+// decides what it may be used for.
+func (c *Clients) Open(ctx context.Context, ref *corev1.ObjectReference, ns, vmNamespace string, user User) Access {
+	infra, err := c.Acquire(ctx, ref, ns, vmNamespace, user)
+	return decide(infra, err)
+}
+
+// decide is the one infra cluster policy of the provider:
+//   - a kubeconfig Secret that is missing, incomplete or not allowed fails
+//     with InfraClusterSecretInvalid, and is looked at again after
+//     RetryUnannounced: only the KubevirtMachine controller watches Secrets;
+//   - a Secret that could not be read, or an API that does not answer, fails
+//     with InfraClusterUnreachable, and is tried again after
+//     RetryUnannounced;
+//   - missing KubeVirt or CDI APIs fail with KubeVirtNotInstalled or
+//     CDINotInstalled: on the management cluster the CRD watch announces
+//     the fix, an external one is asked again after RetryUnannounced;
+//   - otherwise the infra cluster is available.
+func decide(infra *Infra, err error) Access {
+	switch {
+	case err != nil && IsConfigError(err):
+		return Access{Outcome: outcome.Fail(infrav1.InfraClusterSecretInvalidReason, err.Error()).After(RetryUnannounced)}
+	case err != nil:
+		return Access{Outcome: outcome.Fail(infrav1.InfraClusterUnreachableReason, err.Error()).After(RetryUnannounced)}
+	case infra.Status.Available:
+		return Access{Infra: infra, Outcome: outcome.Ready(infrav1.AvailableReason, infra.Status.Message)}
+	case infra.Status.Reason == infrav1.InfraClusterUnreachableReason:
+		return Access{Infra: infra, Outcome: outcome.Fail(infra.Status.Reason, infra.Status.Message).After(RetryUnannounced)}
+	}
+	missing := outcome.Fail(infra.Status.Reason, infra.Status.Message)
+	if infra.External {
+		missing = missing.After(RetryUnannounced)
+	}
+	return Access{Infra: infra, Outcome: missing}
+}

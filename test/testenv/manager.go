@@ -1,0 +1,129 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+)
+
+// Manager is the provider's manager running in this process.
+type Manager struct {
+	// HealthAddr serves /healthz and /readyz, unless they were turned off.
+	HealthAddr string
+
+	cancel  context.CancelFunc
+	stopped chan error
+	err     error
+	done    bool
+}
+
+// StartManager runs the provider's manager against cfg, built by
+// manager.New exactly as main.go builds it, with o on top of what every
+// in-process run needs: several managers in one process, no metrics
+// listener, a free health port unless o sets one, and a sync period of 10
+// hours unless o sets one, so that only watches drive the tests.
+func StartManager(cfg *rest.Config, o manager.Options) (*Manager, error) {
+	o.InProcess.SharedProcess = true
+	if o.Metrics.BindAddress == "" {
+		o.Metrics = metricsserver.Options{BindAddress: "0"}
+	}
+	if o.HealthProbeBindAddress == "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		o.HealthProbeBindAddress = l.Addr().String()
+		_ = l.Close()
+	}
+	if o.SyncPeriod == 0 {
+		o.SyncPeriod = 10 * time.Hour
+	}
+	for _, n := range []*int{&o.KubevirtClusterConcurrency, &o.KubevirtMachineConcurrency, &o.KubevirtMachineTemplateConcurrency, &o.GoldenImageConcurrency} {
+		if *n == 0 {
+			*n = 2
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := manager.New(ctx, cfg, o)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("building the provider's manager: %w", err)
+	}
+	m := &Manager{HealthAddr: o.HealthProbeBindAddress, cancel: cancel, stopped: make(chan error, 1)}
+	go func() { m.stopped <- mgr.Start(ctx) }()
+	return m, nil
+}
+
+// Stop stops the manager and returns the error it stopped with.
+func (m *Manager) Stop() error {
+	m.cancel()
+	return m.wait()
+}
+
+func (m *Manager) wait() error {
+	if !m.done {
+		m.err, m.done = <-m.stopped, true
+	}
+	return m.err
+}
+
+// Exited returns the manager's error when it stopped on its own, and
+// ErrRunning while it runs.
+func (m *Manager) Exited() error {
+	if m.done {
+		return m.err
+	}
+	select {
+	case err := <-m.stopped:
+		m.err, m.done = err, true
+		return fmt.Errorf("manager exited: %w", err)
+	default:
+		return ErrRunning
+	}
+}
+
+// ErrRunning is what Exited returns while the manager runs.
+var ErrRunning = errors.New("the manager is running")
+
+// Healthy reports whether /healthz and /readyz answer 200 and the manager
+// has not exited.
+func (m *Manager) Healthy() error {
+	if err := m.Exited(); !errors.Is(err, ErrRunning) {
+		return err
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get("http://" + m.HealthAddr + path)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %d", path, resp.StatusCode)
+		}
+	}
+	return nil
+}
