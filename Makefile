@@ -139,10 +139,14 @@ verify-boilerplate: ## Fail listing the Go files (every module) that lack the li
 
 .PHONY: kube-binaries
 kube-binaries: ## Build kube-apiserver, kube-scheduler, kube-controller-manager and etcd into bin/ (once per pin).
-	@hack/build-kube-binaries.sh
+	@hack/build-tools.sh kube
+
+.PHONY: tools
+tools: ## Build every pinned test tool into bin/: the kube binaries, clusterctl and cert-manager (once per pin).
+	@hack/build-tools.sh
 
 .PHONY: test
-test: verify-gen verify-boilerplate kube-binaries release-manifests ## Run every test: generation and licence header checks, unit tests, then the test module's suites on a real API server.
+test: verify-gen verify-boilerplate tools build release-manifests ## Run every test: generation and licence header checks, unit tests, then the test module's suites on a real API server (e2e installs bin/manager with clusterctl).
 	@echo ">> go vet (product module, then the test module)"
 	go vet ./...
 	cd test && go vet ./...

@@ -51,6 +51,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
 
@@ -144,6 +145,8 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		controllerutil.RemoveFinalizer(kc, infrav1.ClusterFinalizer)
 		return ctrl.Result{}, nil
 	}
+	// clusterctl move cannot take VMs along that run on this cluster.
+	move.BlockIfLocalInfra(kc, kc.Spec.InfraClusterSecretRef == nil)
 	if owner == nil {
 		conditions.Set(kc, metav1.Condition{
 			Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.WaitingForOwnerReason,

@@ -34,6 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 )
 
 // activeCaches counts the running caches of external infra clusters, so an
@@ -164,6 +166,13 @@ func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns, 
 		return &infra, c.addWatches(&infra, &c.localWatched)
 	}
 
+	if !target.movable {
+		// Without the label clusterctl move would leave the kubeconfig
+		// behind (docs/move.md).
+		if err := move.KeepWithClusters(ctx, c.local.Client, target.secret, ns); err != nil {
+			return nil, err
+		}
+	}
 	key := fmt.Sprintf("%s/%s@%s", refNamespace(ref, ns), ref.Name, target.Namespace)
 	e, err := c.entry(key, target, user)
 	if err != nil {

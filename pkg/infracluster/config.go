@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 )
 
 // Target is where objects for a tenant go on the infra cluster.
@@ -47,6 +48,10 @@ type Target struct {
 	Hash [32]byte
 	// Secret is the kubeconfig Secret of an external cluster.
 	Secret types.NamespacedName
+	// movable is false when the Secret is in the object's namespace and
+	// lacks clusterctl's move label.
+	movable bool
+	secret  *corev1.Secret
 }
 
 // Resolve finds the infra cluster for an object in namespace ns. A Secret in
@@ -86,7 +91,8 @@ func Resolve(ctx context.Context, reader client.Reader, local *rest.Config, ref 
 	if err != nil {
 		return nil, configError(fmt.Errorf("infra cluster Secret %s: key %q: %w", key, infrav1.InfraClusterSecretKubeconfigKey, err))
 	}
-	target := &Target{Config: cfg, Namespace: ns, External: true, Hash: sha256.Sum256(kubeconfig), Secret: key}
+	target := &Target{Config: cfg, Namespace: ns, External: true, Hash: sha256.Sum256(kubeconfig), Secret: key,
+		movable: key.Namespace != ns || move.Labelled(secret), secret: secret}
 	if infraNS := string(secret.Data[infrav1.InfraClusterSecretNamespaceKey]); infraNS != "" {
 		target.Namespace = infraNS
 	}

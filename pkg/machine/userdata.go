@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
@@ -87,6 +88,10 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 		if !found || data.networkData == nil {
 			return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf(
 				"network data Secret %s does not exist or has neither key \"networkdata\" nor \"networkData\"", ref.Name)), nil
+		}
+		// Referenced by name only: clusterctl move must take it along.
+		if err := move.KeepWithClusters(ctx, s.Client, nd, km.Namespace); err != nil {
+			return nil, outcome.Outcome{}, err
 		}
 	}
 	var add userdata.Additions

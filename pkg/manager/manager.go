@@ -20,6 +20,7 @@ limitations under the License.
 package manager
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -74,7 +75,8 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionID names the Lease.
 	LeaderElectionID string
-	// LeaderElectionNamespace holds the Lease; empty means the manager's own.
+	// LeaderElectionNamespace holds the Lease; empty means ProviderNamespace
+	// (controller-runtime's own default reads a file only a pod has).
 	LeaderElectionNamespace string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
@@ -151,7 +153,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Scheme:                     s,
 		LeaderElection:             o.LeaderElection,
 		LeaderElectionID:           o.LeaderElectionID,
-		LeaderElectionNamespace:    o.LeaderElectionNamespace,
+		LeaderElectionNamespace:    cmp.Or(o.LeaderElectionNamespace, o.ProviderNamespace),
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
 		HealthProbeBindAddress:     o.HealthProbeBindAddress,
 		Metrics:                    o.Metrics,

@@ -23,6 +23,7 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
 	"os"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
@@ -41,8 +43,16 @@ var (
 	c client.Client
 	// w is the sandbox's world; nil against a real cluster.
 	w *world.World
-	// stopProvider stops the provider's manager in the world.
-	stopProvider func() error
+	// cc is the real clusterctl, configured with a local repository of
+	// this build's release artifacts.
+	cc *clusterctl.Clusterctl
+	// mgmt is the world's management cluster, as clusterctl reaches it.
+	mgmt clusterctl.Management
+	// provider runs the pods of the provider's Deployment that clusterctl
+	// init installed.
+	provider *world.PodRunner
+	// initOutput is what clusterctl init printed.
+	initOutput string
 	// timeout bounds every wait; real clusters boot real VMs.
 	timeout = 5 * time.Minute
 )
@@ -68,19 +78,32 @@ var _ = BeforeSuite(func() {
 	}
 	world.QuietLogs()
 	var err error
-	w, err = world.Start(world.Options{WithCAPI: true})
-	Expect(err).NotTo(HaveOccurred())
-	stopProvider, err = w.StartProvider(providerOptions())
+	w, err = world.Start(world.Options{WithCAPI: true, WithoutProviderCRDs: true, WithCertManager: true})
 	Expect(err).NotTo(HaveOccurred())
 	c = w.Env.Client
+	cc, err = clusterctl.NewForWorld(releaseVersion)
+	Expect(err).NotTo(HaveOccurred())
+	mgmt, err = cc.ManagementOf(w.Env, "management")
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	initOutput, provider, err = cc.Init(ctx, mgmt, releaseVersion)
+	Expect(err).NotTo(HaveOccurred())
 })
+
+// releaseVersion is the version the specs give this build's release
+// artifacts in clusterctl's local repository.
+const releaseVersion = "v0.2.0"
 
 var _ = AfterSuite(func() {
 	if w == nil {
 		return
 	}
-	if stopProvider != nil {
-		Expect(stopProvider()).To(Succeed())
+	if provider != nil {
+		Expect(provider.Stop()).To(Succeed())
 	}
 	Expect(w.Stop()).To(Succeed())
+	if cc != nil {
+		Expect(cc.Cleanup()).To(Succeed())
+	}
 })

@@ -60,7 +60,7 @@ func TestControlPlaneServiceTypes(t *testing.T) {
 	ctx := context.Background()
 
 	clusterIP := ownedCluster(t, nil)
-	eventually(t, clusterIP.endpoint()).Should(MatchRegexp(`^10\.[0-9.]+:6443$`))
+	eventually(t, clusterIP.endpoint()).Should(MatchRegexp(`^127\.[0-9.]+:6443$`))
 	svc := &corev1.Service{}
 	g.Expect(clusterIP.c.Get(ctx, client.ObjectKey{Namespace: clusterIP.ns, Name: "tenant-lb"}, svc)).To(Succeed())
 	g.Expect(svc.Spec.Selector).To(Equal(map[string]string{infrav1.ClusterNameLabel: "tenant", infrav1.RoleLabel: infrav1.RoleControlPlane,
@@ -128,7 +128,7 @@ func TestUserEndpointRespected(t *testing.T) {
 		kc.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "api.green.example", Port: 8443}
 	})
 	eventually(t, hostOnly.endpoint()).Should(Equal("api.blue.example:6443"))
-	eventually(t, portOnly.endpoint()).Should(MatchRegexp(`^10\.[0-9.]+:7443$`))
+	eventually(t, portOnly.endpoint()).Should(MatchRegexp(`^127\.[0-9.]+:7443$`))
 	eventually(t, both.endpoint()).Should(Equal("api.green.example:8443"))
 	// The Service still fronts the control plane, on the user's port.
 	svc := &corev1.Service{}

@@ -88,7 +88,7 @@ func TestUnreachableInfraCluster(t *testing.T) {
 	})
 	// A kubeconfig pointing at a port where nothing listens.
 	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "infra-kubeconfig", Namespace: tc.ns},
-		Data: map[string][]byte{"kubeconfig": []byte(unreachableKubeconfig)}})).To(Succeed())
+		Data: map[string][]byte{"kubeconfig": []byte(fixture.UnreachableKubeconfig)}})).To(Succeed())
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "unreach-0"})
 	eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.InfraClusterUnreachableReason))
 	cur := get(t, tc.c, km)
@@ -101,22 +101,6 @@ func TestUnreachableInfraCluster(t *testing.T) {
 	g.Expect(condition(get(t, tc.c, km), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("until the infra cluster can be used"))
 	g.Expect(get(t, tc.c, km).Finalizers).To(ContainElement(infrav1.MachineFinalizer))
 }
-
-const unreachableKubeconfig = `apiVersion: v1
-kind: Config
-clusters:
-- name: gone
-  cluster:
-    server: https://127.0.0.1:1
-    insecure-skip-tls-verify: true
-contexts:
-- name: gone
-  context: {cluster: gone, user: gone}
-current-context: gone
-users:
-- name: gone
-  user: {token: nothing}
-`
 
 // TestNodeProviderID plays a tenant cluster whose kubelets register Nodes
 // without a providerID: the provider sets it through Cluster API's

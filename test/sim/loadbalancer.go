@@ -81,6 +81,10 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, err
 	}
+	if err == nil && svc.DeletionTimestamp.IsZero() && svc.Spec.Type == corev1.ServiceTypeClusterIP {
+		s.lb.release(req.NamespacedName)
+		return reconcile.Result{}, s.serveClusterIP(ctx, svc)
+	}
 	if err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !svc.DeletionTimestamp.IsZero() {
 		s.lb.release(req.NamespacedName)
 		return reconcile.Result{}, nil
@@ -110,6 +114,26 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, s.client.Status().Update(ctx, svc)
+}
+
+// serveClusterIP serves the ClusterIP of a tenant's control-plane Service,
+// as kube-proxy would for clients on the infra cluster's nodes (and the
+// management cluster, when it is the infra cluster): the world's
+// LoadBalancerServer serves the tenant's API server there. The world's
+// ClusterIPs are on loopback (testenv), so nothing leaves the machine;
+// other ClusterIP Services are not the simulator's to serve.
+func (s *Simulator) serveClusterIP(ctx context.Context, svc *corev1.Service) error {
+	server, ok := s.LBBackend.(LoadBalancerServer)
+	ip := net.ParseIP(svc.Spec.ClusterIP)
+	if !ok || ip == nil || !ip.IsLoopback() {
+		return nil
+	}
+	for _, port := range svc.Spec.Ports {
+		if _, err := server.ServeOn(ctx, svc, port, svc.Spec.ClusterIP); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serve makes ip forward every port of the Service: through the world's
@@ -225,13 +249,16 @@ func (lb *loadBalancer) listen(ctx context.Context, ip string, port corev1.Servi
 			if err != nil {
 				return
 			}
-			go forward(ctx, conn, backend)
+			go Forward(ctx, conn, backend)
 		}
 	}()
 	return nil
 }
 
-func forward(ctx context.Context, conn net.Conn, backend func(context.Context) (string, bool)) {
+// Forward connects a client to the address backend names, copying both
+// ways until one side closes; with no backend the connection is closed, as
+// a Service without endpoints refuses it.
+func Forward(ctx context.Context, conn net.Conn, backend func(context.Context) (string, bool)) {
 	defer conn.Close()
 	target, ok := backend(ctx)
 	if !ok {

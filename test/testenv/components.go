@@ -63,40 +63,55 @@ func (e *Env) StartKubeComponents() error {
 	if err := checkBinaries(bin, "kube-scheduler", "kube-controller-manager"); err != nil {
 		return err
 	}
-	user, err := e.ControlPlane.AddUser(envtest.User{Name: "kube-components", Groups: []string{"system:masters"}}, nil)
+	kubeconfigPath, err := e.componentsKubeconfig()
 	if err != nil {
-		return fmt.Errorf("creating a user for the scheduler and controller-manager: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "capkv-kube-components-")
-	if err != nil {
-		return err
-	}
-	e.componentsDir = dir
-	kubeconfigPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
 		return err
 	}
 	common := []string{"--kubeconfig=" + kubeconfigPath, "--leader-elect=false", "--secure-port=0", "--v=1"}
-	if err := e.startProcess(bin, "kube-scheduler", common); err != nil {
+	if err := e.startProcess(bin, "kube-scheduler", "kube-scheduler", common); err != nil {
 		return err
 	}
-	return e.startProcess(bin, "kube-controller-manager", append(common,
+	return e.startProcess(bin, "kube-controller-manager", "kube-controller-manager", append(common,
 		"--controllers="+strings.Join(kubeControllers, ","),
 		"--concurrent-gc-syncs=10",
 		"--use-service-account-credentials=false",
 	))
 }
 
-func (e *Env) startProcess(bin, name string, args []string) error {
+// componentsKubeconfig writes, once, the kubeconfig of the components the
+// environment runs as processes: a cluster administrator.
+func (e *Env) componentsKubeconfig() (string, error) {
+	if e.componentsDir != "" {
+		return filepath.Join(e.componentsDir, "kubeconfig"), nil
+	}
+	user, err := e.ControlPlane.AddUser(envtest.User{Name: "kube-components", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("creating a user for the components: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "capkv-kube-components-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return "", errors.Join(err, os.RemoveAll(dir))
+	}
+	e.componentsDir = dir
+	return path, nil
+}
+
+// startProcess runs bin/binary with args as the component name, logging to
+// name.log in the components' directory.
+func (e *Env) startProcess(bin, binary, name string, args []string) error {
 	log, err := os.Create(filepath.Join(e.componentsDir, name+".log")) //nolint:gosec // a temporary directory of our own
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(bin, name), args...) //nolint:gosec // binaries built by this repository
+	cmd := exec.Command(filepath.Join(bin, binary), args...) //nolint:gosec // binaries built by this repository
 	cmd.Stdout, cmd.Stderr = log, log
 	// The kernel kills the component if the test process dies first, so no
 	// process outlives a crashed or interrupted test run.
@@ -133,4 +148,22 @@ func (e *Env) stopProcesses() error {
 		_ = os.RemoveAll(e.componentsDir)
 	}
 	return errors.Join(errs...)
+}
+
+// WriteKubeconfig writes a kubeconfig of the environment's API server to
+// path, authenticating as userName, a cluster administrator, so that its
+// requests can be told apart in the audit log.
+func (e *Env) WriteKubeconfig(path, userName string) error {
+	user, err := e.ControlPlane.AddUser(envtest.User{Name: userName, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
 }

@@ -50,6 +50,22 @@ var ContractLabels = map[string]string{
 	"cluster.x-k8s.io/v1beta2": "v1alpha1",
 }
 
+// ClusterctlLabel and ProviderLabel are the labels clusterctl puts on
+// everything it installs, CRDs included: clusterctl move discovers the kinds
+// to move by the first.
+const (
+	ClusterctlLabel = "clusterctl.cluster.x-k8s.io"
+	ProviderLabel   = "cluster.x-k8s.io/provider"
+)
+
+// capiProviders are the directories of Cluster API's CRDs in its module, by
+// the provider (clusterctl's manifest label) that installs them.
+var capiProviders = map[string]string{
+	"core":                 "cluster-api",
+	"bootstrap/kubeadm":    "bootstrap-kubeadm",
+	"controlplane/kubeadm": "control-plane-kubeadm",
+}
+
 // Options selects what the environment installs.
 type Options struct {
 	// WithoutKubeVirtCRDs leaves out the KubeVirt, CDI and Multus CRDs, as on
@@ -86,6 +102,13 @@ type Env struct {
 	Client client.Client
 	// Scheme has every kind of the test world.
 	Scheme *runtime.Scheme
+	// ServiceCIDR is the range of Service ClusterIPs, on loopback.
+	ServiceCIDR string
+	// PodCIDR is the loopback range for the pods the world runs as real
+	// processes.
+	PodCIDR string
+
+	services *serviceRange
 
 	processes     []*process
 	componentsDir string
@@ -142,19 +165,30 @@ func Start(o Options) (*Env, error) {
 	if o.WithCAPKVWebhooks {
 		env.WebhookInstallOptions.Paths = []string{ProviderWebhookManifests()}
 	}
+	stateFile := ""
+	if o.EtcdDataDir != "" {
+		stateFile = filepath.Join(filepath.Dir(o.EtcdDataDir), "service-cidr")
+	}
+	services, err := claimServiceRange(stateFile)
+	if err != nil {
+		return nil, err
+	}
+	// A flag of the caller's APIServerArgs wins.
+	if _, ok := o.APIServerArgs["service-cluster-ip-range"]; !ok {
+		env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", services.cidr)
+	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+		return nil, errors.Join(fmt.Errorf("starting kube-apiserver and etcd: %w", err), services.release())
 	}
 	// Tests create many objects quickly; the default client limits would
 	// make them wait on the client, not on the server.
 	cfg.QPS, cfg.Burst = 200, 400
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
-		_ = env.Stop()
-		return nil, err
+		return nil, errors.Join(err, env.Stop(), services.release())
 	}
-	e := &Env{Environment: env, Config: cfg, Client: c, Scheme: s}
+	e := &Env{Environment: env, Config: cfg, Client: c, Scheme: s, ServiceCIDR: services.cidr, PodCIDR: services.podCIDR, services: services}
 	if o.WithKubeComponents {
 		if err := e.StartKubeComponents(); err != nil {
 			_ = e.Stop()
@@ -167,7 +201,7 @@ func Start(o Options) (*Env, error) {
 // Stop stops the scheduler and controller-manager if they run, then the API
 // server and etcd, and removes their data.
 func (e *Env) Stop() error {
-	return errors.Join(e.stopProcesses(), e.Environment.Stop())
+	return errors.Join(e.stopProcesses(), e.Environment.Stop(), e.services.release())
 }
 
 // CRDs reads every CRD of the test world: CAPKV's with the contract labels,
@@ -187,10 +221,14 @@ func CRDs(withKubeVirt bool) ([]*apiextensionsv1.CustomResourceDefinition, error
 	if err != nil {
 		return nil, err
 	}
-	for _, dir := range []string{"core", "bootstrap/kubeadm", "controlplane/kubeadm"} {
+	for dir, provider := range capiProviders {
 		crds, err := readCRDs(filepath.Join(capi, dir, "config", "crd", "bases"))
 		if err != nil {
 			return nil, err
+		}
+		// clusterctl labels what it installs; move finds its kinds by these.
+		for _, crd := range crds {
+			addLabels(crd, map[string]string{ClusterctlLabel: "", ProviderLabel: provider})
 		}
 		if dir != "core" {
 			// The kubeadm providers' kustomizations add these contract labels.

@@ -54,13 +54,23 @@ var (
 // ModuleDir returns the module cache directory of a module the repository
 // depends on, at the version the test module's go.mod pins.
 func ModuleDir(module string) (string, error) {
+	return moduleDirIn(filepath.Join(RepoRoot(), "test"), module)
+}
+
+// toolModuleDir is ModuleDir for a module a hack/tools module pins.
+func toolModuleDir(tool, module string) (string, error) {
+	return moduleDirIn(filepath.Join(RepoRoot(), "hack", "tools", tool), module)
+}
+
+func moduleDirIn(from, module string) (string, error) {
 	moduleDirsMu.Lock()
 	defer moduleDirsMu.Unlock()
-	if dir, ok := moduleDirs[module]; ok {
+	key := from + " " + module
+	if dir, ok := moduleDirs[key]; ok {
 		return dir, nil
 	}
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module) //nolint:gosec // module names are constants of the test world
-	cmd.Dir = filepath.Join(RepoRoot(), "test")
+	cmd.Dir = from
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("locating module %s: %w", module, err)
@@ -69,7 +79,7 @@ func ModuleDir(module string) (string, error) {
 	if dir == "" {
 		return "", fmt.Errorf("module %s is not in the module cache; run 'go mod download'", module)
 	}
-	moduleDirs[module] = dir
+	moduleDirs[key] = dir
 	return dir, nil
 }
 

@@ -87,7 +87,10 @@ type capiManagers struct {
 	stopped []chan error
 }
 
-func startCAPI(env *testenv.Env) (*capiManagers, error) {
+// startCAPI runs Cluster API's core, kubeadm bootstrap and kubeadm control
+// plane managers against env. Their informer names are process-wide, so a
+// further management cluster's names carry a suffix.
+func startCAPI(env *testenv.Env, suffix string) (*capiManagers, error) {
 	if err := feature.MutableGates.Set("ClusterTopology=true"); err != nil {
 		return nil, err
 	}
@@ -106,13 +109,13 @@ func startCAPI(env *testenv.Env) (*capiManagers, error) {
 		webhook bool
 	}{
 		{"capi-controller-manager", func() ctrl.Options {
-			return ctrl.Options{Cache: coresetup.ManagerCacheOptions(s, "capi-controller-manager", "", 10*time.Minute), Client: coresetup.ManagerClientOptions()}
+			return ctrl.Options{Cache: coresetup.ManagerCacheOptions(s, "capi-controller-manager"+suffix, "", 10*time.Minute), Client: coresetup.ManagerClientOptions()}
 		}, coresetup.ClusterCacheCacheOptions(), coresetup.ClusterCacheClientOptions, setupCore, true},
 		{"capi-kubeadm-bootstrap-controller-manager", func() ctrl.Options {
-			return ctrl.Options{Cache: bootstrapsetup.ManagerCacheOptions(s, "capi-kubeadm-bootstrap-controller-manager", "", 10*time.Minute), Client: bootstrapsetup.ManagerClientOptions()}
+			return ctrl.Options{Cache: bootstrapsetup.ManagerCacheOptions(s, "capi-kubeadm-bootstrap-controller-manager"+suffix, "", 10*time.Minute), Client: bootstrapsetup.ManagerClientOptions()}
 		}, bootstrapsetup.ClusterCacheCacheOptions(), bootstrapsetup.ClusterCacheClientOptions, setupBootstrap, false},
 		{"capi-kubeadm-control-plane-controller-manager", func() ctrl.Options {
-			return ctrl.Options{Cache: controlplanesetup.ManagerCacheOptions(s, "capi-kubeadm-control-plane-controller-manager", "", 10*time.Minute), Client: controlplanesetup.ManagerClientOptions()}
+			return ctrl.Options{Cache: controlplanesetup.ManagerCacheOptions(s, "capi-kubeadm-control-plane-controller-manager"+suffix, "", 10*time.Minute), Client: controlplanesetup.ManagerClientOptions()}
 		}, controlplanesetup.ClusterCacheCacheOptions(), controlplanesetup.ClusterCacheClientOptions, setupControlPlane, false},
 	} {
 		opts := p.cache()

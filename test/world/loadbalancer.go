@@ -18,6 +18,7 @@ package world
 
 import (
 	"context"
+	"net"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,7 +71,8 @@ func tenantOf(svc *corev1.Service) (types.NamespacedName, bool) {
 }
 
 // ensureBehindLoadBalancer creates the tenant's workload cluster on the
-// address of its control-plane load balancer, if it has one yet, so that
+// address of its control-plane load balancer or ClusterIP Service, if it
+// has one yet, so that
 // the first machine can join before anyone connected through it.
 func (w *Workloads) ensureBehindLoadBalancer(ctx context.Context, infra client.Reader, vmNamespace string, key types.NamespacedName) error {
 	services := &corev1.ServiceList{}
@@ -79,8 +81,16 @@ func (w *Workloads) ensureBehindLoadBalancer(ctx context.Context, infra client.R
 	}
 	for i := range services.Items {
 		svc := &services.Items[i]
-		if tenant, ok := tenantOf(svc); ok && tenant == key && svc.Spec.Type == corev1.ServiceTypeLoadBalancer && sim.IngressIP(svc) != "" {
+		tenant, ok := tenantOf(svc)
+		if !ok || tenant != key || len(svc.Spec.Ports) == 0 {
+			continue
+		}
+		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && sim.IngressIP(svc) != "" {
 			_, err := w.EnsureClusterAt(ctx, key, sim.IngressIP(svc), svc.Spec.Ports[0].Port)
+			return err
+		}
+		if ip := net.ParseIP(svc.Spec.ClusterIP); svc.Spec.Type == corev1.ServiceTypeClusterIP && ip != nil && ip.IsLoopback() {
+			_, err := w.EnsureClusterAt(ctx, key, svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
 			return err
 		}
 	}

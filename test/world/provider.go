@@ -18,10 +18,6 @@ package world
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
-
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
@@ -93,16 +89,5 @@ const AdminUser = "world-admin"
 // clusterctl, or a provider running as its own process whose requests the
 // API server's audit log can tell apart by that name.
 func (w *World) WriteKubeconfig(path, userName string) error {
-	user, err := w.Env.ControlPlane.AddUser(envtest.User{Name: userName, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o600)
+	return w.Env.WriteKubeconfig(path, userName)
 }

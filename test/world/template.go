@@ -56,7 +56,19 @@ func ApplyTemplateFile(ctx context.Context, c client.Client, path string, vars m
 	if err != nil {
 		return fmt.Errorf("rendering the cluster template: %w", err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	return ApplyYAML(ctx, c, out)
+}
+
+// ApplyYAML creates every object of a multi-document YAML through c, as
+// kubectl create -f does with what clusterctl generate cluster prints.
+func ApplyYAML(ctx context.Context, c client.Client, data []byte) error {
+	return ApplyYAMLWith(ctx, c, data, nil)
+}
+
+// ApplyYAMLWith is ApplyYAML with mutate, when set, called on each object
+// before it is created, as a user edits generated manifests.
+func ApplyYAMLWith(ctx context.Context, c client.Client, data []byte, mutate func(*unstructured.Unstructured) error) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		u := &unstructured.Unstructured{}
 		err := dec.Decode(&u.Object)
@@ -68,6 +80,11 @@ func ApplyTemplateFile(ctx context.Context, c client.Client, path string, vars m
 		}
 		if len(u.Object) == 0 {
 			continue
+		}
+		if mutate != nil {
+			if err := mutate(u); err != nil {
+				return err
+			}
 		}
 		if err := c.Create(ctx, u); err != nil {
 			return fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)

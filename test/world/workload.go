@@ -50,23 +50,26 @@ import (
 // with its provider ID and, on control-plane machines, the static pods, an
 // etcd member and an API server backend.
 type Workloads struct {
-	mgmt client.Client
+	mgmt client.Reader
 	mgr  inmemoryruntime.Manager
 	// mux serves every cluster, each on a port of its own.
 	mux *inmemoryserver.WorkloadClustersMux
 	mu  sync.Mutex
-	// addrs are the clusters' API endpoints: the mux listener, or the load
-	// balancer address its proxy serves (EnsureClusterAt).
+	// addrs are the clusters' API endpoints: the mux listener, or the first
+	// Service address a proxy serves (EnsureClusterAt).
 	addrs map[string]string
-	// proxies serve clusters on their load balancer addresses.
-	proxies map[string]*lbProxy
+	// muxAddrs are the clusters' mux listeners, the proxies' backends.
+	muxAddrs map[string]string
+	// proxies serve clusters on their Service addresses (a load balancer's,
+	// a ClusterIP), by cluster and address.
+	proxies map[string]map[string]*lbProxy
 	// ports are the mux ports given to clusters: the mux binds a port only
 	// once a cluster's first API server joins, and the kernel may offer it
 	// again until then.
 	ports map[int32]bool
 }
 
-func newWorkloads(ctx context.Context, mgmt client.Client) (*Workloads, error) {
+func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
@@ -79,7 +82,8 @@ func newWorkloads(ctx context.Context, mgmt client.Client) (*Workloads, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, proxies: map[string]*lbProxy{}, ports: map[int32]bool{}}, nil
+	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, muxAddrs: map[string]string{},
+		proxies: map[string]map[string]*lbProxy{}, ports: map[int32]bool{}}, nil
 }
 
 func groupName(cluster types.NamespacedName) string { return cluster.Namespace + "/" + cluster.Name }
@@ -92,26 +96,39 @@ func (w *Workloads) EnsureCluster(ctx context.Context, cluster types.NamespacedN
 	return w.ensureOn(ctx, cluster)
 }
 
-// EnsureClusterAt creates the workload cluster's API endpoint on host:port
-// (a load balancer's loopback address), served with a certificate for that
-// address, and returns it. A cluster that exists is returned as it is.
+// EnsureClusterAt serves the workload cluster's API endpoint on host:port
+// (a load balancer's or a ClusterIP's loopback address) with a certificate
+// for that address, creating the cluster first if needed, and returns the
+// cluster's endpoint.
 func (w *Workloads) EnsureClusterAt(ctx context.Context, cluster types.NamespacedName, host string, port int32) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	name := groupName(cluster)
-	if addr, ok := w.addrs[name]; ok {
-		return addr, nil
+	addr := net.JoinHostPort(host, fmt.Sprint(port))
+	if w.proxies[name][addr] != nil {
+		return w.addrs[name], nil
 	}
-	muxHost, muxPort, err := w.ensureOn(ctx, cluster)
+	_, exists := w.addrs[name]
+	if !exists {
+		if _, _, err := w.ensureOn(ctx, cluster); err != nil {
+			return "", err
+		}
+	}
+	proxy, err := w.startLBProxy(cluster, host, port, w.muxAddrs[name])
+	if err != nil && !exists {
+		return "", errors.Join(err, w.dropLocked(name))
+	}
 	if err != nil {
 		return "", err
 	}
-	proxy, err := w.startLBProxy(cluster, host, port, net.JoinHostPort(muxHost, fmt.Sprint(muxPort)))
-	if err != nil {
-		return "", errors.Join(err, w.dropLocked(name))
+	if w.proxies[name] == nil {
+		w.proxies[name] = map[string]*lbProxy{}
 	}
-	w.proxies[name] = proxy
-	w.addrs[name] = net.JoinHostPort(host, fmt.Sprint(port))
+	w.proxies[name][addr] = proxy
+	if !exists || len(w.proxies[name]) == 1 {
+		// A proxied address is the endpoint clients are given.
+		w.addrs[name] = addr
+	}
 	return w.addrs[name], nil
 }
 
@@ -142,6 +159,7 @@ func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName) 
 	}
 	w.ports[port] = true
 	w.addrs[name] = net.JoinHostPort(l.Host(), fmt.Sprint(l.Port()))
+	w.muxAddrs[name] = w.addrs[name]
 	return l.Host(), l.Port(), nil
 }
 
@@ -313,13 +331,14 @@ func (w *Workloads) DeleteCluster(cluster types.NamespacedName) error {
 
 func (w *Workloads) dropLocked(name string) error {
 	var errs []error
-	if p := w.proxies[name]; p != nil {
+	for _, p := range w.proxies[name] {
 		errs = append(errs, p.close())
 	}
 	errs = append(errs, w.mux.DeleteWorkloadClusterListener(name))
 	w.mgr.DeleteResourceGroup(name)
 	delete(w.proxies, name)
 	delete(w.addrs, name)
+	delete(w.muxAddrs, name)
 	return errors.Join(errs...)
 }
 

@@ -77,6 +77,10 @@ type Options struct {
 	// cluster, for another infrastructure provider for KubeVirt (or an
 	// older build of this one) to install its own.
 	WithoutProviderCRDs bool
+	// WithCertManager runs the real cert-manager (controller and CA
+	// injector) against the management cluster, for a provider installed
+	// by clusterctl.
+	WithCertManager bool
 	// APIServerArgs are extra flags of the management kube-apiserver, such
 	// as an audit policy.
 	APIServerArgs map[string]string
@@ -112,6 +116,10 @@ type World struct {
 	// providerWebhooks point the provider's webhook configurations at a
 	// provider started with webhooks (StartProvider).
 	providerWebhooks *envtest.WebhookInstallOptions
+	// managements reads every management cluster, for the guests and
+	// load balancers of tenants that may have moved (StartManagement).
+	managements     *managementClusters
+	moreManagements []*Management
 }
 
 // DefaultNodes are three 16-CPU, 64Gi nodes in zones a, b and c.
@@ -134,8 +142,13 @@ func Start(o Options) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &World{Env: env, Infra: env}
+	w := &World{Env: env, Infra: env, managements: &managementClusters{readers: []client.Reader{env.Client}}}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
+	if o.WithCertManager {
+		if err := env.StartCertManager(); err != nil {
+			return nil, errors.Join(err, w.Stop())
+		}
+	}
 	if err := w.build(o); err != nil {
 		return nil, errors.Join(err, w.Stop())
 	}
@@ -163,7 +176,7 @@ func (w *World) build(o Options) error {
 	}
 	w.Sim = sim.New(opts)
 	if o.WithCAPI || o.WithWorkloads {
-		if w.Workloads, err = newWorkloads(w.ctx, w.Env.Client); err != nil {
+		if w.Workloads, err = newWorkloads(w.ctx, w.managements); err != nil {
 			return err
 		}
 	}
@@ -171,7 +184,7 @@ func (w *World) build(o Options) error {
 		return err
 	}
 	if o.WithCAPI {
-		if w.capi, err = startCAPI(w.Env); err != nil {
+		if w.capi, err = startCAPI(w.Env, ""); err != nil {
 			return err
 		}
 	}
@@ -231,7 +244,7 @@ func (w *World) startSimulator() error {
 		return err
 	}
 	if w.Workloads != nil {
-		w.Sim.Joiner = &vmJoiner{mgmt: w.Env.Client, infra: w.Infra.Client, workloads: w.Workloads}
+		w.Sim.Joiner = &vmJoiner{mgmt: w.managements, infra: w.Infra.Client, workloads: w.Workloads}
 		w.Sim.LBBackend = &lbBackend{workloads: w.Workloads}
 		infraMgr := mgr
 		if w.Infra != w.Env {
@@ -288,6 +301,9 @@ func createStorageClasses(ctx context.Context, env *testenv.Env) error {
 // Stop stops the simulator, the kube components, the API server and etcd.
 func (w *World) Stop() error {
 	var errs []error
+	for _, m := range w.moreManagements {
+		errs = append(errs, m.stop())
+	}
 	if w.capi != nil {
 		errs = append(errs, w.capi.stop())
 	}

@@ -132,7 +132,8 @@ func run() error {
 		}
 	case apierrors.IsNotFound(err):
 		step("creating the demo cluster from templates/cluster-template.yaml (clusterctl template processing, the template's defaults)")
-		if err := world.ApplyClusterTemplate(ctx, c, map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": ns.Name}); err != nil {
+		if err := world.ApplyClusterTemplate(ctx, c, map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": ns.Name,
+			"CONTROL_PLANE_MACHINE_COUNT": "3", "WORKER_MACHINE_COUNT": "3"}); err != nil {
 			return err
 		}
 	default:

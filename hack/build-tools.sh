@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds the pinned tools the tests drive into bin/, each from its own module
+# under hack/tools/ through the Go module proxy:
+#
+#   kube   kube-apiserver, kube-scheduler, kube-controller-manager (k8s
+#          v1.36.3) and etcd (v3.6.8)
+#   clusterctl   the real clusterctl (Cluster API v1.14.2)
+#   cert-manager its controller and cainjector (cert-manager v1.21.2), as
+#          subcommands of one binary
+#
+# Usage: hack/build-tools.sh [kube|clusterctl|cert-manager ...] (all when
+# none is named). A stamp per set holding the hash of its module's files
+# and link flags skips the build while they are unchanged.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/bin"
+mkdir -p "$bin"
+
+# build NAME MODULE_DIR LDFLAGS OUTPUT=TARGET...: builds each TARGET of the
+# module into bin/OUTPUT unless the stamp says they are current.
+build() {
+  local name=$1 mod=$2 ldflags=$3; shift 3
+  local stamp="$bin/.$name.stamp" want current=1 spec
+  want=$({ find "$mod" -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) | sort | xargs cat; echo "$ldflags"; } | sha256sum | cut -d' ' -f1)
+  for spec in "$@"; do [[ -x "$bin/${spec%%=*}" ]] || current=0; done
+  if [[ $current == 1 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    echo ">> $name is up to date in bin/"
+    return
+  fi
+  echo ">> building $name into bin/ (the first build takes minutes on 2 cores; later runs reuse it)"
+  local start t0
+  start=$(date +%s)
+  for spec in "$@"; do
+    t0=$(date +%s)
+    (cd "$mod" && go build -ldflags "$ldflags" -o "$bin/${spec%%=*}" "${spec#*=}")
+    echo "   built ${spec%%=*} in $(( $(date +%s) - t0 ))s"
+  done
+  echo "$want" > "$stamp"
+  echo ">> $name built in $(( $(date +%s) - start ))s"
+}
+
+clusterctl_version=$(awk '$1 == "sigs.k8s.io/cluster-api" { print $2; exit }' "$root/hack/tools/clusterctl/go.mod")
+kube_version=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' "$root/hack/tools/kube/go.mod")
+kube_minor=$(echo "$kube_version" | cut -d. -f2)
+sets=("$@")
+[[ ${#sets[@]} -gt 0 ]] || sets=(kube clusterctl cert-manager)
+for set in "${sets[@]}"; do
+  case $set in
+    # clusterctl refuses an API server whose /version is not a release.
+    kube) build kube-binaries "$root/hack/tools/kube" \
+      "-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${kube_minor}" \
+      kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+      kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+      kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+      etcd=./etcd ;;
+    # Without the version stamped in, `clusterctl version` prints nothing
+    # and clusterctl cannot tell which contract it speaks.
+    clusterctl) build clusterctl "$root/hack/tools/clusterctl" \
+      "-X sigs.k8s.io/cluster-api/version.gitVersion=$clusterctl_version -X sigs.k8s.io/cluster-api/version.gitMajor=1 -X sigs.k8s.io/cluster-api/version.gitMinor=14" \
+      clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl ;;
+    cert-manager) build cert-manager "$root/hack/tools/certmanager" "" cert-manager=. ;;
+    *) echo "unknown tool set $set (kube, clusterctl, cert-manager)" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,369 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+)
+
+var _ = Describe("clusterctl init", func() {
+	BeforeEach(func() {
+		if w == nil {
+			Skip("installed by the sandbox world's clusterctl; a real cluster has its own install")
+		}
+	})
+	ctx := context.Background()
+
+	It("installs only this provider, with a serving certificate cert-manager issued and injected", func() {
+		Expect(initOutput).To(ContainSubstring(`Installing provider="infrastructure-kubevirt" version="` + releaseVersion + `" targetNamespace="capkv-system"`))
+		Expect(initOutput).NotTo(MatchRegexp(`Installing provider="(cluster-api|bootstrap-kubeadm|control-plane-kubeadm)"`))
+
+		deployment := &appsv1.Deployment{}
+		Expect(c.Get(ctx, clusterctl.Deployment, deployment)).To(Succeed())
+		Expect(deploymentAvailable(deployment)).To(BeTrue(), "clusterctl init --wait-providers returned before the Deployment was available")
+
+		cert := &unstructured.Unstructured{}
+		cert.SetAPIVersion("cert-manager.io/v1")
+		cert.SetKind("Certificate")
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: "capkv-serving-cert"}, cert)).To(Succeed())
+		conds, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
+		Expect(conds).To(ContainElement(SatisfyAll(HaveKeyWithValue("type", "Ready"), HaveKeyWithValue("status", "True"))))
+		secret := &corev1.Secret{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: "webhook-service-cert"}, secret)).To(Succeed())
+		Expect(secret.Data["ca.crt"]).NotTo(BeEmpty())
+		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		Expect(c.Get(ctx, client.ObjectKey{Name: "capkv-validating-webhook-configuration"}, validating)).To(Succeed())
+		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		Expect(c.Get(ctx, client.ObjectKey{Name: "capkv-mutating-webhook-configuration"}, mutating)).To(Succeed())
+		for _, hook := range validating.Webhooks {
+			Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "cainjector injects the CA into %s", hook.Name)
+		}
+		for _, hook := range mutating.Webhooks {
+			Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "cainjector injects the CA into %s", hook.Name)
+		}
+
+		inventory := &unstructured.UnstructuredList{}
+		inventory.SetAPIVersion("clusterctl.cluster.x-k8s.io/v1alpha3")
+		inventory.SetKind("ProviderList")
+		Expect(c.List(ctx, inventory, client.InNamespace(clusterctl.Namespace))).To(Succeed())
+		Expect(inventory.Items).To(HaveLen(1))
+		Expect(inventory.Items[0].Object).To(SatisfyAll(HaveKeyWithValue("providerName", "kubevirt"),
+			HaveKeyWithValue("type", "InfrastructureProvider"), HaveKeyWithValue("version", releaseVersion)))
+	})
+
+	It("runs the provider as its ServiceAccount: what the installed RBAC does not grant is refused", func() {
+		deployment := &appsv1.Deployment{}
+		Expect(c.Get(ctx, clusterctl.Deployment, deployment)).To(Succeed())
+		Expect(deployment.Spec.Template.Spec.ServiceAccountName).To(Equal(clusterctl.ServiceAccount))
+		cfg := rest.CopyConfig(w.Env.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{
+			UserName: "system:serviceaccount:" + clusterctl.Namespace + ":" + clusterctl.ServiceAccount,
+			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + clusterctl.Namespace, "system:authenticated"},
+		}
+		asProvider, err := client.New(cfg, client.Options{Scheme: testenv.NewScheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(asProvider.List(ctx, &infrav1.KubevirtMachineList{})).To(Succeed(), "the installed RBAC grants the provider its own kinds")
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: clusterctl.Namespace, Name: "not-allowed"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		err = asProvider.Create(ctx, pod)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
+		err = asProvider.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterctl.Namespace}})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
+	})
+})
+
+var _ = Describe("clusterctl generate cluster", func() {
+	BeforeEach(func() {
+		if w == nil {
+			Skip("needs the sandbox world's clusterctl configuration")
+		}
+	})
+	ctx := context.Background()
+
+	It("lists exactly the variables docs/flavors.md documents, with the same defaults", func() {
+		out, err := cc.Run(ctx, "generate", "cluster", "listed", "--infrastructure", "kubevirt:"+releaseVersion, "-n", "default", "--list-variables")
+		Expect(err).NotTo(HaveOccurred())
+		listed := listedVariables(out)
+		documented := documentedVariables()
+		Expect(keys(listed)).To(ConsistOf(keys(documented)))
+		for name, def := range documented {
+			if def != "" {
+				Expect(listed[name]).To(Equal(def), "the default of %s", name)
+			}
+		}
+	})
+
+	for _, flavor := range flavors() {
+		It(fmt.Sprintf("renders the %s flavor with only its defaults, and the cluster reaches Running", flavor), func() {
+			ns := newNamespace(ctx, "e2e-flavor-")
+			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + releaseVersion, "-n", ns}
+			if flavor != "default" {
+				args = append(args, "--flavor", flavor)
+			}
+			out, err := cc.Run(ctx, args...)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+			expectRunning(ctx, ns, "defaults")
+			By("clusterctl describe shows the provider's conditions of the running cluster")
+			kc := &infrav1.KubevirtCluster{}
+			Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "defaults"}, kc)).To(Succeed())
+			out, err = cc.Run(ctx, "describe", "cluster", "defaults", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
+			Expect(err).NotTo(HaveOccurred())
+			expectDescribed(out, "KubevirtCluster "+ns+"/defaults", kc.Status.Conditions, infrav1.InfraClusterAvailableCondition, infrav1.ControlPlaneEndpointReadyCondition)
+			kms := &infrav1.KubevirtMachineList{}
+			Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
+			Expect(kms.Items).To(HaveLen(1))
+			expectDescribed(out, "KubevirtMachine "+ns+"/"+kms.Items[0].Name, kms.Items[0].Status.Conditions, infrav1.VirtualMachineReadyCondition)
+			deleteCluster(ctx, ns, "defaults")
+		})
+	}
+
+	It("renders a cluster whose control-plane endpoint is a ClusterIP Service, which reaches Running", func() {
+		ns := newNamespace(ctx, "e2e-clusterip-")
+		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "ClusterIP"},
+			"generate", "cluster", "cip", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--worker-machine-count", "1")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("type: ClusterIP"))
+		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		expectRunning(ctx, ns, "cip")
+		kc := &infrav1.KubevirtCluster{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cip"}, kc)).To(Succeed())
+		svc := &corev1.Service{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cip-lb"}, svc)).To(Succeed())
+		Expect(kc.Spec.ControlPlaneEndpoint.Host).To(Equal(svc.Spec.ClusterIP), "the endpoint is the Service's ClusterIP")
+		deleteCluster(ctx, ns, "cip")
+	})
+})
+
+var _ = Describe("clusterctl describe", func() {
+	BeforeEach(func() {
+		if w == nil {
+			Skip("needs the sandbox world's clusterctl configuration")
+		}
+	})
+	ctx := context.Background()
+
+	It("shows why a cluster waits for an unreachable infra cluster, on its KubevirtCluster", func() {
+		ns := newNamespace(ctx, "e2e-unreachable-")
+		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone"},
+			Data: map[string][]byte{infrav1.InfraClusterSecretKubeconfigKey: []byte(fixture.UnreachableKubeconfig)}})).To(Succeed())
+		kc := &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "far"},
+			Spec: infrav1.KubevirtClusterSpec{InfraClusterSecretRef: &corev1.ObjectReference{Kind: "Secret", APIVersion: "v1", Name: "gone"}}}
+		Expect(c.Create(ctx, kc)).To(Succeed())
+		Expect(c.Create(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "far"},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "KubevirtCluster", Name: "far"}}})).To(Succeed())
+		Eventually(func() string {
+			Expect(c.Get(ctx, client.ObjectKeyFromObject(kc), kc)).To(Succeed())
+			cond := meta.FindStatusCondition(kc.Status.Conditions, infrav1.InfraClusterAvailableCondition)
+			if cond == nil {
+				return ""
+			}
+			return cond.Reason
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(infrav1.InfraClusterUnreachableReason))
+		out, err := cc.Run(ctx, "describe", "cluster", "far", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all")
+		Expect(err).NotTo(HaveOccurred())
+		rows := expectDescribed(out, "KubevirtCluster "+ns+"/far", kc.Status.Conditions, infrav1.InfraClusterAvailableCondition)
+		Expect(strings.Join(rows, "\n")).To(ContainSubstring("127.0.0.1:1"), "the message names the address that does not answer")
+		deleteCluster(ctx, ns, "far")
+	})
+
+	It("shows why a machine waits for a bad image, on its KubevirtMachine", func() {
+		ns := newNamespace(ctx, "e2e-bad-image-")
+		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE_URL": "https://images.example.com/" + sim.FailBadImage + ".qcow2"},
+			"generate", "cluster", "bad", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		km := &infrav1.KubevirtMachine{}
+		Eventually(func() string {
+			kms := &infrav1.KubevirtMachineList{}
+			Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
+			if len(kms.Items) == 0 {
+				return ""
+			}
+			*km = kms.Items[0]
+			return conditions.GetMessage(km, infrav1.VirtualMachineReadyCondition)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(ContainSubstring("unknown image format"))
+		out, err = cc.Run(ctx, "describe", "cluster", "bad", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
+		Expect(err).NotTo(HaveOccurred())
+		expectDescribed(out, "KubevirtMachine "+ns+"/"+km.Name, km.Status.Conditions, infrav1.VirtualMachineReadyCondition)
+		deleteCluster(ctx, ns, "bad")
+	})
+})
+
+var describedObject = regexp.MustCompile(`[A-Z][A-Za-z]+ [a-z0-9-]+/[a-z0-9.-]+`)
+
+// expectDescribed checks that clusterctl describe printed each of the
+// object's conditions of the given types, with the reason it has and the
+// start of its message, in the rows under the object's own line. It
+// returns those rows.
+func expectDescribed(out, object string, conds []metav1.Condition, types ...string) []string {
+	lines := strings.Split(out, "\n")
+	start := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, object) })
+	Expect(start).NotTo(Equal(-1), "describe shows %s:\n%s", object, out)
+	var rows []string
+	for _, l := range lines[start+1:] {
+		if describedObject.MatchString(l) {
+			break
+		}
+		rows = append(rows, l)
+	}
+	for _, t := range types {
+		cond := meta.FindStatusCondition(conds, t)
+		Expect(cond).NotTo(BeNil(), "%s has condition %s", object, t)
+		row := slices.IndexFunc(rows, func(l string) bool {
+			f := strings.Fields(strings.Trim(l, "│├└─ "))
+			return len(f) >= 3 && f[0] == t && f[1] == string(cond.Status) && f[2] == cond.Reason
+		})
+		Expect(row).NotTo(Equal(-1), "describe shows %s %s=%s %s under %s:\n%s", t, cond.Status, cond.Reason, object, out)
+		msg := cond.Message[:min(len(cond.Message), 40)]
+		Expect(strings.Join(rows[row:], " ")).To(ContainSubstring(msg), "describe shows the message of %s", t)
+	}
+	return rows
+}
+
+// deploymentAvailable reports the Deployment's Available condition.
+func deploymentAvailable(d *appsv1.Deployment) bool {
+	for _, cond := range d.Status.Conditions {
+		if cond.Type == appsv1.DeploymentAvailable {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// newNamespace creates a namespace named after prefix.
+func newNamespace(ctx context.Context, prefix string) string {
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	Expect(c.Create(ctx, namespace)).To(Succeed())
+	return namespace.Name
+}
+
+// expectRunning waits until the Cluster is provisioned and available, with
+// every control-plane machine ready.
+func expectRunning(ctx context.Context, ns, name string) {
+	Eventually(func() string {
+		cluster := &clusterv1.Cluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("phase %s, available %t", cluster.Status.Phase, conditions.IsTrue(cluster, clusterv1.AvailableCondition))
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("phase Provisioned, available true"), func() string { return describe(ctx, ns) })
+}
+
+// deleteCluster deletes a Cluster and waits until it and its infrastructure
+// are gone.
+func deleteCluster(ctx context.Context, ns, name string) {
+	Expect(c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+	Eventually(func() int {
+		kms := &infrav1.KubevirtMachineList{}
+		kcs := &infrav1.KubevirtClusterList{}
+		Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
+		Expect(c.List(ctx, kcs, client.InNamespace(ns))).To(Succeed())
+		return len(kms.Items) + len(kcs.Items)
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero(), func() string { return describe(ctx, ns) })
+}
+
+// flavors are the flavors in templates/: "default" for
+// cluster-template.yaml, else the name in cluster-template-NAME.yaml.
+func flavors() []string {
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "templates", "cluster-template*.yaml"))
+	if err != nil || len(files) == 0 {
+		panic(fmt.Sprintf("no cluster templates in templates/: %v", err))
+	}
+	var names []string
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "cluster-template"), ".yaml")
+		if name == "" {
+			name = "default"
+		}
+		names = append(names, strings.TrimPrefix(name, "-"))
+	}
+	return names
+}
+
+var listedVariable = regexp.MustCompile(`^\s+- (\S+)\s*(?:\(defaults to (.*)\))?$`)
+
+// listedVariables reads clusterctl's --list-variables output: each
+// variable with its default, unquoted.
+func listedVariables(out string) map[string]string {
+	vars := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if m := listedVariable.FindStringSubmatch(line); m != nil {
+			vars[m[1]] = strings.Trim(m[2], `"`)
+		}
+	}
+	return vars
+}
+
+var documentedVariable = regexp.MustCompile("^\\| `([A-Z_]+)` \\| ([^|]*) \\|")
+
+// documentedVariables reads the variables table of docs/flavors.md: each
+// variable with its default where the table gives a literal one.
+func documentedVariables() map[string]string {
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "flavors.md"))
+	Expect(err).NotTo(HaveOccurred())
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := documentedVariable.FindStringSubmatch(line); m != nil {
+			def := strings.TrimSpace(m[2])
+			if strings.HasPrefix(def, "`") && strings.HasSuffix(def, "`") {
+				vars[m[1]] = strings.Trim(def, "`")
+			} else {
+				vars[m[1]] = ""
+			}
+		}
+	}
+	Expect(vars).NotTo(BeEmpty(), "docs/flavors.md has no variables table")
+	return vars
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

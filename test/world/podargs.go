@@ -1,0 +1,275 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// secretMountFlags map the paths where the provider's Deployment mounts
+// Secrets to the manager flag that names the directory: a process on the
+// host cannot see the pod's mount, so the runner writes the Secret into the
+// pod's directory and points the flag there. A mount path not listed fails
+// the pod, so that a manifest change cannot slip past the runner.
+var secretMountFlags = map[string]string{
+	"/tmp/k8s-webhook-server/serving-certs": "--webhook-cert-dir",
+}
+
+// launch is how a pod's container is started.
+type launch struct {
+	path string
+	args []string
+	env  []string
+	dir  string
+}
+
+// prepare turns the pod's container into a process launch: the binary for
+// the container's command, its arguments with the pod's own listen
+// addresses, its environment, its Secret volumes written to disk and a
+// kubeconfig that impersonates its ServiceAccount. A nil launch means a
+// mounted Secret does not exist yet.
+func (r *PodRunner) prepare(ctx context.Context, pod *corev1.Pod, ctr *container) (*launch, error) {
+	if len(pod.Spec.Containers) != 1 {
+		return nil, fmt.Errorf("pod %s has %d containers; the world runs the provider's single manager container", pod.Name, len(pod.Spec.Containers))
+	}
+	c := pod.Spec.Containers[0]
+	if len(c.Command) != 1 || c.Command[0] != "/manager" {
+		return nil, fmt.Errorf("pod %s runs %q; the world runs /manager as %s", pod.Name, c.Command, r.binary)
+	}
+	if err := os.MkdirAll(ctr.dir, 0o700); err != nil {
+		return nil, err
+	}
+	l := &launch{path: r.binary, dir: ctr.dir}
+	for _, a := range c.Args {
+		l.args = append(l.args, onPodIP(a, ctr.ip))
+	}
+	if !hasFlag(c.Args, "--health-addr") {
+		l.args = append(l.args, fmt.Sprintf("--health-addr=%s:9440", ctr.ip))
+	}
+	l.args = append(l.args, "--webhook-host="+ctr.ip)
+	for _, m := range c.VolumeMounts {
+		flag, ok := secretMountFlags[strings.TrimSuffix(m.MountPath, "/")]
+		vol := volumeNamed(pod, m.Name)
+		if vol == nil || vol.Secret == nil || !ok {
+			return nil, fmt.Errorf("pod %s mounts %s at %s; the world maps only Secret volumes at %v", pod.Name, m.Name, m.MountPath, secretMountFlags)
+		}
+		dir := filepath.Join(ctr.dir, "volumes", m.Name)
+		found, err := r.writeSecret(ctx, pod.Namespace, vol.Secret.SecretName, dir)
+		if err != nil || !found {
+			return nil, err
+		}
+		l.args = append(l.args, flag+"="+dir)
+	}
+	kubeconfig, err := r.kubeconfig(pod.Namespace, pod.Spec.ServiceAccountName)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(ctr.dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	l.args = append(l.args, "--kubeconfig="+path)
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			l.env = append(l.env, e.Name+"="+e.Value)
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			l.env = append(l.env, e.Name+"="+pod.Namespace)
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			l.env = append(l.env, e.Name+"="+pod.Name)
+		default:
+			return nil, fmt.Errorf("pod %s sets %s from a source the world does not resolve", pod.Name, e.Name)
+		}
+	}
+	return l, nil
+}
+
+// onPodIP binds a flag's all-interfaces address (--x=:8443) to the pod IP:
+// pods here share the host's network.
+func onPodIP(arg, ip string) string {
+	name, value, ok := strings.Cut(arg, "=")
+	if ok && strings.HasPrefix(value, ":") {
+		return name + "=" + ip + value
+	}
+	return arg
+}
+
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+func volumeNamed(pod *corev1.Pod, name string) *corev1.Volume {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return &pod.Spec.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// writeSecret writes each key of a Secret to a file of dir, as the
+// kubelet's Secret volume does; found is false while it does not exist.
+func (r *PodRunner) writeSecret(ctx context.Context, namespace, name, dir string) (bool, error) {
+	s := &corev1.Secret{}
+	if err := r.c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, err
+	}
+	for k, v := range s.Data {
+		if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// containerPort resolves a probe's or Service's target port, by number or
+// by the container port's name.
+func containerPort(c *corev1.Container, port intstr.IntOrString) (int32, bool) {
+	if port.Type == intstr.Int {
+		return port.IntVal, port.IntVal != 0
+	}
+	for _, p := range c.Ports {
+		if p.Name == port.StrVal {
+			return p.ContainerPort, true
+		}
+	}
+	return 0, false
+}
+
+// process is a running container.
+type process struct {
+	cmd    *exec.Cmd
+	log    *os.File
+	exited chan struct{}
+}
+
+// startProcess starts the launch; onExit runs when the process ends.
+func startProcess(l *launch, onExit func()) (*process, error) {
+	log, err := os.OpenFile(filepath.Join(l.dir, "container.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(l.path, l.args...) //nolint:gosec // the provider binary this repository builds
+	cmd.Dir, cmd.Env = l.dir, l.env
+	cmd.Stdout, cmd.Stderr = log, log
+	// The kernel kills the container if the test process dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("starting %s: %w", l.path, err)
+	}
+	p := &process{cmd: cmd, log: log, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait() // the exit shows in the log and the restart count
+		close(p.exited)
+		onExit()
+	}()
+	return p, nil
+}
+
+func (p *process) done() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM and kills the process after grace.
+func (p *process) stop(grace time.Duration) error {
+	defer p.log.Close()
+	if p.done() {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("%s did not stop within %s and was killed", p.cmd.Path, grace)
+	}
+}
+
+// podIPs hands out loopback pod IPs from a /17.
+type podIPs struct {
+	mu    sync.Mutex
+	base  net.IP
+	inUse map[types.UID]string
+}
+
+func newPodIPs(cidr string) (*podIPs, error) {
+	ip, _, err := net.ParseCIDR(cidr)
+	if err != nil || ip.To4() == nil {
+		return nil, errors.Join(err, fmt.Errorf("pod range %q is not an IPv4 CIDR", cidr))
+	}
+	return &podIPs{base: ip.To4(), inUse: map[types.UID]string{}}, nil
+}
+
+func (p *podIPs) take(uid types.UID) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ip, ok := p.inUse[uid]; ok {
+		return ip, nil
+	}
+	taken := map[string]bool{}
+	for _, ip := range p.inUse {
+		taken[ip] = true
+	}
+	for n := 1; n < 250*128; n++ {
+		ip := net.IPv4(p.base[0], p.base[1], p.base[2]+byte(n/250), byte(n%250)+1).String()
+		if !taken[ip] {
+			p.inUse[uid] = ip
+			return ip, nil
+		}
+	}
+	return "", errors.New("the pod range is exhausted")
+}
+
+func (p *podIPs) release(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.inUse, uid)
+}
