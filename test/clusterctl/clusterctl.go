@@ -53,6 +53,9 @@ type Clusterctl struct {
 	Repository string
 	// CAPIVersion is the version of the in-process Cluster API providers.
 	CAPIVersion string
+	// Binaries map the manager images of other releases (BuildRelease) to
+	// their binaries, for the world to run; other images run bin/manager.
+	Binaries map[string]string
 
 	config map[string]any
 }

@@ -65,7 +65,7 @@ func (cc *Clusterctl) Init(ctx context.Context, m Management, version string) (s
 	if err := RegisterInProcessProviders(ctx, m.Config, m.Client, cc.CAPIVersion); err != nil {
 		return "", nil, err
 	}
-	runner, err := world.StartPodRunner(m.Env, Deployment, filepath.Join(testenv.RepoRoot(), "bin", "manager"))
+	runner, err := world.StartPodRunner(m.Env, Deployment, filepath.Join(testenv.RepoRoot(), "bin", "manager"), cc.Binaries)
 	if err != nil {
 		return "", nil, err
 	}

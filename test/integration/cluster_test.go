@@ -97,7 +97,7 @@ func TestControlPlaneServiceTypes(t *testing.T) {
 	g.Expect(nodePortOf()).To(Equal(ep + " (port 6443)"))
 	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		kc := get(t, nodePortHost.c, nodePortHost.kc)
-		kc.Annotations = map[string]string{"test.capkv.io/touch": "1"}
+		metav1.SetMetaDataAnnotation(&kc.ObjectMeta, "test.capkv.io/touch", "1")
 		return nodePortHost.c.Update(ctx, kc)
 	})).To(Succeed())
 	g.Consistently(nodePortOf).WithTimeout(2 * time.Second).Should(Equal(ep + " (port 6443)"))

@@ -19,7 +19,6 @@ package move
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -31,7 +30,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,31 +139,14 @@ var _ = Describe("clusterctl move", Ordered, func() {
 
 // expectMachinesWithNodes waits for n Machines, each with a Node.
 func expectMachinesWithNodes(ctx context.Context, c client.Client, ns string, n int) {
-	Eventually(func() string {
-		machines := &clusterv1.MachineList{}
-		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
-		withNode := 0
-		for _, m := range machines.Items {
-			if m.Status.NodeRef.IsDefined() {
-				withNode++
-			}
-		}
-		return fmt.Sprintf("%d machines, %d with a Node", len(machines.Items), withNode)
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(fmt.Sprintf("%d machines, %d with a Node", n, n)))
+	Eventually(func() (string, error) { return world.MachinesWithNodes(ctx, c, ns) }).
+		WithTimeout(timeout).WithPolling(time.Second).Should(Equal(fmt.Sprintf("%d machines, %d with a Node", n, n)))
 }
 
-// infraUIDs are the UIDs of the tenant's VMs, VMIs, DataVolumes and
-// Services on the infra cluster, by kind.
+// infraUIDs are the UIDs of the tenant's objects on the infra cluster.
 func infraUIDs(ctx context.Context, ns string) map[string][]string {
-	uids := map[string][]string{}
-	for kind, list := range map[string]client.ObjectList{"VirtualMachine": &kubevirtv1.VirtualMachineList{},
-		"VirtualMachineInstance": &kubevirtv1.VirtualMachineInstanceList{}, "DataVolume": &cdiv1.DataVolumeList{}, "Service": &corev1.ServiceList{}} {
-		Expect(w.Infra.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-		for _, obj := range itemsOf(list) {
-			uids[kind] = append(uids[kind], string(obj.GetUID()))
-		}
-		sort.Strings(uids[kind])
-	}
+	uids, err := world.TenantUIDs(ctx, w.Infra.Client, ns)
+	Expect(err).NotTo(HaveOccurred())
 	return uids
 }
 

@@ -62,13 +62,17 @@ func (r *PodRunner) prepare(ctx context.Context, pod *corev1.Pod, ctr *container
 		return nil, fmt.Errorf("pod %s has %d containers; the world runs the provider's single manager container", pod.Name, len(pod.Spec.Containers))
 	}
 	c := pod.Spec.Containers[0]
+	binary := r.binary
+	if b, ok := r.images[c.Image]; ok {
+		binary = b
+	}
 	if len(c.Command) != 1 || c.Command[0] != "/manager" {
-		return nil, fmt.Errorf("pod %s runs %q; the world runs /manager as %s", pod.Name, c.Command, r.binary)
+		return nil, fmt.Errorf("pod %s runs %q; the world runs /manager as %s", pod.Name, c.Command, binary)
 	}
 	if err := os.MkdirAll(ctr.dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &launch{path: r.binary, dir: ctr.dir}
+	l := &launch{path: binary, dir: ctr.dir}
 	for _, a := range c.Args {
 		l.args = append(l.args, onPodIP(a, ctr.ip))
 	}

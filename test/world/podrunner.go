@@ -66,6 +66,9 @@ type PodRunner struct {
 	c          client.Client
 	deployment types.NamespacedName
 	binary     string
+	// images maps container images to other binaries than binary, for a
+	// Deployment upgraded from one release to another.
+	images     map[string]string
 	dir        string
 	kubeconfig func(namespace, serviceAccount string) ([]byte, error)
 	ips        *podIPs
@@ -407,7 +410,10 @@ func (r *PodRunner) close() error {
 // StartPodRunner makes this process the kubelet and kube-proxy of a
 // Deployment's pods on env: each pod's /manager container runs as binary.
 // Stop it with Stop.
-func StartPodRunner(env *testenv.Env, deployment types.NamespacedName, binary string) (*PodRunner, error) {
+//
+// images maps container images to binaries for pods of other releases
+// (an upgrade); every other image runs binary.
+func StartPodRunner(env *testenv.Env, deployment types.NamespacedName, binary string, images map[string]string) (*PodRunner, error) {
 	ips, err := newPodIPs(env.PodCIDR)
 	if err != nil {
 		return nil, err
@@ -424,7 +430,7 @@ func StartPodRunner(env *testenv.Env, deployment types.NamespacedName, binary st
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	r := &PodRunner{
-		c: env.Client, deployment: deployment, binary: binary, dir: dir, ips: ips,
+		c: env.Client, deployment: deployment, binary: binary, images: images, dir: dir, ips: ips,
 		kubeconfig: func(namespace, sa string) ([]byte, error) { return impersonating(admin, namespace, sa) },
 		exited:     make(chan event.GenericEvent, 16),
 		pods:       map[types.NamespacedName]*container{},
