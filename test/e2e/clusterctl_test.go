@@ -175,6 +175,37 @@ var _ = Describe("clusterctl generate cluster", func() {
 		Expect(kc.Spec.ControlPlaneEndpoint.Host).To(Equal(svc.Spec.ClusterIP), "the endpoint is the Service's ClusterIP")
 		deleteCluster(ctx, ns, "cip")
 	})
+
+	It("renders a cluster whose control-plane endpoint is a NodePort Service on a node address, which reaches Running", func() {
+		ns := newNamespace(ctx, "e2e-nodeport-")
+		nodes := &corev1.NodeList{}
+		Expect(c.List(ctx, nodes)).To(Succeed())
+		Expect(nodes.Items).NotTo(BeEmpty())
+		var nodeIP string
+		for _, a := range nodes.Items[0].Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				nodeIP = a.Address
+			}
+		}
+		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "NodePort"},
+			"generate", "cluster", "np", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
+		// Only the user knows which node address clients use (docs/clusters.md).
+		Expect(world.ApplyYAMLWith(ctx, c, []byte(out), func(u *unstructured.Unstructured) error {
+			if u.GetKind() != "KubevirtCluster" {
+				return nil
+			}
+			return unstructured.SetNestedField(u.Object, nodeIP, "spec", "controlPlaneEndpoint", "host")
+		})).To(Succeed())
+		expectRunning(ctx, ns, "np")
+		kc := &infrav1.KubevirtCluster{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "np"}, kc)).To(Succeed())
+		svc := &corev1.Service{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "np-lb"}, svc)).To(Succeed())
+		Expect(fmt.Sprintf("%s:%d", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)).
+			To(Equal(fmt.Sprintf("%s:%d", nodeIP, svc.Spec.Ports[0].NodePort)), "the endpoint is the node address and the node port")
+		deleteCluster(ctx, ns, "np")
+	})
 })
 
 var _ = Describe("clusterctl describe", func() {

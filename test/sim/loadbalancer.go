@@ -81,9 +81,12 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, err
 	}
-	if err == nil && svc.DeletionTimestamp.IsZero() && svc.Spec.Type == corev1.ServiceTypeClusterIP {
+	if err == nil && svc.DeletionTimestamp.IsZero() && (svc.Spec.Type == corev1.ServiceTypeClusterIP || svc.Spec.Type == corev1.ServiceTypeNodePort) {
 		s.lb.release(req.NamespacedName)
-		return reconcile.Result{}, s.serveClusterIP(ctx, svc)
+		if err := s.serveClusterIP(ctx, svc); err != nil || svc.Spec.Type != corev1.ServiceTypeNodePort {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, s.serveNodePorts(ctx, svc)
 	}
 	if err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !svc.DeletionTimestamp.IsZero() {
 		s.lb.release(req.NamespacedName)
@@ -131,6 +134,39 @@ func (s *Simulator) serveClusterIP(ctx context.Context, svc *corev1.Service) err
 	for _, port := range svc.Spec.Ports {
 		if _, err := server.ServeOn(ctx, svc, port, svc.Spec.ClusterIP); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// serveNodePorts serves the node ports of a tenant's NodePort
+// control-plane Service on every node with a loopback address (the
+// world's infra nodes), as kube-proxy does on each node.
+func (s *Simulator) serveNodePorts(ctx context.Context, svc *corev1.Service) error {
+	server, ok := s.LBBackend.(LoadBalancerServer)
+	if !ok {
+		return nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := s.client.List(ctx, nodes); err != nil {
+		return err
+	}
+	for _, node := range nodes.Items {
+		for _, a := range node.Status.Addresses {
+			ip := net.ParseIP(a.Address)
+			if a.Type != corev1.NodeInternalIP || ip == nil || !ip.IsLoopback() {
+				continue
+			}
+			for _, port := range svc.Spec.Ports {
+				if port.NodePort == 0 {
+					continue
+				}
+				onNode := port
+				onNode.Port = port.NodePort
+				if _, err := server.ServeOn(ctx, svc, onNode, a.Address); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

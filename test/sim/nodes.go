@@ -17,6 +17,7 @@ limitations under the License.
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -35,6 +36,10 @@ type NodeSpec struct {
 	Memory string
 	Labels map[string]string
 	Taints []corev1.Taint
+	// Address is the node's InternalIP; empty gives 172.30.0.x, which
+	// nothing in the world serves. A loopback address (the world's infra
+	// nodes) serves the node ports of tenant control-plane Services.
+	Address string
 }
 
 // CreateNodes creates infra Nodes with capacity, zone and hostname labels,
@@ -76,7 +81,7 @@ func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error 
 				Message: "simulated node", LastHeartbeatTime: now, LastTransitionTime: now,
 			}},
 			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("172.30.0.%d", i+10)},
+				{Type: corev1.NodeInternalIP, Address: cmp.Or(spec.Address, fmt.Sprintf("172.30.0.%d", i+10))},
 				{Type: corev1.NodeHostName, Address: spec.Name},
 			},
 		}

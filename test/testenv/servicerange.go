@@ -105,3 +105,13 @@ func (r *serviceRange) release() error {
 	}
 	return r.lock.Close()
 }
+
+// NodeAddress is the loopback InternalIP of the environment's i-th node,
+// 127.X.255.(10+i), above its pod range's addresses in use.
+func (e *Env) NodeAddress(i int) string {
+	var octet int
+	if _, err := fmt.Sscanf(e.PodCIDR, "127.%d.128.0/17", &octet); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("127.%d.255.%d", octet, 10+i)
+}

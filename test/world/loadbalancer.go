@@ -89,7 +89,7 @@ func (w *Workloads) ensureBehindLoadBalancer(ctx context.Context, infra client.R
 			_, err := w.EnsureClusterAt(ctx, key, sim.IngressIP(svc), svc.Spec.Ports[0].Port)
 			return err
 		}
-		if ip := net.ParseIP(svc.Spec.ClusterIP); svc.Spec.Type == corev1.ServiceTypeClusterIP && ip != nil && ip.IsLoopback() {
+		if ip := net.ParseIP(svc.Spec.ClusterIP); (svc.Spec.Type == corev1.ServiceTypeClusterIP || svc.Spec.Type == corev1.ServiceTypeNodePort) && ip != nil && ip.IsLoopback() {
 			_, err := w.EnsureClusterAt(ctx, key, svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
 			return err
 		}

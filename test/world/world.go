@@ -28,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -196,6 +197,13 @@ func (w *World) build(o Options) error {
 	if nodes == nil {
 		nodes = DefaultNodes()
 	}
+	nodes = slices.Clone(nodes)
+	for i := range nodes {
+		// Node ports are served on these, as kube-proxy serves them.
+		if nodes[i].Address == "" {
+			nodes[i].Address = w.Infra.NodeAddress(i)
+		}
+	}
 	if err := sim.CreateNodes(ctx, w.Infra.Client, nodes...); err != nil {
 		return err
 	}
@@ -327,7 +335,9 @@ func (w *World) Stop() error {
 		}
 	}
 	if w.Workloads != nil {
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// Open tenant API connections drain when their proxies close; on a
+		// loaded machine that takes longer than an idle one.
+		shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		errs = append(errs, w.Workloads.shutdown(shutdown))
 		cancel()
 	}
