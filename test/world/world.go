@@ -335,9 +335,8 @@ func (w *World) Stop() error {
 		}
 	}
 	if w.Workloads != nil {
-		// Open tenant API connections drain when their proxies close; on a
-		// loaded machine that takes longer than an idle one.
-		shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// Open tenant API connections drain when their proxies close.
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		errs = append(errs, w.Workloads.shutdown(shutdown))
 		cancel()
 	}
