@@ -122,7 +122,7 @@ release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml w
 	$(KUSTOMIZE) build "$$overlay" > "$$overlay/components.yaml"; \
 	mv "$$overlay/components.yaml" $(RELEASE_DIR)/infrastructure-components.yaml
 	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
-	cp templates/cluster-template*.yaml $(RELEASE_DIR)/
+	cp templates/cluster-template*.yaml templates/clusterclass-*.yaml $(RELEASE_DIR)/
 	@echo ">> wrote $(RELEASE_DIR)/infrastructure-components.yaml (image $(IMG))"
 
 .PHONY: docker-push

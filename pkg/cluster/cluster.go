@@ -78,15 +78,16 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 	}
 	var errs []error
 	var nodes []corev1.Node
-	if len(kc.Spec.FailureDomains) == 0 {
-		// Only discovery needs the nodes.
+	if len(kc.Spec.FailureDomains) == 0 || cpservice.NeedsNodeAddress(kc) {
+		// Only failure-domain discovery and a NodePort endpoint without a
+		// host need the nodes.
 		list := &corev1.NodeList{}
 		// Bounded: with a kubeconfig that may not watch nodes, the cache
 		// would wait forever.
 		listCtx, cancel := context.WithTimeout(ctx, nodeListTimeout)
 		defer cancel()
 		if err := infra.Client.List(listCtx, list); err != nil {
-			errs = append(errs, fmt.Errorf("listing infra nodes to discover failure domains (list them in spec.failureDomains instead): %w", err))
+			errs = append(errs, fmt.Errorf("listing infra nodes for failure domains or a node-port address (set spec.failureDomains and controlPlaneEndpoint.host instead): %w", err))
 		}
 		nodes = list.Items
 	}
@@ -98,7 +99,9 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 	}{
 		{infrav1.NetworkIsolationReadyCondition, s.reconcileIsolation},
 		{infrav1.NetworksReadyCondition, s.reconcileNetworks},
-		{infrav1.ControlPlaneEndpointReadyCondition, s.reconcileEndpoint},
+		{infrav1.ControlPlaneEndpointReadyCondition, func(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (outcome.Outcome, error) {
+			return s.reconcileEndpoint(ctx, kc, cluster, infra, ref, nodes)
+		}},
 	}
 	outcomes := make([]outcome.Outcome, 0, len(steps))
 	for _, step := range steps {
@@ -174,12 +177,13 @@ func (s *Service) reconcileNetworks(ctx context.Context, kc *infrav1.KubevirtClu
 
 // reconcileEndpoint keeps the control-plane Service and fills in the
 // endpoint parts the user left empty.
-func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (outcome.Outcome, error) {
+func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference, nodes []corev1.Node) (outcome.Outcome, error) {
 	svc, err := cpservice.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, ref)
 	if err != nil {
 		return outcome.Fail(infrav1.ServiceFailedReason, err.Error()), err
 	}
-	ep, ok, wait := cpservice.Endpoint(kc, svc)
+	picked := cpservice.NeedsNodeAddress(kc)
+	ep, ok, wait := cpservice.Endpoint(kc, svc, nodes)
 	if !ok {
 		return outcome.Wait(infrav1.WaitingForEndpointReason, wait), nil
 	}
@@ -191,6 +195,9 @@ func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtClu
 	if kc.Spec.ControlPlaneEndpoint.Port == 0 {
 		kc.Spec.ControlPlaneEndpoint.Port = ep.Port
 	}
-	return outcome.Ready(infrav1.EndpointReadyReason,
-		fmt.Sprintf("the control plane is reached at %s:%d", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)), nil
+	msg := fmt.Sprintf("the control plane is reached at %s:%d", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)
+	if picked {
+		msg += ", an infra node's address picked as controlPlaneEndpoint.host was not set"
+	}
+	return outcome.Ready(infrav1.EndpointReadyReason, msg), nil
 }

@@ -22,6 +22,8 @@ package cpservice
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,10 +164,10 @@ func Apply(live, want *corev1.Service) {
 // Endpoint is the control-plane endpoint the Service gives, filling only what
 // the user did not set in controlPlaneEndpoint: a LoadBalancer's ingress IP
 // or hostname, else the ClusterIP (reachable from the management cluster
-// when it is the infra cluster). A NodePort Service needs the host set by
-// the user, since only they know which node address to use. ok is false,
-// with the reason in wait, while the address is not known yet.
-func Endpoint(kc *infrav1.KubevirtCluster, svc *corev1.Service) (ep infrav1.APIEndpoint, ok bool, wait string) {
+// when it is the infra cluster). A NodePort Service is reached on a node
+// address: the user's, else one of the infra nodes' (NodeAddress). ok is
+// false, with the reason in wait, while the address is not known yet.
+func Endpoint(kc *infrav1.KubevirtCluster, svc *corev1.Service, nodes []corev1.Node) (ep infrav1.APIEndpoint, ok bool, wait string) {
 	ep = kc.Spec.ControlPlaneEndpoint
 	if ep.Port == 0 {
 		ep.Port = Port(kc)
@@ -193,7 +195,10 @@ func Endpoint(kc *infrav1.KubevirtCluster, svc *corev1.Service) (ep infrav1.APIE
 		}
 		return ep, false, fmt.Sprintf("waiting for a load balancer to give Service %s/%s an ingress address", svc.Namespace, svc.Name)
 	case corev1.ServiceTypeNodePort:
-		return ep, false, fmt.Sprintf("a NodePort Service is reached on a node address: set controlPlaneEndpoint.host (port %d is the node port)", ep.Port)
+		if ep.Host = NodeAddress(nodes); ep.Host == "" {
+			return ep, false, fmt.Sprintf("no Ready infra node has an address to reach node port %d on: set controlPlaneEndpoint.host", ep.Port)
+		}
+		return ep, true, ""
 	default:
 		if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 			return ep, false, fmt.Sprintf("waiting for Service %s/%s to get a cluster IP", svc.Namespace, svc.Name)
@@ -201,6 +206,43 @@ func Endpoint(kc *infrav1.KubevirtCluster, svc *corev1.Service) (ep infrav1.APIE
 		ep.Host = svc.Spec.ClusterIP
 		return ep, true, ""
 	}
+}
+
+// NeedsNodeAddress reports whether the endpoint is a NodePort Service's
+// without a host, which the provider picks from the infra nodes.
+func NeedsNodeAddress(kc *infrav1.KubevirtCluster) bool {
+	return isNodePort(kc) && kc.Spec.ControlPlaneEndpoint.Host == ""
+}
+
+// NodeAddress picks the node address a NodePort endpoint without a host
+// uses: of the Ready nodes, by name, the first one's external IP, else its
+// internal IP. kube-proxy serves node ports on every node, so any one
+// works; the choice is stable for the same nodes. Empty when no Ready node
+// has an address.
+func NodeAddress(nodes []corev1.Node) string {
+	sorted := slices.SortedFunc(slices.Values(nodes), func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	for _, want := range []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP} {
+		for _, n := range sorted {
+			if !nodeReady(&n) || n.Spec.Unschedulable {
+				continue
+			}
+			for _, a := range n.Status.Addresses {
+				if a.Type == want && a.Address != "" {
+					return a.Address
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func merged(a, b map[string]string) map[string]string {

@@ -95,7 +95,7 @@ func TestNodePortStable(t *testing.T) {
 	}
 	live := first.DeepCopy()
 	live.Spec.Ports[0].NodePort = 31234
-	ep, ok, _ := Endpoint(kc, live)
+	ep, ok, _ := Endpoint(kc, live, nil)
 	if ok || ep.Port != 31234 {
 		t.Fatalf("endpoint %+v ok %v: the node port is the endpoint port, the host is the user's", ep, ok)
 	}
@@ -111,6 +111,42 @@ func TestNodePortStable(t *testing.T) {
 	Apply(live, want)
 	if live.Spec.Ports[0].NodePort != 31234 {
 		t.Errorf("node port %d after Apply", live.Spec.Ports[0].NodePort)
+	}
+}
+
+func TestNodeAddress(t *testing.T) {
+	node := func(name string, ready, unschedulable bool, addrs ...corev1.NodeAddress) corev1.Node {
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Unschedulable: unschedulable},
+			Status: corev1.NodeStatus{Addresses: addrs, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}}}
+	}
+	internal := func(ip string) corev1.NodeAddress {
+		return corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip}
+	}
+	external := func(ip string) corev1.NodeAddress {
+		return corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: ip}
+	}
+	tests := []struct {
+		name  string
+		nodes []corev1.Node
+		want  string
+	}{
+		{"none", nil, ""},
+		{"first by name", []corev1.Node{node("b", true, false, internal("10.0.0.2")), node("a", true, false, internal("10.0.0.1"))}, "10.0.0.1"},
+		{"not ready skipped", []corev1.Node{node("a", false, false, internal("10.0.0.1")), node("b", true, false, internal("10.0.0.2"))}, "10.0.0.2"},
+		{"cordoned skipped", []corev1.Node{node("a", true, true, internal("10.0.0.1")), node("b", true, false, internal("10.0.0.2"))}, "10.0.0.2"},
+		{"external preferred", []corev1.Node{node("a", true, false, internal("10.0.0.1")), node("b", true, false, internal("10.0.0.2"), external("192.0.2.2"))}, "192.0.2.2"},
+		{"no address", []corev1.Node{node("a", true, false)}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := NodeAddress(tt.nodes); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -142,13 +178,13 @@ func TestEndpoint(t *testing.T) {
 		{"user port kept", infrav1.APIEndpoint{Port: 7443}, lb(corev1.LoadBalancerIngress{IP: "192.0.2.10"}), infrav1.APIEndpoint{Host: "192.0.2.10", Port: 7443}, true, ""},
 		{"user host and port", infrav1.APIEndpoint{Host: "api.blue.example", Port: 443}, nil, infrav1.APIEndpoint{Host: "api.blue.example", Port: 443}, true, ""},
 		{"no service, no host", infrav1.APIEndpoint{}, nil, infrav1.APIEndpoint{Port: 6443}, false, "must be set"},
-		{"node port needs a host", infrav1.APIEndpoint{}, nodePort, infrav1.APIEndpoint{Port: 31443}, false, "node address"},
+		{"node port without a Ready node", infrav1.APIEndpoint{}, nodePort, infrav1.APIEndpoint{Port: 31443}, false, "no Ready infra node"},
 		{"node port with host", infrav1.APIEndpoint{Host: "192.0.2.1"}, nodePort, infrav1.APIEndpoint{Host: "192.0.2.1", Port: 31443}, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			kc := cluster(func(kc *infrav1.KubevirtCluster) { kc.Spec.ControlPlaneEndpoint = tt.endpoint })
-			got, ok, wait := Endpoint(kc, tt.svc)
+			got, ok, wait := Endpoint(kc, tt.svc, nil)
 			if got != tt.want || ok != tt.ok || !strings.Contains(wait, tt.wait) {
 				t.Errorf("got %+v %v %q, want %+v %v %q", got, ok, wait, tt.want, tt.ok, tt.wait)
 			}

@@ -33,6 +33,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/proxy"
+
 	"golang.org/x/crypto/ssh"
 )
 
@@ -141,7 +143,10 @@ func (p *Prober) Probe(ctx context.Context, addr, user string, clientPrivateKey 
 
 	dial := p.Dial
 	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
+		// Through the SOCKS5 proxy in ALL_PROXY, unless NO_PROXY exempts
+		// the address: a management cluster often reaches tenant networks
+		// only through such a gateway. Without ALL_PROXY, a direct dial.
+		dial = proxy.Dial
 	}
 	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {

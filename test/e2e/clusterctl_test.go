@@ -122,22 +122,31 @@ var _ = Describe("clusterctl generate cluster", func() {
 	})
 	ctx := context.Background()
 
-	It("lists exactly the variables docs/flavors.md documents, with the same defaults", func() {
-		out, err := cc.Run(ctx, "generate", "cluster", "listed", "--infrastructure", "kubevirt:"+releaseVersion, "-n", "default", "--list-variables")
-		Expect(err).NotTo(HaveOccurred())
-		listed := listedVariables(out)
+	It("lists, for every flavor, only variables docs/flavors.md documents, with the same defaults", func() {
 		documented := documentedVariables()
-		Expect(keys(listed)).To(ConsistOf(keys(documented)))
-		for name, def := range documented {
-			if def != "" {
-				Expect(listed[name]).To(Equal(def), "the default of %s", name)
+		seen := map[string]bool{}
+		for _, flavor := range flavors() {
+			args := []string{"generate", "cluster", "listed", "--infrastructure", "kubevirt:" + releaseVersion, "-n", "default", "--list-variables"}
+			if flavor != "default" {
+				args = append(args, "--flavor", flavor)
+			}
+			out, err := cc.Run(ctx, args...)
+			Expect(err).NotTo(HaveOccurred())
+			for name, def := range listedVariables(out) {
+				seen[name] = true
+				Expect(documented).To(HaveKey(name), "flavor %s", flavor)
+				if documented[name] != "" {
+					Expect(def).To(Equal(documented[name]), "the default of %s in flavor %s", name, flavor)
+				}
 			}
 		}
+		Expect(keys(documented)).To(ConsistOf(keys(seen)), "every documented variable is in some flavor")
 	})
 
 	for _, flavor := range flavors() {
 		It(fmt.Sprintf("renders the %s flavor with only its defaults, and the cluster reaches Running", flavor), func() {
 			ns := newNamespace(ctx, "e2e-flavor-")
+			prepareFlavor(ctx, flavor, ns)
 			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + releaseVersion, "-n", ns}
 			if flavor != "default" {
 				args = append(args, "--flavor", flavor)
@@ -147,15 +156,15 @@ var _ = Describe("clusterctl generate cluster", func() {
 			Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 			expectRunning(ctx, ns, "defaults")
 			By("clusterctl describe shows the provider's conditions of the running cluster")
-			kc := &infrav1.KubevirtCluster{}
-			Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "defaults"}, kc)).To(Succeed())
+			kc := kubevirtClusterOf(ctx, ns, "defaults")
 			out, err = cc.Run(ctx, "describe", "cluster", "defaults", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
 			Expect(err).NotTo(HaveOccurred())
-			expectDescribed(out, "KubevirtCluster "+ns+"/defaults", kc.Status.Conditions, infrav1.InfraClusterAvailableCondition, infrav1.ControlPlaneEndpointReadyCondition)
+			expectDescribed(out, "KubevirtCluster "+ns+"/"+kc.Name, kc.Status.Conditions, infrav1.InfraClusterAvailableCondition, infrav1.ControlPlaneEndpointReadyCondition)
 			kms := &infrav1.KubevirtMachineList{}
 			Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
 			Expect(kms.Items).To(HaveLen(1))
 			expectDescribed(out, "KubevirtMachine "+ns+"/"+kms.Items[0].Name, kms.Items[0].Status.Conditions, infrav1.VirtualMachineReadyCondition)
+			checkFlavor(ctx, flavor, kc, &kms.Items[0])
 			deleteCluster(ctx, ns, "defaults")
 		})
 	}
@@ -174,37 +183,6 @@ var _ = Describe("clusterctl generate cluster", func() {
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cip-lb"}, svc)).To(Succeed())
 		Expect(kc.Spec.ControlPlaneEndpoint.Host).To(Equal(svc.Spec.ClusterIP), "the endpoint is the Service's ClusterIP")
 		deleteCluster(ctx, ns, "cip")
-	})
-
-	It("renders a cluster whose control-plane endpoint is a NodePort Service on a node address, which reaches Running", func() {
-		ns := newNamespace(ctx, "e2e-nodeport-")
-		nodes := &corev1.NodeList{}
-		Expect(c.List(ctx, nodes)).To(Succeed())
-		Expect(nodes.Items).NotTo(BeEmpty())
-		var nodeIP string
-		for _, a := range nodes.Items[0].Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				nodeIP = a.Address
-			}
-		}
-		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "NodePort"},
-			"generate", "cluster", "np", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns)
-		Expect(err).NotTo(HaveOccurred())
-		// Only the user knows which node address clients use (docs/clusters.md).
-		Expect(world.ApplyYAMLWith(ctx, c, []byte(out), func(u *unstructured.Unstructured) error {
-			if u.GetKind() != "KubevirtCluster" {
-				return nil
-			}
-			return unstructured.SetNestedField(u.Object, nodeIP, "spec", "controlPlaneEndpoint", "host")
-		})).To(Succeed())
-		expectRunning(ctx, ns, "np")
-		kc := &infrav1.KubevirtCluster{}
-		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "np"}, kc)).To(Succeed())
-		svc := &corev1.Service{}
-		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "np-lb"}, svc)).To(Succeed())
-		Expect(fmt.Sprintf("%s:%d", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)).
-			To(Equal(fmt.Sprintf("%s:%d", nodeIP, svc.Spec.Ports[0].NodePort)), "the endpoint is the node address and the node port")
-		deleteCluster(ctx, ns, "np")
 	})
 })
 
@@ -264,7 +242,9 @@ var _ = Describe("clusterctl describe", func() {
 	})
 })
 
-var describedObject = regexp.MustCompile(`[A-Z][A-Za-z]+ [a-z0-9-]+/[a-z0-9.-]+`)
+// describedObject is a tree line naming an object; an object named in a
+// condition's message, further right, is not one.
+var describedObject = regexp.MustCompile(`^[\s│├└─]*[A-Z][A-Za-z]+ [a-z0-9-]+/[a-z0-9.-]+`)
 
 // expectDescribed checks that clusterctl describe printed each of the
 // object's conditions of the given types, with the reason it has and the
@@ -381,7 +361,7 @@ func documentedVariables() map[string]string {
 		if m := documentedVariable.FindStringSubmatch(line); m != nil {
 			def := strings.TrimSpace(m[2])
 			if strings.HasPrefix(def, "`") && strings.HasSuffix(def, "`") {
-				vars[m[1]] = strings.Trim(def, "`")
+				vars[m[1]] = strings.Trim(def, "`\"")
 			} else {
 				vars[m[1]] = ""
 			}
@@ -391,7 +371,7 @@ func documentedVariables() map[string]string {
 	return vars
 }
 
-func keys(m map[string]string) []string {
+func keys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -19,6 +19,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -76,7 +77,18 @@ func TestControlPlaneServiceTypes(t *testing.T) {
 	nodePort := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.ControlPlaneServiceTemplate.Spec.Type = corev1.ServiceTypeNodePort
 	})
-	eventually(t, nodePort.endpoint()).Should(ContainSubstring("node address"))
+	// Without a host, the endpoint is the first Ready infra node's address
+	// (infra-a's, the first by name), where kube-proxy serves the node port.
+	infraA := &corev1.Node{}
+	g.Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: "infra-a"}, infraA)).To(Succeed())
+	var infraAIP string
+	for _, a := range infraA.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			infraAIP = a.Address
+		}
+	}
+	g.Expect(infraAIP).NotTo(BeEmpty())
+	eventually(t, nodePort.endpoint()).Should(MatchRegexp(`^` + regexp.QuoteMeta(infraAIP) + `:3[0-9]{4}$`))
 
 	// With the host given, the first node port becomes the endpoint port
 	// and stays the Service's; switching to None removes the Service.

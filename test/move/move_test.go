@@ -26,7 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -50,25 +49,20 @@ var _ = Describe("clusterctl move", Ordered, func() {
 		// The tenant's VMs live in a namespace of the same name on the
 		// shared infra cluster.
 		Expect(w.Infra.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Expect(from.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infra"},
+		// The Secret the external-infra flavor names by default.
+		Expect(from.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infra-kubeconfig"},
 			Data: map[string][]byte{infrav1.InfraClusterSecretKubeconfigKey: w.Infra.KubeConfig}})).To(Succeed())
 		out, err := cc.Run(ctx, "generate", "cluster", "moved", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns,
-			"--worker-machine-count", "1")
+			"--flavor", "external-infra", "--worker-machine-count", "1")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(world.ApplyYAMLWith(ctx, from.Client, []byte(out), func(u *unstructured.Unstructured) error {
-			if u.GetKind() != "KubevirtCluster" {
-				return nil
-			}
-			return unstructured.SetNestedStringMap(u.Object, map[string]string{"kind": "Secret", "apiVersion": "v1", "name": "infra"},
-				"spec", "infraClusterSecretRef")
-		})).To(Succeed())
+		Expect(world.ApplyYAML(ctx, from.Client, []byte(out))).To(Succeed())
 	})
 
 	It("moves a running tenant cluster to the second management cluster: nothing recreated, the second provider adopts it", func() {
 		expectMachinesWithNodes(ctx, from.Client, ns, 2)
 		Eventually(func() bool {
 			s := &corev1.Secret{}
-			Expect(from.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "infra"}, s)).To(Succeed())
+			Expect(from.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "infra-kubeconfig"}, s)).To(Succeed())
 			return move.Labelled(s)
 		}).WithTimeout(timeout).Should(BeTrue(), "the provider marks the infra kubeconfig Secret for clusterctl move")
 		kc := &infrav1.KubevirtCluster{}
@@ -102,7 +96,7 @@ var _ = Describe("clusterctl move", Ordered, func() {
 			return fmt.Sprintf("%d/%d ready", ready, len(kms.Items))
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("2/2 ready"))
 		s := &corev1.Secret{}
-		Expect(to.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "infra"}, s)).To(Succeed())
+		Expect(to.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "infra-kubeconfig"}, s)).To(Succeed())
 		Expect(s.Data[infrav1.InfraClusterSecretKubeconfigKey]).To(Equal(w.Infra.KubeConfig))
 		cluster := &clusterv1.Cluster{}
 		Expect(to.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "moved"}, cluster)).To(Succeed())

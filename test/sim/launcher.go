@@ -94,6 +94,9 @@ func (s *Simulator) createLauncherPod(ctx context.Context, vmi *kubevirtv1.Virtu
 		annotations[multusDefaultAnnotation] = def
 	}
 	nodeSelector := map[string]string{kubevirtv1.NodeSchedulable: "true", corev1.LabelArchStable: "amd64"}
+	if dedicatedCPUs(vmi) {
+		nodeSelector[CPUManagerLabel] = "true"
+	}
 	for k, v := range vmi.Spec.NodeSelector {
 		nodeSelector[k] = v
 	}
@@ -107,7 +110,7 @@ func (s *Simulator) createLauncherPod(ctx context.Context, vmi *kubevirtv1.Virtu
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
 				Name: "compute", Image: launcherImage,
-				Resources: corev1.ResourceRequirements{Requests: launcherRequests(vmi)},
+				Resources: launcherResources(vmi),
 			}},
 			NodeSelector:                  nodeSelector,
 			Affinity:                      vmi.Spec.Affinity,
@@ -131,27 +134,77 @@ func (s *Simulator) createLauncherPod(ctx context.Context, vmi *kubevirtv1.Virtu
 	return s.client.Create(ctx, pod)
 }
 
-// launcherRequests gives the compute container's requests: memory is the
-// guest's plus an overhead, CPU the request or 100m per vCPU
-// (docs/kubevirt-behaviour.md#launcher-pod-resource-requests-include-an-overhead).
-func launcherRequests(vmi *kubevirtv1.VirtualMachineInstance) corev1.ResourceList {
+// launcherResources gives the compute container's requests and limits
+// (docs/kubevirt-behaviour.md#launcher-pod-resource-requests-include-an-overhead,
+// #dedicated-cpus-and-hugepages): dedicated CPUs make the pod Guaranteed
+// with whole CPUs, one more for an isolated emulator thread; hugepages
+// back the guest memory, so the memory request is only the overhead;
+// limits the template sets are kept.
+func launcherResources(vmi *kubevirtv1.VirtualMachineInstance) corev1.ResourceRequirements {
 	d := vmi.Spec.Domain
-	memory := resource.Quantity{}
+	requests := launcherRequests(vmi)
+	limits := corev1.ResourceList{}
+	for name, q := range d.Resources.Limits {
+		limits[name] = q
+	}
+	if m := d.Memory; m != nil && m.Hugepages != nil && m.Hugepages.PageSize != "" {
+		guest := guestMemory(vmi)
+		pages := corev1.ResourceName(corev1.ResourceHugePagesPrefix + m.Hugepages.PageSize)
+		requests[pages], limits[pages] = guest, guest
+		overhead := requests[corev1.ResourceMemory]
+		overhead.Sub(guest)
+		requests[corev1.ResourceMemory] = overhead
+	}
+	if dedicatedCPUs(vmi) {
+		cpus := vcpus(vmi)
+		if d.CPU.IsolateEmulatorThread {
+			cpus++
+		}
+		requests[corev1.ResourceCPU] = *resource.NewQuantity(cpus, resource.DecimalSI)
+		limits[corev1.ResourceCPU] = requests[corev1.ResourceCPU]
+		limits[corev1.ResourceMemory] = requests[corev1.ResourceMemory]
+	}
+	if len(limits) == 0 {
+		limits = nil
+	}
+	return corev1.ResourceRequirements{Requests: requests, Limits: limits}
+}
+
+func dedicatedCPUs(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	return vmi.Spec.Domain.CPU != nil && vmi.Spec.Domain.CPU.DedicatedCPUPlacement
+}
+
+func vcpus(vmi *kubevirtv1.VirtualMachineInstance) int64 {
+	if c := vmi.Spec.Domain.CPU; c != nil {
+		return int64(max(c.Sockets, 1)) * int64(max(c.Cores, 1)) * int64(max(c.Threads, 1))
+	}
+	return 1
+}
+
+// guestMemory is the memory the guest sees: the request, else the guest
+// memory, else the limit.
+func guestMemory(vmi *kubevirtv1.VirtualMachineInstance) resource.Quantity {
+	d := vmi.Spec.Domain
 	switch {
 	case d.Resources.Requests.Memory() != nil && !d.Resources.Requests.Memory().IsZero():
-		memory = d.Resources.Requests.Memory().DeepCopy()
+		return d.Resources.Requests.Memory().DeepCopy()
 	case d.Memory != nil && d.Memory.Guest != nil:
-		memory = d.Memory.Guest.DeepCopy()
+		return d.Memory.Guest.DeepCopy()
 	case d.Resources.Limits.Memory() != nil:
-		memory = d.Resources.Limits.Memory().DeepCopy()
+		return d.Resources.Limits.Memory().DeepCopy()
 	}
-	vcpus := int64(1)
-	if c := d.CPU; c != nil {
-		vcpus = int64(max(c.Sockets, 1)) * int64(max(c.Cores, 1)) * int64(max(c.Threads, 1))
-	}
-	overhead := memory.Value()/512 + vcpus*8<<20 + 8<<20 + 32<<20 + 180<<20
+	return resource.Quantity{}
+}
+
+// launcherRequests gives the compute container's requests: memory is the
+// guest's plus an overhead, CPU the request or 100m per vCPU.
+func launcherRequests(vmi *kubevirtv1.VirtualMachineInstance) corev1.ResourceList {
+	d := vmi.Spec.Domain
+	memory := guestMemory(vmi)
+	n := vcpus(vmi)
+	overhead := memory.Value()/512 + n*8<<20 + 8<<20 + 32<<20 + 180<<20
 	memory.Add(*resource.NewQuantity(overhead, resource.BinarySI))
-	cpu := resource.NewMilliQuantity(vcpus*100, resource.DecimalSI)
+	cpu := resource.NewMilliQuantity(n*100, resource.DecimalSI)
 	if r, ok := d.Resources.Requests[corev1.ResourceCPU]; ok {
 		cpu = &r
 	}

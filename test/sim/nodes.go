@@ -25,8 +25,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// CPUManagerLabel marks the nodes that can give VMs dedicated CPUs.
+const CPUManagerLabel = kubevirtv1.CPUManager
+
+const hugepages2Mi = corev1.ResourceName(corev1.ResourceHugePagesPrefix + "2Mi")
 
 // NodeSpec describes one simulated infra node.
 type NodeSpec struct {
@@ -36,6 +42,12 @@ type NodeSpec struct {
 	Memory string
 	Labels map[string]string
 	Taints []corev1.Taint
+	// Hugepages2Mi is the node's hugepages-2Mi capacity, if any.
+	Hugepages2Mi string
+	// CPUManager labels the node cpumanager=true, as virt-handler does on
+	// nodes whose kubelet runs the static CPU manager policy: VMs with
+	// dedicated CPUs are scheduled only there.
+	CPUManager bool
 	// Address is the node's InternalIP; empty gives 172.30.0.x, which
 	// nothing in the world serves. A loopback address (the world's infra
 	// nodes) serves the node ports of tenant control-plane Services.
@@ -54,6 +66,9 @@ func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error 
 			corev1.LabelOSStable:      "linux",
 			"kubevirt.io/schedulable": "true",
 		}
+		if spec.CPUManager {
+			labels[CPUManagerLabel] = "true"
+		}
 		for k, v := range spec.Labels {
 			labels[k] = v
 		}
@@ -71,6 +86,9 @@ func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error 
 			corev1.ResourceCPU:    resource.MustParse(spec.CPU),
 			corev1.ResourceMemory: resource.MustParse(spec.Memory),
 			corev1.ResourcePods:   resource.MustParse("250"),
+		}
+		if spec.Hugepages2Mi != "" {
+			capacity[hugepages2Mi] = resource.MustParse(spec.Hugepages2Mi)
 		}
 		now := metav1.Now()
 		node.Status = corev1.NodeStatus{

@@ -107,6 +107,11 @@ type Env struct {
 	// PodCIDR is the loopback range for the pods the world runs as real
 	// processes.
 	PodCIDR string
+	// GuestProxy, when set, is the SOCKS5 address through which those
+	// pods reach the simulated guests (world.PodRunner gives it to them as
+	// ALL_PROXY): pods here share the host's network, which has no route
+	// to the guests' addresses.
+	GuestProxy string
 
 	services *serviceRange
 

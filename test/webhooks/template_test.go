@@ -55,13 +55,43 @@ func documentedVariables(t *testing.T) map[string]bool {
 	return vars
 }
 
-// TestClusterTemplate renders templates/cluster-template.yaml the way
-// clusterctl does, with only the required variables, and checks that every
-// variable is documented and that the API server (schemas) and the
-// provider's webhooks accept every object, in a dry run so no controller
-// acts on them.
-func TestClusterTemplate(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "templates", "cluster-template.yaml"))
+// TestClusterTemplates renders every flavor in templates/ and the
+// ClusterClass the way clusterctl does, with only the required variables,
+// and checks that every variable is documented and that the API server
+// (schemas) and the provider's webhooks accept every object, in a dry run
+// so no controller acts on them.
+func TestClusterTemplates(t *testing.T) {
+	plain := map[string]int{"Cluster": 1, "KubevirtCluster": 1, "KubevirtMachineTemplate": 2, "KubeadmControlPlane": 1,
+		"KubeadmConfigTemplate": 1, "MachineDeployment": 1}
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "templates", "*.yaml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("templates: %v %v", files, err)
+	}
+	documented := documentedVariables(t)
+	for _, file := range files {
+		want := plain
+		switch filepath.Base(file) {
+		case "cluster-template-topology.yaml":
+			want = map[string]int{"Cluster": 1}
+		case "clusterclass-kubevirt.yaml":
+			want = map[string]int{"ClusterClass": 1, "KubevirtClusterTemplate": 1, "KubevirtMachineTemplate": 3,
+				"KubeadmControlPlaneTemplate": 1, "KubeadmConfigTemplate": 1}
+		}
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			kinds := renderAndDryRun(t, file, documented)
+			for k, n := range want {
+				if kinds[k] != n {
+					t.Errorf("%d %s, want %d (all: %v)", kinds[k], k, n, kinds)
+				}
+			}
+		})
+	}
+}
+
+// renderAndDryRun renders a template with only CLUSTER_NAME and NAMESPACE,
+// creates each object in a dry run and counts the kinds.
+func renderAndDryRun(t *testing.T, file string, documented map[string]bool) map[string]int {
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +100,6 @@ func TestClusterTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	documented := documentedVariables(t)
 	for _, v := range vars {
 		if !documented[v] {
 			t.Errorf("variable %s is not documented in docs/flavors.md", v)
@@ -103,15 +132,12 @@ func TestClusterTemplate(t *testing.T) {
 			continue
 		}
 		kinds[u.GetKind()]++
+		if u.GetNamespace() == "" {
+			u.SetNamespace(ns.Name)
+		}
 		if err := env.Client.Create(context.Background(), u, client.DryRunAll); err != nil {
 			t.Errorf("%s %s refused: %v", u.GetKind(), u.GetName(), err)
 		}
 	}
-	want := map[string]int{"Cluster": 1, "KubevirtCluster": 1, "KubevirtMachineTemplate": 2, "KubeadmControlPlane": 1,
-		"KubeadmConfigTemplate": 1, "MachineDeployment": 1}
-	for k, n := range want {
-		if kinds[k] != n {
-			t.Errorf("%d %s, want %d (all: %v)", kinds[k], k, n, kinds)
-		}
-	}
+	return kinds
 }

@@ -89,9 +89,12 @@ type capiManagers struct {
 
 // startCAPI runs Cluster API's core, kubeadm bootstrap and kubeadm control
 // plane managers against env. Their informer names are process-wide, so a
-// further management cluster's names carry a suffix.
+// further management cluster's names carry a suffix. The feature gates are
+// those a user of the topology and ignition flavors turns on
+// (CLUSTER_TOPOLOGY and EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION before
+// clusterctl init); the kubeadm webhooks check the Ignition one.
 func startCAPI(env *testenv.Env, suffix string) (*capiManagers, error) {
-	if err := feature.MutableGates.Set("ClusterTopology=true"); err != nil {
+	if err := feature.MutableGates.Set("ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

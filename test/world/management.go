@@ -86,6 +86,8 @@ func (w *World) StartManagement() (*Management, error) {
 		return nil, err
 	}
 	m := &Management{Env: env}
+	// Its pods reach the same guests, through the same network.
+	env.GuestProxy = w.Env.GuestProxy
 	if err := env.StartCertManager(); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}

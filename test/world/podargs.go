@@ -102,6 +102,9 @@ func (r *PodRunner) prepare(ctx context.Context, pod *corev1.Pod, ctr *container
 		return nil, err
 	}
 	l.args = append(l.args, "--kubeconfig="+path)
+	if r.guestProxy != "" {
+		l.env = append(l.env, "ALL_PROXY=socks5://"+r.guestProxy)
+	}
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:

@@ -72,6 +72,8 @@ type PodRunner struct {
 	dir        string
 	kubeconfig func(namespace, serviceAccount string) ([]byte, error)
 	ips        *podIPs
+	// guestProxy is the env's GuestProxy, the pods' route to the guests.
+	guestProxy string
 	exited     chan event.GenericEvent
 	// stopManager stops the runner's controllers.
 	stopManager func() error
@@ -430,7 +432,7 @@ func StartPodRunner(env *testenv.Env, deployment types.NamespacedName, binary st
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	r := &PodRunner{
-		c: env.Client, deployment: deployment, binary: binary, images: images, dir: dir, ips: ips,
+		c: env.Client, deployment: deployment, binary: binary, images: images, dir: dir, ips: ips, guestProxy: env.GuestProxy,
 		kubeconfig: func(namespace, sa string) ([]byte, error) { return impersonating(admin, namespace, sa) },
 		exited:     make(chan event.GenericEvent, 16),
 		pods:       map[types.NamespacedName]*container{},

@@ -65,6 +65,9 @@ func ApplyYAML(ctx context.Context, c client.Client, data []byte) error {
 	return ApplyYAMLWith(ctx, c, data, nil)
 }
 
+// ErrSkipObject, returned by ApplyYAMLWith's mutate, leaves the object out.
+var ErrSkipObject = errors.New("skip this object")
+
 // ApplyYAMLWith is ApplyYAML with mutate, when set, called on each object
 // before it is created, as a user edits generated manifests.
 func ApplyYAMLWith(ctx context.Context, c client.Client, data []byte, mutate func(*unstructured.Unstructured) error) error {
@@ -82,7 +85,9 @@ func ApplyYAMLWith(ctx context.Context, c client.Client, data []byte, mutate fun
 			continue
 		}
 		if mutate != nil {
-			if err := mutate(u); err != nil {
+			if err := mutate(u); errors.Is(err, ErrSkipObject) {
+				continue
+			} else if err != nil {
 				return err
 			}
 		}

@@ -107,6 +107,7 @@ type World struct {
 	Workloads *Workloads
 
 	metrics *http.Server
+	guests  *guestProxy
 	ctx     context.Context
 	cancel  context.CancelFunc
 	stopped chan error
@@ -123,12 +124,14 @@ type World struct {
 	moreManagements []*Management
 }
 
-// DefaultNodes are three 16-CPU, 64Gi nodes in zones a, b and c.
+// DefaultNodes are three 16-CPU, 64Gi nodes in zones a, b and c, each
+// with 16Gi of 2Mi hugepages and the static CPU manager, as nodes meant
+// for performance VMs are set up.
 func DefaultNodes() []sim.NodeSpec {
 	return []sim.NodeSpec{
-		{Name: "infra-a", Zone: "zone-a", CPU: "16", Memory: "64Gi"},
-		{Name: "infra-b", Zone: "zone-b", CPU: "16", Memory: "64Gi"},
-		{Name: "infra-c", Zone: "zone-c", CPU: "16", Memory: "64Gi"},
+		{Name: "infra-a", Zone: "zone-a", CPU: "16", Memory: "64Gi", Hugepages2Mi: "16Gi", CPUManager: true},
+		{Name: "infra-b", Zone: "zone-b", CPU: "16", Memory: "64Gi", Hugepages2Mi: "16Gi", CPUManager: true},
+		{Name: "infra-c", Zone: "zone-c", CPU: "16", Memory: "64Gi", Hugepages2Mi: "16Gi", CPUManager: true},
 	}
 }
 
@@ -192,6 +195,12 @@ func (w *World) build(o Options) error {
 	if err := w.serveMetrics(); err != nil {
 		return err
 	}
+	// Pods the world runs (an installed provider) reach the guests'
+	// sshd through this proxy only.
+	if w.guests, err = startGuestProxy(w.ctx, w.Sim.DialGuest); err != nil {
+		return err
+	}
+	w.Env.GuestProxy = w.guests.Addr()
 	ctx := context.Background()
 	nodes := o.Nodes
 	if nodes == nil {
@@ -328,6 +337,9 @@ func (w *World) Stop() error {
 	}
 	if w.metrics != nil {
 		errs = append(errs, w.metrics.Close())
+	}
+	if w.guests != nil {
+		w.guests.Stop()
 	}
 	for _, install := range []*envtest.WebhookInstallOptions{w.simWebhooks, w.providerWebhooks} {
 		if install != nil {

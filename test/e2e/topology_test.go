@@ -1,0 +1,272 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+)
+
+var _ = Describe("ClusterClass kubevirt", Ordered, func() {
+	ctx := context.Background()
+	const name = "topo"
+	var (
+		ns        string
+		generated string
+		// imports counts the simulated CDI's imports before the cluster.
+		imports int64
+		// kept are the UIDs of the objects no change may recreate.
+		kept map[string]types.UID
+	)
+
+	BeforeAll(func() {
+		if w == nil {
+			Skip("needs the sandbox world's clusterctl configuration")
+		}
+		ns = newNamespace(ctx, "e2e-topology-")
+		imports = w.Sim.Counters.Get(sim.Imports)
+		var err error
+		// An image URL of its own, so that the import count is this
+		// cluster's alone.
+		generated, err = cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE_URL": "https://images.example.com/topology-first.qcow2"},
+			"generate", "cluster", name, "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--flavor", "topology", "--worker-machine-count", "1")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(generated).To(ContainSubstring("kind: ClusterClass"), "clusterctl adds the class the cluster names")
+		Expect(world.ApplyYAML(ctx, c, []byte(generated))).To(Succeed())
+	})
+
+	AfterAll(func() {
+		if w != nil && ns != "" {
+			deleteCluster(ctx, ns, name)
+		}
+	})
+
+	It("creates a cluster from the class whose control plane and workers run", func() {
+		expectRunning(ctx, ns, name)
+		expectMachinesWithNodes(ctx, ns, 2)
+		kc := kubevirtClusterOf(ctx, ns, name)
+		Expect(kc.Spec.ControlPlaneServiceTemplate.Spec.Type).To(BeEquivalentTo("LoadBalancer"), "the controlPlaneEndpoint variable's default")
+		Expect(kc.Spec.Isolation.Mode).To(Equal(infrav1.IsolationEnabled), "the isolation variable's default")
+		for _, km := range kubevirtMachines(ctx, ns) {
+			Expect(km.Spec.RootDisk.Image.HTTP.URL).To(Equal("https://images.example.com/topology-first.qcow2"))
+			Expect(km.Spec.VirtualMachineTemplate.Spec.Template.Spec.EvictionStrategy).To(HaveValue(BeEquivalentTo("LiveMigrateIfPossible")))
+		}
+		kept = topologyUIDs(ctx, ns)
+	})
+
+	It("scales the workers through the topology", func() {
+		updateTopology(ctx, ns, name, func(t *clusterv1.Topology) { t.Workers.MachineDeployments[0].Replicas = ptr.To(int32(2)) })
+		expectMachinesWithNodes(ctx, ns, 3)
+		Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(1), "three machines, one image, one import")
+	})
+
+	It("rolls every machine to new templates when the image and CPU variables change, recreating nothing else", func() {
+		before := machineUIDs(ctx, ns)
+		cpTemplate, mdTemplate := infraTemplates(ctx, ns, name)
+		updateTopology(ctx, ns, name, func(t *clusterv1.Topology) {
+			setVariable(t, "image", `{"http":{"url":"https://images.example.com/topology-second.qcow2"}}`)
+			setVariable(t, "machine", `{"cpu":3,"memory":"4Gi"}`)
+		})
+		Eventually(func() string {
+			cp, md := infraTemplates(ctx, ns, name)
+			return fmt.Sprintf("control plane on a new template: %t, workers on a new template: %t", cp != cpTemplate, md != mdTemplate)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("control plane on a new template: true, workers on a new template: true"))
+		expectAllReplaced(ctx, ns, before, 3)
+
+		cpTemplate, mdTemplate = infraTemplates(ctx, ns, name)
+		for _, tmplName := range []string{cpTemplate, mdTemplate} {
+			tmpl := &infrav1.KubevirtMachineTemplate{}
+			Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tmplName}, tmpl)).To(Succeed())
+			Expect(tmpl.Generation).To(BeEquivalentTo(1), "the provider's templates are replaced, never changed")
+			Expect(tmpl.Spec.Template.Spec.RootDisk.Image.HTTP.URL).To(Equal("https://images.example.com/topology-second.qcow2"))
+		}
+		for _, km := range kubevirtMachines(ctx, ns) {
+			vm := &kubevirtv1.VirtualMachine{}
+			Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vm)).To(Succeed())
+			Expect(vm.Spec.Template.Spec.Domain.CPU.Cores).To(BeEquivalentTo(3), "VM %s", vm.Name)
+		}
+		Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
+		Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(2), "one import per distinct image")
+	})
+
+	It("rebases the cluster onto a second version of the class", func() {
+		const v2 = "-v2"
+		Expect(world.ApplyYAMLWith(ctx, c, []byte(generated), func(u *unstructured.Unstructured) error {
+			switch u.GetKind() {
+			case "Cluster":
+				return world.ErrSkipObject
+			case "ClusterClass":
+				renameTemplateRefs(u.Object, v2)
+			case "KubevirtMachineTemplate":
+				if err := unstructured.SetNestedStringMap(u.Object, map[string]string{"capkv.io/class": "kubevirt" + v2},
+					"spec", "template", "spec", "virtualMachineTemplate", "metadata", "labels"); err != nil {
+					return err
+				}
+			}
+			u.SetName(u.GetName() + v2)
+			return nil
+		})).To(Succeed())
+		Eventually(func() bool {
+			cc := &clusterv1.ClusterClass{}
+			Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kubevirt" + v2}, cc)).To(Succeed())
+			return cc.Status.ObservedGeneration == cc.Generation && conditions.IsTrue(cc, clusterv1.ClusterClassVariablesReadyCondition)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(BeTrue(), "the second class is reconciled")
+		before := machineUIDs(ctx, ns)
+		updateTopology(ctx, ns, name, func(t *clusterv1.Topology) { t.ClassRef.Name = "kubevirt" + v2 })
+		expectAllReplaced(ctx, ns, before, 3)
+		for _, km := range kubevirtMachines(ctx, ns) {
+			vm := &kubevirtv1.VirtualMachine{}
+			Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vm)).To(Succeed())
+			Expect(vm.Labels).To(HaveKeyWithValue("capkv.io/class", "kubevirt"+v2), "VM %s is built from the second class", vm.Name)
+		}
+		Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
+		expectRunning(ctx, ns, name)
+	})
+})
+
+// renameTemplateRefs appends suffix to every template a ClusterClass names.
+func renameTemplateRefs(obj map[string]any, suffix string) {
+	for k, v := range obj {
+		switch v := v.(type) {
+		case map[string]any:
+			if k == "templateRef" {
+				v["name"] = fmt.Sprint(v["name"]) + suffix
+			}
+			renameTemplateRefs(v, suffix)
+		case []any:
+			for _, item := range v {
+				if m, ok := item.(map[string]any); ok {
+					renameTemplateRefs(m, suffix)
+				}
+			}
+		}
+	}
+}
+
+// updateTopology changes a Cluster's topology as a user would.
+func updateTopology(ctx context.Context, ns, name string, change func(*clusterv1.Topology)) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cluster := &clusterv1.Cluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
+			return err
+		}
+		change(&cluster.Spec.Topology)
+		return c.Update(ctx, cluster)
+	})).To(Succeed())
+}
+
+// setVariable sets a topology variable to a JSON value.
+func setVariable(t *clusterv1.Topology, name, value string) {
+	for i := range t.Variables {
+		if t.Variables[i].Name == name {
+			t.Variables[i].Value.Raw = []byte(value)
+			return
+		}
+	}
+	v := clusterv1.ClusterVariable{Name: name}
+	v.Value.Raw = []byte(value)
+	t.Variables = append(t.Variables, v)
+}
+
+// infraTemplates are the KubevirtMachineTemplates the control plane and
+// the first MachineDeployment use now.
+func infraTemplates(ctx context.Context, ns, name string) (controlPlane, workers string) {
+	kcps := &controlplanev1.KubeadmControlPlaneList{}
+	Expect(c.List(ctx, kcps, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name})).To(Succeed())
+	Expect(kcps.Items).To(HaveLen(1))
+	mds := &clusterv1.MachineDeploymentList{}
+	Expect(c.List(ctx, mds, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name})).To(Succeed())
+	Expect(mds.Items).To(HaveLen(1))
+	return kcps.Items[0].Spec.MachineTemplate.Spec.InfrastructureRef.Name, mds.Items[0].Spec.Template.Spec.InfrastructureRef.Name
+}
+
+// topologyUIDs are the UIDs of the objects the topology controller must
+// keep across template changes and rebases.
+func topologyUIDs(ctx context.Context, ns string) map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, list := range []client.ObjectList{&infrav1.KubevirtClusterList{}, &controlplanev1.KubeadmControlPlaneList{}, &clusterv1.MachineDeploymentList{}} {
+		Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		Expect(meta.EachListItem(list, func(item runtime.Object) error {
+			o := item.(client.Object)
+			out[fmt.Sprintf("%T %s", o, o.GetName())] = o.GetUID()
+			return nil
+		})).To(Succeed())
+	}
+	return out
+}
+
+// machineUIDs are the UIDs of the namespace's Machines.
+func machineUIDs(ctx context.Context, ns string) map[types.UID]bool {
+	machines := &clusterv1.MachineList{}
+	Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+	out := map[types.UID]bool{}
+	for _, m := range machines.Items {
+		out[m.UID] = true
+	}
+	return out
+}
+
+// expectAllReplaced waits until n Machines have Nodes and none of them is
+// one of before.
+func expectAllReplaced(ctx context.Context, ns string, before map[types.UID]bool, n int) {
+	Eventually(func() string {
+		machines := &clusterv1.MachineList{}
+		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		old, withNode := 0, 0
+		for _, m := range machines.Items {
+			if before[m.UID] {
+				old++
+			}
+			if m.Status.NodeRef.IsDefined() {
+				withNode++
+			}
+		}
+		return fmt.Sprintf("%d machines, %d old, %d with a Node", len(machines.Items), old, withNode)
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(fmt.Sprintf("%d machines, 0 old, %d with a Node", n, n)),
+		func() string { return describe(ctx, ns) })
+}
+
+// kubevirtMachines lists the namespace's KubevirtMachines.
+func kubevirtMachines(ctx context.Context, ns string) []infrav1.KubevirtMachine {
+	kms := &infrav1.KubevirtMachineList{}
+	Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
+	return kms.Items
+}
+
+func expectMachinesWithNodes(ctx context.Context, ns string, n int) {
+	Eventually(func() (string, error) { return world.MachinesWithNodes(ctx, c, ns) }).
+		WithTimeout(timeout).WithPolling(time.Second).Should(Equal(fmt.Sprintf("%d machines, %d with a Node", n, n)), func() string { return describe(ctx, ns) })
+}
