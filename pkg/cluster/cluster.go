@@ -127,6 +127,10 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 
 const nodeListTimeout = 15 * time.Second
 
+// NodeAddressRecheck is how often a NodePort endpoint without a host looks
+// again for a Ready infra node to take the address of.
+const NodeAddressRecheck = 30 * time.Second
+
 // NetworkRecheck is how often a cluster waiting for its network template or
 // a free VLAN looks again, besides the events that wake it: templates and
 // other clusters' networks may live where no watch reaches (another
@@ -185,6 +189,11 @@ func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtClu
 	picked := cpservice.NeedsNodeAddress(kc)
 	ep, ok, wait := cpservice.Endpoint(kc, svc, nodes)
 	if !ok {
+		if picked {
+			// A node turning Ready or being uncordoned is no label change,
+			// which is all the Node watch passes on.
+			return outcome.Wait(infrav1.WaitingForEndpointReason, wait).After(NodeAddressRecheck), nil
+		}
 		return outcome.Wait(infrav1.WaitingForEndpointReason, wait), nil
 	}
 	// Only the parts the user left empty are filled; a set endpoint is never

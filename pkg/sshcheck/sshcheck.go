@@ -90,8 +90,10 @@ func NewKeyPair() (KeyPair, error) {
 
 // Prober checks bootstrap completion over SSH.
 type Prober struct {
-	// Dial opens the TCP connection; nil uses a net.Dialer. Tests route VM
-	// addresses through it.
+	// Dial opens the TCP connection; nil dials through the SOCKS5 proxy in
+	// ALL_PROXY (socks5://host:port; other schemes are ignored) unless
+	// NO_PROXY lists the address, else directly. Tests route VM addresses
+	// through it.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Timeout bounds the whole probe (dial, handshake, command); zero means
 	// DefaultTimeout.

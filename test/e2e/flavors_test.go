@@ -101,6 +101,8 @@ func checkFlavor(ctx context.Context, flavor string, kc *infrav1.KubevirtCluster
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ptr.Deref(machine.Spec.Bootstrap.DataSecretName, "")}, data)).To(Succeed())
 		Expect(string(data.Data["format"])).To(Equal("ignition"), "the kubeadm bootstrap provider wrote Ignition")
 		Expect(string(data.Data["value"])).To(ContainSubstring(`"ignition":{`))
+		// Cluster API matches a Node to its Machine by providerID only, and
+		// an Ignition kubelet here sets none: the provider did.
 		Expect(machine.Status.NodeRef.IsDefined()).To(BeTrue(), "the Node was matched by the providerID the provider set")
 	case "external-infra":
 		Expect(vm.OwnerReferences).To(BeEmpty(), "owner references cannot cross clusters: the external path was taken")

@@ -44,7 +44,8 @@ type NodeSpec struct {
 	Taints []corev1.Taint
 	// Hugepages2Mi is the node's hugepages-2Mi capacity, if any.
 	Hugepages2Mi string
-	// CPUManager labels the node cpumanager=true, as virt-handler does on
+	// CPUManager labels the node kubevirt.io/cpumanager=true, as
+	// virt-handler does on
 	// nodes whose kubelet runs the static CPU manager policy: VMs with
 	// dedicated CPUs are scheduled only there.
 	CPUManager bool

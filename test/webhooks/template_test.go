@@ -120,17 +120,7 @@ func renderAndDryRun(t *testing.T, file string, documented map[string]bool) map[
 		t.Fatalf("rendering with only CLUSTER_NAME and NAMESPACE: %v", err)
 	}
 	kinds := map[string]int{}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	for _, u := range decodeObjects(t, out) {
 		kinds[u.GetKind()]++
 		if u.GetNamespace() == "" {
 			u.SetNamespace(ns.Name)
@@ -140,4 +130,22 @@ func renderAndDryRun(t *testing.T, file string, documented map[string]bool) map[
 		}
 	}
 	return kinds
+}
+
+// decodeObjects reads the objects of a multi-document YAML file.
+func decodeObjects(t *testing.T, raw []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
 }

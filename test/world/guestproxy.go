@@ -24,6 +24,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // guestProxy is a SOCKS5 server (RFC 1928, CONNECT without authentication
@@ -80,11 +81,14 @@ const (
 
 func (p *guestProxy) tunnel(conn net.Conn) {
 	defer func() { _ = conn.Close() }()
+	// A client that stalls in the handshake does not hold a goroutine.
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	target, err := readConnect(conn)
 	if err != nil {
 		_ = reply(conn, socksNotSupported)
 		return
 	}
+	_ = conn.SetDeadline(time.Time{})
 	guest, err := p.dial(p.ctx, "tcp", target)
 	if err != nil {
 		_ = reply(conn, socksHostUnreachable)

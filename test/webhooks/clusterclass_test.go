@@ -1,0 +1,215 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package webhooks_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	"sigs.k8s.io/cluster-api/core/reconcilers/topology/cluster/patches/inline"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+)
+
+// classTemplate is one template of the ClusterClass, where the topology
+// controller would use it.
+type classTemplate struct {
+	name   string
+	holder runtimehooksv1.HolderReference
+	// mdClass is the MachineDeployment class for worker templates.
+	mdClass string
+}
+
+// TestClusterClassPatches applies ClusterClass kubevirt's patches with
+// Cluster API's own inline patch generator to its templates, for the
+// defaulted variables and for every variable set, as the topology
+// controller would, and checks that the API server and the provider's
+// webhooks accept every patched template and that each variable lands
+// where docs/flavors.md says.
+func TestClusterClassPatches(t *testing.T) {
+	class, templates := readClusterClass(t)
+	md := func(fieldPath string) runtimehooksv1.HolderReference {
+		return runtimehooksv1.HolderReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineDeployment", Name: "md-0", FieldPath: fieldPath}
+	}
+	roles := []classTemplate{
+		{name: "kubevirt", holder: runtimehooksv1.HolderReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "blue", FieldPath: "spec.infrastructureRef"}},
+		{name: "kubevirt-control-plane", holder: runtimehooksv1.HolderReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "blue", FieldPath: "spec.controlPlaneRef"}},
+		{name: "kubevirt-control-plane", holder: runtimehooksv1.HolderReference{APIVersion: "controlplane.cluster.x-k8s.io/v1beta2", Kind: "KubeadmControlPlane", Name: "blue", FieldPath: "spec.machineTemplate.spec.infrastructureRef"}},
+		{name: "kubevirt-default-worker", holder: md("spec.template.spec.infrastructureRef"), mdClass: "default-worker"},
+		{name: "kubevirt-performance-worker", holder: md("spec.template.spec.infrastructureRef"), mdClass: "performance-worker"},
+		{name: "kubevirt-worker", holder: md("spec.template.spec.bootstrap.configRef"), mdClass: "default-worker"},
+	}
+	defaults := map[string]string{
+		"image":                `{"http":{"url":"https://images.example.com/node.qcow2"}}`,
+		"rootDisk":             `{"size":"20Gi"}`,
+		"machine":              `{"cpu":2,"memory":"4Gi"}`,
+		"controlPlaneEndpoint": `{"serviceType":"LoadBalancer"}`,
+		"isolation":            `{"enabled":true}`,
+		"network":              `{}`,
+		"bootstrap":            `{"format":"cloud-config","check":"none"}`,
+		"dns":                  `{}`,
+		"evictionStrategy":     `"LiveMigrateIfPossible"`,
+	}
+	everything := map[string]string{
+		"image":                `{"registry":{"url":"docker://registry.example.com/node:v1.34.1"}}`,
+		"rootDisk":             `{"size":"30Gi","storageClass":"fast"}`,
+		"machine":              `{"cpu":4,"memory":"8Gi","instanceType":"standard-4","preference":"sockets-advantage"}`,
+		"controlPlaneEndpoint": `{"serviceType":"NodePort","port":30443}`,
+		"isolation":            `{"enabled":false,"deniedCIDRs":["10.0.0.0/8"],"networkPolicies":[{"name":"monitoring","spec":{"podSelector":{},"policyTypes":["Ingress"]}}]}`,
+		"network":              `{"perCluster":{"templateRef":{"namespace":"net","name":"tenant-vlan"},"binding":"bridge"},"nodeAddressNetwork":"tenant"}`,
+		"bootstrap":            `{"format":"ignition","check":"guest-agent"}`,
+		"failureDomains":       `[{"name":"zone-a","controlPlane":true,"nodeSelector":{"topology.kubernetes.io/zone":"zone-a"}}]`,
+		"dns":                  `{"policy":"None","config":{"nameservers":["192.0.2.53"],"searches":["tenant.example"]}}`,
+		"evictionStrategy":     `"External"`,
+		"dataDisks":            `[{"name":"data","diskSize":"10Gi"}]`,
+	}
+	for _, tt := range []struct {
+		name      string
+		variables map[string]string
+		check     func(g Gomega, role classTemplate, patched *unstructured.Unstructured)
+	}{
+		{"defaulted variables", defaults, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
+			switch {
+			case u.GetKind() == "KubevirtClusterTemplate":
+				g.Expect(field(u, "spec", "template", "spec", "controlPlaneServiceTemplate", "spec", "type")).To(Equal("LoadBalancer"))
+				g.Expect(field(u, "spec", "template", "spec", "isolation", "mode")).To(Equal("Enabled"))
+			case role.name == "kubevirt-default-worker":
+				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "image", "http", "url")).To(Equal("https://images.example.com/node.qcow2"))
+				g.Expect(field(u, "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "cpu", "cores")).To(BeEquivalentTo(2))
+			}
+		}},
+		{"every variable set", everything, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
+			vm := []string{"spec", "template", "spec", "virtualMachineTemplate", "spec"}
+			switch {
+			case u.GetKind() == "KubevirtClusterTemplate":
+				spec := []string{"spec", "template", "spec"}
+				g.Expect(field(u, append(spec, "controlPlaneEndpoint")...)).To(Equal(map[string]any{"port": int64(30443)}), "a port alone is kept")
+				g.Expect(field(u, append(spec, "isolation", "mode")...)).To(Equal("Disabled"))
+				g.Expect(field(u, append(spec, "customNetworkPolicies")...)).To(HaveLen(1))
+				g.Expect(field(u, append(spec, "network", "perCluster", "templateRef", "name")...)).To(Equal("tenant-vlan"))
+				g.Expect(field(u, append(spec, "failureDomains")...)).To(HaveLen(1))
+				g.Expect(field(u, append(spec, "dnsPolicy")...)).To(Equal("None"))
+			case u.GetKind() == "KubeadmControlPlaneTemplate":
+				g.Expect(field(u, "spec", "template", "spec", "kubeadmConfigSpec", "format")).To(Equal("ignition"))
+				g.Expect(field(u, "spec", "template", "spec", "kubeadmConfigSpec", "ignition", "containerLinuxConfig", "additionalConfig")).To(ContainSubstring("containerd.service"))
+			case u.GetKind() == "KubeadmConfigTemplate":
+				g.Expect(field(u, "spec", "template", "spec", "format")).To(Equal("ignition"))
+			case role.name == "kubevirt-performance-worker":
+				g.Expect(field(u, append(vm, "template", "spec", "domain", "cpu", "cores")...)).To(BeEquivalentTo(4))
+				g.Expect(field(u, append(vm, "template", "spec", "domain", "resources", "limits", "memory")...)).To(Equal("8Gi"))
+				g.Expect(field(u, append(vm, "instancetype")...)).To(BeNil(), "the performance class is sized by cpu and memory only")
+			default:
+				g.Expect(field(u, append(vm, "instancetype", "name")...)).To(Equal("standard-4"))
+				g.Expect(field(u, append(vm, "preference", "name")...)).To(Equal("sockets-advantage"))
+				g.Expect(field(u, append(vm, "template", "spec", "domain", "cpu")...)).To(BeNil(), "the instance type owns CPU")
+				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "storageClassName")).To(Equal("fast"))
+				g.Expect(field(u, "spec", "template", "spec", "dataDisks")).To(HaveLen(1))
+				g.Expect(field(u, "spec", "template", "spec", "virtualMachineBootstrapCheck", "checkStrategy")).To(Equal("guest-agent"))
+				g.Expect(field(u, append(vm, "template", "spec", "evictionStrategy")...)).To(Equal("External"))
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "clusterclass-"}}
+			g.Expect(env.Client.Create(context.Background(), ns)).To(Succeed())
+			var vars []runtimehooksv1.Variable
+			for name, value := range tt.variables {
+				vars = append(vars, runtimehooksv1.Variable{Name: name, Value: apiextensionsv1.JSON{Raw: []byte(value)}})
+			}
+			for _, role := range roles {
+				u := templates[role.name].DeepCopy()
+				u.SetNamespace(ns.Name)
+				for i := range class.Spec.Patches {
+					u = applyPatch(g, &class.Spec.Patches[i], role, vars, u)
+				}
+				g.Expect(env.Client.Create(context.Background(), u, client.DryRunAll)).To(Succeed(), "%s for %s %s", u.GetName(), role.holder.Kind, role.holder.FieldPath)
+				tt.check(g, role, u)
+			}
+		})
+	}
+}
+
+// applyPatch runs one ClusterClass patch through Cluster API's inline
+// generator for a template in its role and applies the JSON patches it
+// returns.
+func applyPatch(g Gomega, patch *clusterv1.ClusterClassPatch, role classTemplate, vars []runtimehooksv1.Variable, u *unstructured.Unstructured) *unstructured.Unstructured {
+	item := runtimehooksv1.GeneratePatchesRequestItem{UID: types.UID("t"), HolderReference: role.holder, Object: runtime.RawExtension{Object: u}}
+	if role.mdClass != "" {
+		item.Variables = []runtimehooksv1.Variable{{Name: "builtin", Value: apiextensionsv1.JSON{Raw: []byte(`{"machineDeployment":{"class":"` + role.mdClass + `"}}`)}}}
+	}
+	resp, err := inline.NewGenerator(patch).Generate(context.Background(), nil,
+		&runtimehooksv1.GeneratePatchesRequest{Variables: vars, Items: []runtimehooksv1.GeneratePatchesRequestItem{item}})
+	g.Expect(err).NotTo(HaveOccurred(), "patch %s", patch.Name)
+	for _, p := range resp.Items {
+		decoded, err := jsonpatch.DecodePatch(p.Patch)
+		g.Expect(err).NotTo(HaveOccurred())
+		raw, err := u.MarshalJSON()
+		g.Expect(err).NotTo(HaveOccurred())
+		patched, err := decoded.Apply(raw)
+		g.Expect(err).NotTo(HaveOccurred(), "patch %s on %s: %s", patch.Name, u.GetName(), p.Patch)
+		u = &unstructured.Unstructured{}
+		g.Expect(u.UnmarshalJSON(patched)).To(Succeed())
+	}
+	return u
+}
+
+// readClusterClass reads templates/clusterclass-kubevirt.yaml: the class,
+// and its templates by name.
+func readClusterClass(t *testing.T) (*clusterv1.ClusterClass, map[string]*unstructured.Unstructured) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "templates", "clusterclass-kubevirt.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := &clusterv1.ClusterClass{}
+	templates := map[string]*unstructured.Unstructured{}
+	for _, u := range decodeObjects(t, raw) {
+		if u.GetKind() != "ClusterClass" {
+			templates[u.GetName()] = u
+			continue
+		}
+		data, err := yaml.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict(data, class); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return class, templates
+}
+
+// field reads a nested field of an object, nil when it is absent.
+func field(u *unstructured.Unstructured, path ...string) any {
+	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+	return v
+}
