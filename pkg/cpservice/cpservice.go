@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/cluster-api/util"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
@@ -223,7 +224,7 @@ func NodeAddress(nodes []corev1.Node) string {
 	sorted := slices.SortedFunc(slices.Values(nodes), func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, want := range []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP} {
 		for _, n := range sorted {
-			if !nodeReady(&n) || n.Spec.Unschedulable {
+			if !util.IsNodeReady(&n) || n.Spec.Unschedulable {
 				continue
 			}
 			for _, a := range n.Status.Addresses {
@@ -234,15 +235,6 @@ func NodeAddress(nodes []corev1.Node) string {
 		}
 	}
 	return ""
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func merged(a, b map[string]string) map[string]string {

@@ -79,7 +79,7 @@ func checkFlavor(ctx context.Context, flavor string, kc *infrav1.KubevirtCluster
 		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
 		infraA := &corev1.Node{}
 		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: "infra-a"}, infraA)).To(Succeed())
-		Expect(kc.Spec.ControlPlaneEndpoint).To(Equal(infrav1.APIEndpoint{Host: internalIP(infraA), Port: svc.Spec.Ports[0].NodePort}),
+		Expect(kc.Spec.ControlPlaneEndpoint).To(Equal(infrav1.APIEndpoint{Host: sim.InternalIP(infraA), Port: svc.Spec.Ports[0].NodePort}),
 			"without a host, the endpoint is the first infra node's address and the node port")
 	case "multus":
 		Expect(kc.Status.Network.PerCluster).To(Equal(ns+"/"+kc.Name+"-tenant"), "the cluster's own network")
@@ -134,13 +134,4 @@ func kubevirtClusterOf(ctx context.Context, ns, name string) *infrav1.KubevirtCl
 	kc := &infrav1.KubevirtCluster{}
 	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.Spec.InfrastructureRef.Name}, kc)).To(Succeed())
 	return kc
-}
-
-func internalIP(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	return ""
 }

@@ -36,6 +36,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 )
 
 // endpoint polls the KubevirtCluster's endpoint once provisioned.
@@ -81,12 +82,7 @@ func TestControlPlaneServiceTypes(t *testing.T) {
 	// (infra-a's, the first by name), where kube-proxy serves the node port.
 	infraA := &corev1.Node{}
 	g.Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: "infra-a"}, infraA)).To(Succeed())
-	var infraAIP string
-	for _, a := range infraA.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			infraAIP = a.Address
-		}
-	}
+	infraAIP := sim.InternalIP(infraA)
 	g.Expect(infraAIP).NotTo(BeEmpty())
 	eventually(t, nodePort.endpoint()).Should(MatchRegexp(`^` + regexp.QuoteMeta(infraAIP) + `:3[0-9]{4}$`))
 

@@ -261,11 +261,8 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 	if err := s.client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			pod.Status.HostIP, pod.Status.HostIPs = a.Address, append(pod.Status.HostIPs, corev1.HostIP{IP: a.Address})
-			break
-		}
+	if ip := InternalIP(node); ip != "" {
+		pod.Status.HostIP, pod.Status.HostIPs = ip, append(pod.Status.HostIPs, corev1.HostIP{IP: ip})
 	}
 	pod.Status.StartTime = &now
 	for _, t := range []corev1.PodConditionType{corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {

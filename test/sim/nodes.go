@@ -125,6 +125,16 @@ func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error 
 	return nil
 }
 
+// InternalIP is a node's first internal IP, empty if it has none.
+func InternalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}
+
 func dedupTaints(taints []corev1.Taint) []corev1.Taint {
 	seen := map[string]bool{}
 	var out []corev1.Taint
