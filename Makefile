@@ -12,11 +12,11 @@ BIN := $(ROOT)/bin
 export PATH := $(BIN):$(PATH)
 
 CONTROLLER_TOOLS_VERSION := v0.23.0
-KUSTOMIZE_VERSION := v5.8.1
 GOLANGCI_LINT_VERSION := v2.15.0
 
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
-KUSTOMIZE := go run sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+# kustomize is pinned in hack/tools/kustomize and built once into bin/.
+KUSTOMIZE := $(BIN)/kustomize
 GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -108,6 +108,7 @@ release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml w
 			END { if (a == major && b == minor) found = 1; exit !found }' metadata.yaml || \
 		{ echo "metadata.yaml has no release series $$major.$$minor for VERSION=$(VERSION): add it" >&2; exit 1; }; \
 	fi
+	@hack/build-tools.sh kustomize
 	@mkdir -p $(RELEASE_DIR) out
 	@overlay=$$(mktemp -d out/.overlay.XXXXXX); trap 'rm -rf "$$overlay"' EXIT; \
 	img='$(IMG)'; name=$$img; tag=; digest=; \
@@ -118,7 +119,7 @@ release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml w
 	  echo "images:"; echo "- name: controller"; echo "  newName: $$name"; \
 	  if [[ -n "$$tag" ]]; then echo "  newTag: \"$$tag\""; fi; \
 	  if [[ -n "$$digest" ]]; then echo "  digest: $$digest"; fi; } > "$$overlay/kustomization.yaml"; \
-	echo ">> kustomize $(KUSTOMIZE_VERSION): config/default with image $(IMG)"; \
+	echo ">> kustomize: config/default with image $(IMG)"; \
 	$(KUSTOMIZE) build "$$overlay" > "$$overlay/components.yaml"; \
 	mv "$$overlay/components.yaml" $(RELEASE_DIR)/infrastructure-components.yaml
 	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
@@ -142,7 +143,7 @@ kube-binaries: ## Build kube-apiserver, kube-scheduler, kube-controller-manager 
 	@hack/build-tools.sh kube
 
 .PHONY: tools
-tools: ## Build every pinned test tool into bin/: the kube binaries, clusterctl and cert-manager (once per pin).
+tools: ## Build every pinned tool into bin/: the kube binaries, clusterctl, cert-manager and kustomize (once per pin).
 	@hack/build-tools.sh
 
 .PHONY: test

@@ -7,8 +7,9 @@
 #   clusterctl   the real clusterctl (Cluster API v1.14.2)
 #   cert-manager its controller and cainjector (cert-manager v1.21.2), as
 #          subcommands of one binary
+#   kustomize    kustomize v5.8.1, which make release-manifests runs
 #
-# Usage: hack/build-tools.sh [kube|clusterctl|cert-manager ...] (all when
+# Usage: hack/build-tools.sh [kube|clusterctl|cert-manager|kustomize ...] (all when
 # none is named). A stamp per set holding the hash of its module's files
 # and link flags skips the build while they are unchanged.
 set -euo pipefail
@@ -43,7 +44,7 @@ clusterctl_version=$(awk '$1 == "sigs.k8s.io/cluster-api" { print $2; exit }' "$
 kube_version=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' "$root/hack/tools/kube/go.mod")
 kube_minor=$(echo "$kube_version" | cut -d. -f2)
 sets=("$@")
-[[ ${#sets[@]} -gt 0 ]] || sets=(kube clusterctl cert-manager)
+[[ ${#sets[@]} -gt 0 ]] || sets=(kube clusterctl cert-manager kustomize)
 for set in "${sets[@]}"; do
   case $set in
     # clusterctl refuses an API server whose /version is not a release.
@@ -59,6 +60,7 @@ for set in "${sets[@]}"; do
       "-X sigs.k8s.io/cluster-api/version.gitVersion=$clusterctl_version -X sigs.k8s.io/cluster-api/version.gitMajor=1 -X sigs.k8s.io/cluster-api/version.gitMinor=14" \
       clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl ;;
     cert-manager) build cert-manager "$root/hack/tools/certmanager" "" cert-manager=. ;;
-    *) echo "unknown tool set $set (kube, clusterctl, cert-manager)" >&2; exit 2 ;;
+    kustomize) build kustomize "$root/hack/tools/kustomize" "" kustomize=sigs.k8s.io/kustomize/kustomize/v5 ;;
+    *) echo "unknown tool set $set (kube, clusterctl, cert-manager, kustomize)" >&2; exit 2 ;;
   esac
 done
