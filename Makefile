@@ -99,7 +99,7 @@ RELEASE_DIR ?= out
 # name@digest or name), so no tracked file changes. A VERSION vX.Y.Z...
 # needs release series X.Y in metadata.yaml, or clusterctl would refuse it.
 .PHONY: release-manifests
-release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml with the manager image IMG, metadata.yaml and the cluster templates.
+release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml with the manager image IMG, metadata.yaml, the cluster templates and the optional instancetypes.yaml.
 	@if [[ "$(VERSION)" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then \
 		major=$${BASH_REMATCH[1]}; minor=$${BASH_REMATCH[2]}; \
 		awk -v major=$$major -v minor=$$minor ' \
@@ -122,6 +122,7 @@ release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml w
 	echo ">> kustomize: config/default with image $(IMG)"; \
 	$(KUSTOMIZE) build "$$overlay" > "$$overlay/components.yaml"; \
 	mv "$$overlay/components.yaml" $(RELEASE_DIR)/infrastructure-components.yaml
+	$(KUSTOMIZE) build config/instancetypes > $(RELEASE_DIR)/instancetypes.yaml
 	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
 	cp templates/cluster-template*.yaml templates/clusterclass-*.yaml $(RELEASE_DIR)/
 	@echo ">> wrote $(RELEASE_DIR)/infrastructure-components.yaml (image $(IMG))"

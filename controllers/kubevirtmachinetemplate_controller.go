@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -35,7 +34,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -60,10 +58,10 @@ type KubevirtMachineTemplateReconciler struct {
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinetemplates,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinetemplates/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineinstancetypes;virtualmachineclusterinstancetypes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineinstancetypes;virtualmachineclusterinstancetypes;virtualmachinepreferences;virtualmachineclusterpreferences,verbs=get;list;watch
 
 // Reconcile computes the capacity of one KubevirtMachineTemplate. Instance
-// types are read from the infra cluster's cache and watched, so a template
+// types and preferences are read from the infra cluster's cache and watched, so a template
 // that names one not created yet is completed when it appears.
 func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
 	t := &infrav1.KubevirtMachineTemplate{}
@@ -91,12 +89,12 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 	}()
 
 	spec := &t.Spec.Template.Spec
-	instancetype := spec.VirtualMachineTemplate.Spec.Instancetype
+	vmSpec := &spec.VirtualMachineTemplate.Spec
 	if !golden.Needed(spec.RootDisk) {
 		t.Status.GoldenImage = nil
 	}
-	var it *instancetypev1beta1.VirtualMachineInstancetypeSpec
-	if golden.Needed(spec.RootDisk) || instancetype != nil {
+	var src capacity.Sources
+	if golden.Needed(spec.RootDisk) || selectsInstancetypeOrPreference(vmSpec) {
 		ref, err := r.infraClusterRef(ctx, t)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -109,13 +107,13 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 			// one: the volume is still there.
 			t.Status.GoldenImage = machine.GoldenImageOf(access.Infra.Secret, access.Infra.Namespace, spec.RootDisk)
 		}
-		if instancetype != nil {
+		if selectsInstancetypeOrPreference(vmSpec) {
 			if !access.Available() {
 				setCapacity(t, outcome.Fail(infrav1.InstancetypeUnavailableReason,
-					fmt.Sprintf("cannot read instance type %s: %s", instancetype.Name, access.Outcome.Message)))
+					"cannot read the instance type or preference: "+access.Outcome.Message))
 				return access.Outcome.Result(), nil
 			}
-			if it, err = readInstancetype(ctx, access.Infra, instancetype); err != nil {
+			if src, err = readSources(ctx, access.Infra, vmSpec); err != nil {
 				setCapacity(t, outcome.Fail(infrav1.InstancetypeUnavailableReason, err.Error()))
 				return ctrl.Result{}, err
 			}
@@ -123,7 +121,7 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 	} else {
 		r.Clients.Release(user)
 	}
-	res := capacity.FromVirtualMachine(&spec.VirtualMachineTemplate.Spec, it)
+	res := capacity.FromVirtualMachine(vmSpec, src)
 	t.Status.Capacity = res.Capacity
 	t.Status.NodeInfo = res.NodeInfo
 	if res.Known() {
@@ -136,29 +134,6 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 
 func setCapacity(t *infrav1.KubevirtMachineTemplate, o outcome.Outcome) {
 	conditions.Set(t, o.Condition(infrav1.CapacityKnownCondition))
-}
-
-// readInstancetype reads the selected instance type from the infra
-// cluster's cache; nil without error when it does not exist (yet: it is
-// watched).
-func readInstancetype(ctx context.Context, infra *infracluster.Infra, m *kubevirtv1.InstancetypeMatcher) (*instancetypev1beta1.VirtualMachineInstancetypeSpec, error) {
-	var obj client.Object
-	var out *instancetypev1beta1.VirtualMachineInstancetypeSpec
-	key := types.NamespacedName{Name: m.Name}
-	if namespacedInstancetype(m) {
-		o := &instancetypev1beta1.VirtualMachineInstancetype{}
-		obj, out, key.Namespace = o, &o.Spec, infra.Namespace
-	} else {
-		o := &instancetypev1beta1.VirtualMachineClusterInstancetype{}
-		obj, out = o, &o.Spec
-	}
-	if err := infra.Client.Get(ctx, key, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading instance type %s: %w", m.Name, err)
-	}
-	return out, nil
 }
 
 // infraClusterRef is the template's own infra cluster reference, else the
@@ -188,10 +163,6 @@ func (r *KubevirtMachineTemplateReconciler) infraClusterRef(ctx context.Context,
 	return kc.Spec.InfraClusterSecretRef, nil
 }
 
-func namespacedInstancetype(m *kubevirtv1.InstancetypeMatcher) bool {
-	return m.Kind == "VirtualMachineInstancetype" || m.Kind == "virtualmachineinstancetype"
-}
-
 // SetupWithManager registers the controller, and through Clients a watch of
 // the instance types of every infra cluster in use.
 func (r *KubevirtMachineTemplateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
@@ -209,7 +180,10 @@ func (r *KubevirtMachineTemplateReconciler) SetupWithManager(ctx context.Context
 	}
 	r.controller = c
 	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
-		for _, obj := range []client.Object{&instancetypev1beta1.VirtualMachineInstancetype{}, &instancetypev1beta1.VirtualMachineClusterInstancetype{}} {
+		for _, obj := range []client.Object{
+			&instancetypev1beta1.VirtualMachineInstancetype{}, &instancetypev1beta1.VirtualMachineClusterInstancetype{},
+			&instancetypev1beta1.VirtualMachinePreference{}, &instancetypev1beta1.VirtualMachineClusterPreference{},
+		} {
 			if err := r.controller.Watch(source.Kind(infra.Cache, obj, handler.EnqueueRequestsFromMapFunc(r.instancetypeToTemplates))); err != nil {
 				return err
 			}
@@ -217,20 +191,4 @@ func (r *KubevirtMachineTemplateReconciler) SetupWithManager(ctx context.Context
 		return nil
 	})
 	return nil
-}
-
-// instancetypeToTemplates maps an instance type to the templates naming it.
-func (r *KubevirtMachineTemplateReconciler) instancetypeToTemplates(ctx context.Context, obj client.Object) []reconcile.Request {
-	templates := &infrav1.KubevirtMachineTemplateList{}
-	if err := r.Client.List(ctx, templates); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, t := range templates.Items {
-		m := t.Spec.Template.Spec.VirtualMachineTemplate.Spec.Instancetype
-		if m != nil && m.Name == obj.GetName() && namespacedInstancetype(m) == (obj.GetNamespace() != "") {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
-		}
-	}
-	return reqs
 }

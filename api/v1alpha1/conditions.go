@@ -100,6 +100,10 @@ const (
 	// CreateFailedReason: the VM could not be built from the spec, or the
 	// infra cluster refused it.
 	CreateFailedReason = "CreateFailed"
+	// PresetUnsupportedReason: no infra node offers what the machine's sizing
+	// preset needs (dedicated CPUs, hugepages); the message says what is
+	// missing.
+	PresetUnsupportedReason = "PresetUnsupported"
 	// StartFailedReason: the VM exists but KubeVirt reports that it cannot
 	// start its instance; the message carries KubeVirt's.
 	StartFailedReason = "StartFailed"

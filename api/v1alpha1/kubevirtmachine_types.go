@@ -106,6 +106,16 @@ type KubevirtMachineSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	NodeAddressNetwork string `json:"nodeAddressNetwork,omitempty"`
+
+	// placement spreads and places the VM over the infra nodes: affinity
+	// presets and the topology spread constraint (docs/placement.md).
+	// +optional
+	Placement PlacementSpec `json:"placement,omitempty,omitzero"`
+
+	// preset applies a performance or density sizing preset to the VM
+	// (docs/placement.md).
+	// +optional
+	Preset *PresetSpec `json:"preset,omitempty"`
 }
 
 // UserDataSpec tunes bootstrap data delivery.

@@ -15,12 +15,14 @@ limitations under the License.
 */
 
 // Package capacity computes what one machine of a KubevirtMachineTemplate
-// offers (vCPUs, memory, architecture), so that the cluster autoscaler can
+// offers (vCPUs, memory, GPUs and host devices, architecture), so that the cluster autoscaler can
 // scale a MachineDeployment up from zero.
 package capacity
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -45,32 +47,54 @@ type Result struct {
 // Known reports whether the capacity could be computed.
 func (r Result) Known() bool { return r.Reason != infrav1.CapacityUnknownReason }
 
-// FromVirtualMachine computes the capacity of a VM built from spec. When the
-// spec selects an instance type, it must be passed as instancetype (nil when
-// it could not be found; the message then says so).
-func FromVirtualMachine(spec *kubevirtv1.VirtualMachineSpec, instancetype *instancetypev1beta1.VirtualMachineInstancetypeSpec) Result {
-	res := Result{NodeInfo: nodeInfo(spec)}
+// Sources are the instance type and preference a VM selects, as read from
+// the infra cluster; nil when the VM selects none or it was not found.
+type Sources struct {
+	Instancetype *instancetypev1beta1.VirtualMachineInstancetypeSpec
+	Preference   *instancetypev1beta1.VirtualMachinePreferenceSpec
+}
+
+// FromVirtualMachine computes the capacity of a VM built from spec: vCPUs,
+// memory, and GPUs and host devices by resource name. A preference counts
+// where it changes what the machine is: its preferred architecture, and its
+// requirements, which KubeVirt refuses a VM for when the instance type falls
+// short.
+func FromVirtualMachine(spec *kubevirtv1.VirtualMachineSpec, src Sources) Result {
+	res := Result{NodeInfo: nodeInfo(spec, src.Preference)}
 	if spec.Template == nil {
 		res.Reason, res.Message = infrav1.CapacityUnknownReason, "the VM template has no spec.template"
 		return res
 	}
+	if spec.Preference != nil && src.Preference == nil {
+		res.Reason = infrav1.CapacityUnknownReason
+		res.Message = fmt.Sprintf("preference %q was not found on the infra cluster", spec.Preference.Name)
+		return res
+	}
+	domain := &spec.Template.Spec.Domain
 	if spec.Instancetype != nil {
-		if instancetype == nil {
+		it := src.Instancetype
+		if it == nil {
 			res.Reason = infrav1.CapacityUnknownReason
 			res.Message = fmt.Sprintf("instance type %q was not found on the infra cluster", spec.Instancetype.Name)
 			return res
 		}
-		res.Capacity = corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewQuantity(int64(instancetype.CPU.Guest), resource.DecimalSI),
-			corev1.ResourceMemory: instancetype.Memory.Guest.DeepCopy(),
+		if msg := unmetRequirements(it, src.Preference); msg != "" {
+			res.Reason = infrav1.CapacityUnknownReason
+			res.Message = fmt.Sprintf("instance type %q does not meet preference %q: %s", spec.Instancetype.Name, spec.Preference.Name, msg)
+			return res
 		}
+		res.Capacity = corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(int64(it.CPU.Guest), resource.DecimalSI),
+			corev1.ResourceMemory: it.Memory.Guest.DeepCopy(),
+		}
+		addDevices(res.Capacity, append(slices.Clone(it.GPUs), domain.Devices.GPUs...),
+			append(slices.Clone(it.HostDevices), domain.Devices.HostDevices...))
 		res.Reason = infrav1.FromInstancetypeReason
 		res.Message = fmt.Sprintf("from instance type %q", spec.Instancetype.Name)
 		return res
 	}
 
-	domain := &spec.Template.Spec.Domain
-	memory, ok := guestMemory(domain)
+	memory, ok := GuestMemory(domain)
 	if !ok {
 		res.Reason, res.Message = infrav1.CapacityUnknownReason, "the VM template sets no guest memory, memory request or limit"
 		return res
@@ -79,8 +103,52 @@ func FromVirtualMachine(spec *kubevirtv1.VirtualMachineSpec, instancetype *insta
 		corev1.ResourceCPU:    *resource.NewQuantity(vcpus(domain), resource.DecimalSI),
 		corev1.ResourceMemory: memory,
 	}
+	addDevices(res.Capacity, domain.Devices.GPUs, domain.Devices.HostDevices)
 	res.Reason, res.Message = infrav1.FromTemplateReason, "from the VM template"
 	return res
+}
+
+// GPUResource is the tenant Node resource a passed-through GPU shows up as:
+// the vendor's GPU resource (nvidia.com/gpu for nvidia.com/TU104GL_Tesla_T4),
+// which the vendor's device plugin in the guest advertises and the cluster
+// autoscaler reads for scale from zero.
+func GPUResource(deviceName string) corev1.ResourceName {
+	vendor, _, found := strings.Cut(deviceName, "/")
+	if !found {
+		return corev1.ResourceName(deviceName)
+	}
+	return corev1.ResourceName(vendor + "/gpu")
+}
+
+// addDevices counts GPUs under their vendor's GPU resource and host devices
+// under their KubeVirt device name.
+func addDevices(capacity corev1.ResourceList, gpus []kubevirtv1.GPU, hostDevices []kubevirtv1.HostDevice) {
+	count := map[corev1.ResourceName]int64{}
+	for _, g := range gpus {
+		count[GPUResource(g.DeviceName)]++
+	}
+	for _, d := range hostDevices {
+		count[corev1.ResourceName(d.DeviceName)]++
+	}
+	for name, n := range count {
+		capacity[name] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+}
+
+// unmetRequirements says what of a preference's requirements the instance
+// type lacks, empty when it meets them.
+func unmetRequirements(it *instancetypev1beta1.VirtualMachineInstancetypeSpec, p *instancetypev1beta1.VirtualMachinePreferenceSpec) string {
+	if p == nil || p.Requirements == nil {
+		return ""
+	}
+	var unmet []string
+	if r := p.Requirements.CPU; r != nil && it.CPU.Guest < r.Guest {
+		unmet = append(unmet, fmt.Sprintf("%d vCPUs, %d required", it.CPU.Guest, r.Guest))
+	}
+	if r := p.Requirements.Memory; r != nil && it.Memory.Guest.Cmp(r.Guest) < 0 {
+		unmet = append(unmet, fmt.Sprintf("%s memory, %s required", it.Memory.Guest.String(), r.Guest.String()))
+	}
+	return strings.Join(unmet, "; ")
 }
 
 // vcpus follows KubeVirt: an explicit topology wins, else the CPU limit or
@@ -98,9 +166,9 @@ func vcpus(domain *kubevirtv1.DomainSpec) int64 {
 	return 1
 }
 
-// guestMemory follows KubeVirt: guest memory wins, else the memory request,
-// else the limit.
-func guestMemory(domain *kubevirtv1.DomainSpec) (resource.Quantity, bool) {
+// GuestMemory is a VM's memory as KubeVirt reads it: guest memory wins, else
+// the memory request, else the limit.
+func GuestMemory(domain *kubevirtv1.DomainSpec) (resource.Quantity, bool) {
 	if domain.Memory != nil && domain.Memory.Guest != nil {
 		return domain.Memory.Guest.DeepCopy(), true
 	}
@@ -112,10 +180,15 @@ func guestMemory(domain *kubevirtv1.DomainSpec) (resource.Quantity, bool) {
 	return resource.Quantity{}, false
 }
 
-func nodeInfo(spec *kubevirtv1.VirtualMachineSpec) infrav1.NodeInfo {
+// nodeInfo is the VM's architecture: the template's, else the preference's
+// preferred one, else amd64.
+func nodeInfo(spec *kubevirtv1.VirtualMachineSpec, p *instancetypev1beta1.VirtualMachinePreferenceSpec) infrav1.NodeInfo {
 	arch := infrav1.ArchitectureAmd64
-	if spec.Template != nil && spec.Template.Spec.Architecture != "" {
+	switch {
+	case spec.Template != nil && spec.Template.Spec.Architecture != "":
 		arch = infrav1.Architecture(spec.Template.Spec.Architecture)
+	case p != nil && p.PreferredArchitecture != nil && *p.PreferredArchitecture != "":
+		arch = infrav1.Architecture(*p.PreferredArchitecture)
 	}
 	return infrav1.NodeInfo{Architecture: arch, OperatingSystem: "linux"}
 }

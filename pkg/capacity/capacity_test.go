@@ -17,10 +17,12 @@ limitations under the License.
 package capacity
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 
@@ -70,7 +72,7 @@ func TestFromVirtualMachine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := FromVirtualMachine(tc.spec, tc.instancetype)
+			got := FromVirtualMachine(tc.spec, Sources{Instancetype: tc.instancetype})
 			if got.Reason != tc.reason {
 				t.Fatalf("reason = %s (%s), want %s", got.Reason, got.Message, tc.reason)
 			}
@@ -91,6 +93,86 @@ func TestFromVirtualMachine(t *testing.T) {
 			}
 			if got.NodeInfo != (infrav1.NodeInfo{Architecture: infrav1.ArchitectureAmd64, OperatingSystem: "linux"}) {
 				t.Errorf("nodeInfo = %+v", got.NodeInfo)
+			}
+		})
+	}
+}
+
+func TestDevicesAndPreferences(t *testing.T) {
+	q := resource.MustParse
+	withInstancetype := func(domain kubevirtv1.DomainSpec, preference string) *kubevirtv1.VirtualMachineSpec {
+		s := &kubevirtv1.VirtualMachineSpec{
+			Instancetype: &kubevirtv1.InstancetypeMatcher{Name: "standard-4"},
+			Template:     &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: domain}},
+		}
+		if preference != "" {
+			s.Preference = &kubevirtv1.PreferenceMatcher{Name: preference}
+		}
+		return s
+	}
+	standard4 := &instancetypev1beta1.VirtualMachineInstancetypeSpec{
+		CPU: instancetypev1beta1.CPUInstancetype{Guest: 4}, Memory: instancetypev1beta1.MemoryInstancetype{Guest: q("16Gi")},
+		GPUs: []kubevirtv1.GPU{{Name: "gpu1", DeviceName: "nvidia.com/TU104GL_Tesla_T4"}},
+	}
+	arm := "arm64"
+	cases := []struct {
+		name       string
+		spec       *kubevirtv1.VirtualMachineSpec
+		src        Sources
+		want       corev1.ResourceList
+		arch       infrav1.Architecture
+		reason     string
+		messageHas string
+	}{
+		{"GPUs of the instance type and the template add up per vendor; host devices by name",
+			withInstancetype(kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{
+				GPUs:        []kubevirtv1.GPU{{Name: "gpu2", DeviceName: "nvidia.com/GA102GL_A10"}},
+				HostDevices: []kubevirtv1.HostDevice{{Name: "nic", DeviceName: "intel.com/sriov"}, {Name: "nic2", DeviceName: "intel.com/sriov"}},
+			}}, ""),
+			Sources{Instancetype: standard4},
+			corev1.ResourceList{"cpu": q("4"), "memory": q("16Gi"), "nvidia.com/gpu": q("2"), "intel.com/sriov": q("2")},
+			infrav1.ArchitectureAmd64, infrav1.FromInstancetypeReason, ""},
+		{"a preference's architecture is the node's",
+			withInstancetype(kubevirtv1.DomainSpec{}, "arm"),
+			Sources{Instancetype: standard4, Preference: &instancetypev1beta1.VirtualMachinePreferenceSpec{PreferredArchitecture: &arm}},
+			corev1.ResourceList{"cpu": q("4"), "memory": q("16Gi"), "nvidia.com/gpu": q("1")},
+			"arm64", infrav1.FromInstancetypeReason, ""},
+		{"an instance type short of the preference's requirements is refused by KubeVirt, so the capacity is unknown",
+			withInstancetype(kubevirtv1.DomainSpec{}, "big"),
+			Sources{Instancetype: standard4, Preference: &instancetypev1beta1.VirtualMachinePreferenceSpec{
+				Requirements: &instancetypev1beta1.PreferenceRequirements{
+					CPU:    &instancetypev1beta1.CPUPreferenceRequirement{Guest: 8},
+					Memory: &instancetypev1beta1.MemoryPreferenceRequirement{Guest: q("32Gi")}}}},
+			nil, infrav1.ArchitectureAmd64, infrav1.CapacityUnknownReason, "4 vCPUs, 8 required; 16Gi memory, 32Gi required"},
+		{"a missing preference makes the capacity unknown",
+			withInstancetype(kubevirtv1.DomainSpec{}, "gone"), Sources{Instancetype: standard4},
+			nil, infrav1.ArchitectureAmd64, infrav1.CapacityUnknownReason, `preference "gone" was not found`},
+		{"template GPUs without an instance type",
+			&kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
+				Domain: kubevirtv1.DomainSpec{CPU: &kubevirtv1.CPU{Cores: 2}, Memory: &kubevirtv1.Memory{Guest: ptr.To(q("4Gi"))},
+					Devices: kubevirtv1.Devices{GPUs: []kubevirtv1.GPU{{Name: "g", DeviceName: "amd.com/MI210"}}}}}}},
+			Sources{}, corev1.ResourceList{"cpu": q("2"), "memory": q("4Gi"), "amd.com/gpu": q("1")},
+			infrav1.ArchitectureAmd64, infrav1.FromTemplateReason, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := FromVirtualMachine(tc.spec, tc.src)
+			if got.Reason != tc.reason {
+				t.Fatalf("reason = %s (%s), want %s", got.Reason, got.Message, tc.reason)
+			}
+			if !strings.Contains(got.Message, tc.messageHas) {
+				t.Errorf("message %q does not contain %q", got.Message, tc.messageHas)
+			}
+			if len(got.Capacity) != len(tc.want) {
+				t.Errorf("capacity = %v, want %v", got.Capacity, tc.want)
+			}
+			for name, want := range tc.want {
+				if have, ok := got.Capacity[name]; !ok || !have.Equal(want) {
+					t.Errorf("%s = %v, want %s", name, got.Capacity[name], want.String())
+				}
+			}
+			if got.NodeInfo.Architecture != tc.arch {
+				t.Errorf("architecture = %s, want %s", got.NodeInfo.Architecture, tc.arch)
 			}
 		})
 	}

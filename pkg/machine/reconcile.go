@@ -173,7 +173,11 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 	}
 	km.Status.Ready = true
 	km.Status.Initialization.Provisioned = ptr.To(true)
-	if err := s.setNodeProviderID(ctx, sc); err != nil {
+	infraNode, err := s.infraNode(ctx, sc, vmi)
+	if err != nil {
+		return outcome.Outcome{}, err
+	}
+	if err := s.syncTenantNode(ctx, sc, infraNode); err != nil {
 		return outcome.Outcome{}, err
 	}
 	return check, nil
@@ -227,13 +231,17 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if wait, err := s.cloneAuthorized(ctx, sc); err != nil || !wait.IsDone() {
 		return wait, err
 	}
+	numa, unsupported, err := s.presetSupport(ctx, sc)
+	if err != nil || unsupported.Reason != "" {
+		return unsupported, err
+	}
 	in := vmbuilder.Input{
 		Name: key.Name, Namespace: key.Namespace, Spec: km.Spec, KubevirtMachineNamespace: km.Namespace,
 		ClusterName: sc.Cluster.Name, MachineName: sc.Machine.Name,
 		MachineDeployment: sc.Machine.Labels[clusterv1.MachineDeploymentNameLabel],
 		ControlPlane:      isControlPlane(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
 		UserDataSecret: sc.UserDataSecretName(), Format: data.format, HasNetworkData: data.networkData != nil,
-		GoldenVolume: goldenVolume,
+		GoldenVolume: goldenVolume, NUMAPassthrough: numa,
 	}
 	if sc.KubevirtCluster != nil {
 		kc := sc.KubevirtCluster

@@ -78,4 +78,7 @@ type Service struct {
 	// RecheckAfter is how long to wait before checking again what has no
 	// event to wait for: bootstrap over SSH, clone permissions.
 	RecheckAfter time.Duration
+	// InfraNodeLabels are the infra node label keys copied to the tenant
+	// Node of a VM placed there (InfraNodeLabelKeys).
+	InfraNodeLabels []string
 }

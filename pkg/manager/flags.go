@@ -34,6 +34,8 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 		"Address ranges tenant VMs may not reach (the infra cluster's pod, service and node ranges), for clusters that set no isolation.deniedCIDRs.")
 	fs.StringSliceVar(&o.IsolationIPFamilies, "isolation-ip-families", []string{"IPv4", "IPv6"},
 		"IP families of the infra cluster; isolation opens internet egress for each.")
+	fs.StringSliceVar(&o.InfraNodeLabels, "infra-node-labels", nil,
+		"Infra node label keys copied to the tenant Node of every VM placed there, besides topology.kubernetes.io/zone and region.")
 	fs.StringVar(&o.ProviderNamespace, "provider-namespace", os.Getenv("POD_NAMESPACE"),
 		"Namespace the manager runs in; isolation lets its pods reach port 22 of tenant VMs for the ssh bootstrap check. Defaults to $POD_NAMESPACE.")
 	fs.DurationVar(&o.GoldenImageRetention, "golden-image-retention", time.Hour,

@@ -25,10 +25,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -106,6 +108,9 @@ type Options struct {
 	// IsolationIPFamilies are the infra cluster's IP families (IPv4, IPv6);
 	// empty means both.
 	IsolationIPFamilies []string
+	// InfraNodeLabels are infra node label keys copied to tenant Nodes,
+	// besides the zone and region labels.
+	InfraNodeLabels []string
 	// ProviderNamespace is the namespace the manager runs in; its pods may
 	// reach port 22 of tenant VMs for the ssh bootstrap check.
 	ProviderNamespace string
@@ -231,6 +236,11 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
+	for _, key := range o.InfraNodeLabels {
+		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+			return fmt.Errorf("--infra-node-labels: %q is not a label key: %s", key, strings.Join(msgs, "; "))
+		}
+	}
 	if err := (&controllers.KubevirtClusterReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
@@ -246,6 +256,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Machines: &machine.Service{
 			Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache,
 			SSH: &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
+			InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels),
 		},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)

@@ -81,16 +81,21 @@ type Input struct {
 	// Owner, when set, becomes the VM's controller owner reference; only on
 	// the management cluster itself, where the reference can resolve.
 	Owner *metav1.OwnerReference
+	// NUMAPassthrough is true when the infra cluster's KubeVirt enables the
+	// NUMA feature gate, so the performance preset can map the guest's NUMA
+	// topology to the host's.
+	NUMAPassthrough bool
 }
 
 // Build returns the VirtualMachine for in. The user's virtualMachineTemplate
 // is kept as written; the builder only prefixes DataVolume template names
 // with the VM name (see DataVolumeName) and adds: identifying labels, a run
 // strategy when none is set, a hostname when none is set, the failure-domain
-// node affinity, the cluster's and the machine's Multus networks, the
+// node affinity, the placement presets and default topology spread
+// (placement.go), the sizing preset (preset.go), the cluster's and the machine's Multus networks, the
 // cluster's DNS settings when the template has none, the user data volume,
-// and for the guest-agent check a readiness probe. It never adds CPU or memory, so instance types never
-// conflict.
+// and for the guest-agent check a readiness probe. Only a sizing preset
+// touches CPU or memory, and the webhook refuses one with an instance type.
 func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 	tmplSpec := in.Spec.VirtualMachineTemplate.Spec.DeepCopy()
 	if tmplSpec.Template == nil {
@@ -138,8 +143,12 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 			sel = map[string]string{DefaultFailureDomainLabel: in.FailureDomain}
 		}
 		for _, k := range slices.Sorted(maps.Keys(sel)) {
-			requireNodeLabel(&tmpl.Spec, k, sel[k])
+			requireNode(&tmpl.Spec, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{sel[k]}})
 		}
+	}
+	addPlacement(&tmpl.Spec, in)
+	if err := addPreset(&tmpl.Spec, in); err != nil {
+		return nil, err
 	}
 	if err := addNetworks(&tmpl.Spec, in); err != nil {
 		return nil, err
@@ -268,30 +277,6 @@ func Hostname(name string) string {
 		host = host[:validation.DNS1123LabelMaxLength]
 	}
 	return strings.TrimRight(host, "-")
-}
-
-// requireNodeLabel adds key=value to every required node affinity term, or
-// creates one term, so the failure domain narrows the user's own placement
-// rather than replacing it.
-func requireNodeLabel(spec *kubevirtv1.VirtualMachineInstanceSpec, key, value string) {
-	req := corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}
-	if spec.Affinity == nil {
-		spec.Affinity = &corev1.Affinity{}
-	}
-	if spec.Affinity.NodeAffinity == nil {
-		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := spec.Affinity.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
-	}
-	sel := na.RequiredDuringSchedulingIgnoredDuringExecution
-	if len(sel.NodeSelectorTerms) == 0 {
-		sel.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
-	}
-	for i := range sel.NodeSelectorTerms {
-		sel.NodeSelectorTerms[i].MatchExpressions = append(sel.NodeSelectorTerms[i].MatchExpressions, req)
-	}
 }
 
 // addUserData attaches the user data Secret. The volume goes first because

@@ -133,6 +133,20 @@ func TestNodeProviderID(t *testing.T) {
 	eventually(t, providerIDOf(ctx, key, "node-cp-0")).Should(Equal("kubevirt://node-cp-0"))
 	eventually(t, func() bool { return get(t, tc.c, cp).Status.NodeUpdated }).Should(BeTrue())
 
+	// The Node carries the zone of the infra host its VM runs on, and
+	// follows the VM when it moves to a host in another zone (as a live
+	// migration's hand-off sets the VM instance's nodeName).
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, cp.Name, vmi)).To(Succeed())
+	infraNode := &corev1.Node{}
+	g.Expect(w.Env.Client.Get(ctx, types.NamespacedName{Name: vmi.Status.NodeName}, infraNode)).To(Succeed())
+	eventually(t, zoneOf(ctx, key, "node-cp-0")).Should(Equal(infraNode.Labels[corev1.LabelTopologyZone]))
+	target := map[string]string{"infra-a": "infra-b", "infra-b": "infra-c", "infra-c": "infra-a"}[vmi.Status.NodeName]
+	g.Expect(w.Env.Client.Get(ctx, types.NamespacedName{Name: target}, infraNode)).To(Succeed())
+	vmi.Status.NodeName = target
+	g.Expect(w.Env.Client.Status().Update(ctx, vmi)).To(Succeed())
+	eventually(t, zoneOf(ctx, key, "node-cp-0")).Should(Equal(infraNode.Labels[corev1.LabelTopologyZone]))
+
 	// A worker joining later is found through the Node watch.
 	wk := tc.newMachine(t, fixture.MachineOptions{Name: "node-md-0"})
 	eventually(t, func() bool { return get(t, tc.c, wk).Status.NodeUpdated }).Should(BeTrue())
@@ -145,6 +159,17 @@ func TestNodeProviderID(t *testing.T) {
 	g.Expect(w.Workloads.Leave(ctx, key, "node-md-0")).To(Succeed())
 	g.Expect(w.Workloads.Join(ctx, world.Member{Cluster: key, NodeName: "node-md-0"})).To(Succeed())
 	eventually(t, providerIDOf(ctx, key, "node-md-0")).Should(Equal("kubevirt://node-md-0"))
+}
+
+// zoneOf reads the zone label of a tenant Node, or the error.
+func zoneOf(ctx context.Context, key types.NamespacedName, node string) func() string {
+	return func() string {
+		n, err := w.Workloads.Node(ctx, key, node)
+		if err != nil {
+			return err.Error()
+		}
+		return n.Labels[corev1.LabelTopologyZone]
+	}
 }
 
 // providerIDOf reads the providerID of a tenant Node, or the error.

@@ -19,6 +19,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -263,11 +264,13 @@ func hasMemory(vmi *kubevirtv1.VirtualMachineInstanceSpec) bool {
 	return req || lim
 }
 
-// applyInstancetype sets the instance type's CPU and memory on the VMI.
+// applyInstancetype sets the instance type's CPU and memory on the VMI,
+// with the guest CPU topology the VM's preference asks for
+// (docs/kubevirt-behaviour.md#instance-types-and-preferences).
 func (s *Simulator) applyInstancetype(ctx context.Context, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstanceSpec) error {
 	m := vm.Spec.Instancetype
 	var spec instancetypev1beta1.VirtualMachineInstancetypeSpec
-	if m.Kind == "VirtualMachineInstancetype" || m.Kind == "virtualmachineinstancetype" {
+	if namespacedKind(m.Kind) {
 		it := &instancetypev1beta1.VirtualMachineInstancetype{}
 		if err := s.client.Get(ctx, types.NamespacedName{Namespace: vm.Namespace, Name: m.Name}, it); err != nil {
 			return fmt.Errorf("failed to find instancetype %s: %w", m.Name, err)
@@ -280,10 +283,61 @@ func (s *Simulator) applyInstancetype(ctx context.Context, vm *kubevirtv1.Virtua
 		}
 		spec = it.Spec
 	}
+	topology := instancetypev1beta1.Sockets
+	if p := vm.Spec.Preference; p != nil {
+		pref, err := s.preference(ctx, vm.Namespace, p)
+		if err != nil {
+			return err
+		}
+		if pref.CPU != nil && pref.CPU.PreferredCPUTopology != nil {
+			topology = *pref.CPU.PreferredCPUTopology
+		}
+	}
 	guest := spec.Memory.Guest.DeepCopy()
-	vmi.Domain.CPU = &kubevirtv1.CPU{Sockets: spec.CPU.Guest, Cores: 1, Threads: 1}
+	vmi.Domain.CPU = CPUTopology(spec.CPU.Guest, topology)
 	vmi.Domain.Memory = &kubevirtv1.Memory{Guest: &guest}
+	vmi.Domain.Devices.GPUs = append(vmi.Domain.Devices.GPUs, spec.GPUs...)
+	vmi.Domain.Devices.HostDevices = append(vmi.Domain.Devices.HostDevices, spec.HostDevices...)
 	return nil
+}
+
+func (s *Simulator) preference(ctx context.Context, namespace string, m *kubevirtv1.PreferenceMatcher) (*instancetypev1beta1.VirtualMachinePreferenceSpec, error) {
+	if namespacedKind(m.Kind) {
+		p := &instancetypev1beta1.VirtualMachinePreference{}
+		if err := s.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: m.Name}, p); err != nil {
+			return nil, fmt.Errorf("failed to find preference %s: %w", m.Name, err)
+		}
+		return &p.Spec, nil
+	}
+	p := &instancetypev1beta1.VirtualMachineClusterPreference{}
+	if err := s.client.Get(ctx, types.NamespacedName{Name: m.Name}, p); err != nil {
+		return nil, fmt.Errorf("failed to find cluster preference %s: %w", m.Name, err)
+	}
+	return &p.Spec, nil
+}
+
+// CPUTopology lays out vcpus as KubeVirt does for a preferred topology:
+// all as sockets (the default), cores or threads; spread puts two cores on
+// each socket when they divide evenly (KubeVirt's default ratio), else all
+// as cores; any keeps the default.
+func CPUTopology(vcpus uint32, t instancetypev1beta1.PreferredCPUTopology) *kubevirtv1.CPU {
+	switch t {
+	case instancetypev1beta1.Cores, instancetypev1beta1.DeprecatedPreferCores:
+		return &kubevirtv1.CPU{Sockets: 1, Cores: vcpus, Threads: 1}
+	case instancetypev1beta1.Threads, instancetypev1beta1.DeprecatedPreferThreads:
+		return &kubevirtv1.CPU{Sockets: 1, Cores: 1, Threads: vcpus}
+	case instancetypev1beta1.Spread, instancetypev1beta1.DeprecatedPreferSpread:
+		if vcpus%2 == 0 {
+			return &kubevirtv1.CPU{Sockets: vcpus / 2, Cores: 2, Threads: 1}
+		}
+		return &kubevirtv1.CPU{Sockets: 1, Cores: vcpus, Threads: 1}
+	}
+	return &kubevirtv1.CPU{Sockets: vcpus, Cores: 1, Threads: 1}
+}
+
+func namespacedKind(kind string) bool {
+	k := strings.ToLower(kind)
+	return k == "virtualmachineinstancetype" || k == "virtualmachinepreference"
 }
 
 func (s *Simulator) updateVMStatus(ctx context.Context, vm *kubevirtv1.VirtualMachine, volumesReady bool) error {

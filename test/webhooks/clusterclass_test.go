@@ -18,6 +18,7 @@ package webhooks_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,7 +78,12 @@ func TestClusterClassPatches(t *testing.T) {
 		"bootstrap":            `{"format":"cloud-config","check":"none"}`,
 		"dns":                  `{}`,
 		"evictionStrategy":     `"LiveMigrateIfPossible"`,
+		"placement":            `{}`,
 	}
+	placed := maps.Clone(defaults)
+	placed["placement"] = `{"podAntiAffinityPreset":"hard","nodeAffinityPreset":{"type":"soft","key":"pool","values":["tenants"]},` +
+		`"topologySpread":{"policy":"Hard","topologyKey":"topology.kubernetes.io/zone"}}`
+	placed["preset"] = `{"name":"density","memoryOvercommitPercent":200}`
 	everything := map[string]string{
 		"image":                `{"registry":{"url":"docker://registry.example.com/node:v1.34.1"}}`,
 		"rootDisk":             `{"size":"30Gi","storageClass":"fast"}`,
@@ -134,6 +140,20 @@ func TestClusterClassPatches(t *testing.T) {
 				g.Expect(field(u, "spec", "template", "spec", "dataDisks")).To(HaveLen(1))
 				g.Expect(field(u, "spec", "template", "spec", "virtualMachineBootstrapCheck", "checkStrategy")).To(Equal("guest-agent"))
 				g.Expect(field(u, append(vm, "template", "spec", "evictionStrategy")...)).To(Equal("External"))
+			}
+		}},
+		{"placement and preset", placed, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
+			if u.GetKind() != "KubevirtMachineTemplate" {
+				return
+			}
+			spec := []string{"spec", "template", "spec"}
+			g.Expect(field(u, append(spec, "placement", "podAntiAffinityPreset")...)).To(Equal("hard"))
+			g.Expect(field(u, append(spec, "placement", "nodeAffinityPreset", "values")...)).To(Equal([]any{"tenants"}))
+			g.Expect(field(u, append(spec, "placement", "topologySpread", "policy")...)).To(Equal("Hard"))
+			if role.name == "kubevirt-performance-worker" {
+				g.Expect(field(u, append(spec, "preset")...)).To(BeNil(), "the performance class is shaped by its own template")
+			} else {
+				g.Expect(field(u, append(spec, "preset", "memoryOvercommitPercent")...)).To(BeEquivalentTo(200))
 			}
 		}},
 	} {

@@ -96,3 +96,25 @@ func ApplyYAMLWith(ctx context.Context, c client.Client, data []byte, mutate fun
 		}
 	}
 }
+
+// InstallInstancetypes creates the instance types and preference of
+// config/instancetypes on the infra cluster, as an admin applies the
+// release's instancetypes.yaml; those already there are kept.
+func InstallInstancetypes(ctx context.Context, c client.Client) error {
+	for _, f := range []string{"standard.yaml", "sockets-advantage.yaml"} {
+		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "instancetypes", f)) //nolint:gosec // a file of this repository
+		if err != nil {
+			return err
+		}
+		err = ApplyYAMLWith(ctx, c, data, func(u *unstructured.Unstructured) error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(u), u.DeepCopy()); err == nil {
+				return ErrSkipObject
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
