@@ -186,6 +186,12 @@ type KubevirtMachineStatus struct {
 	// +optional
 	GoldenImage *GoldenImageStatus `json:"goldenImage,omitempty"`
 
+	// infraNodeName is the infra node the VM instance runs on, as last
+	// copied to the tenant Node's placement labels.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	InfraNodeName string `json:"infraNodeName,omitempty"`
+
 	// nodeupdated is true once the tenant Node carries this machine's
 	// providerID.
 	// +optional

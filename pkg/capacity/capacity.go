@@ -78,7 +78,7 @@ func FromVirtualMachine(spec *kubevirtv1.VirtualMachineSpec, src Sources) Result
 			res.Message = fmt.Sprintf("instance type %q was not found on the infra cluster", spec.Instancetype.Name)
 			return res
 		}
-		if msg := unmetRequirements(it, src.Preference); msg != "" {
+		if msg := unmetRequirements(it.CPU.Guest, it.Memory.Guest, src.Preference); msg != "" {
 			res.Reason = infrav1.CapacityUnknownReason
 			res.Message = fmt.Sprintf("instance type %q does not meet preference %q: %s", spec.Instancetype.Name, spec.Preference.Name, msg)
 			return res
@@ -99,8 +99,13 @@ func FromVirtualMachine(spec *kubevirtv1.VirtualMachineSpec, src Sources) Result
 		res.Reason, res.Message = infrav1.CapacityUnknownReason, "the VM template sets no guest memory, memory request or limit"
 		return res
 	}
+	if msg := unmetRequirements(uint32(VCPUs(domain)), memory, src.Preference); msg != "" {
+		res.Reason = infrav1.CapacityUnknownReason
+		res.Message = fmt.Sprintf("the VM template does not meet preference %q: %s", spec.Preference.Name, msg)
+		return res
+	}
 	res.Capacity = corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewQuantity(vcpus(domain), resource.DecimalSI),
+		corev1.ResourceCPU:    *resource.NewQuantity(VCPUs(domain), resource.DecimalSI),
 		corev1.ResourceMemory: memory,
 	}
 	addDevices(res.Capacity, domain.Devices.GPUs, domain.Devices.HostDevices)
@@ -135,25 +140,26 @@ func addDevices(capacity corev1.ResourceList, gpus []kubevirtv1.GPU, hostDevices
 	}
 }
 
-// unmetRequirements says what of a preference's requirements the instance
-// type lacks, empty when it meets them.
-func unmetRequirements(it *instancetypev1beta1.VirtualMachineInstancetypeSpec, p *instancetypev1beta1.VirtualMachinePreferenceSpec) string {
+// unmetRequirements says what of a preference's requirements a VM of vcpus
+// and memory (from its instance type or its template) lacks, empty when it
+// meets them.
+func unmetRequirements(vcpus uint32, memory resource.Quantity, p *instancetypev1beta1.VirtualMachinePreferenceSpec) string {
 	if p == nil || p.Requirements == nil {
 		return ""
 	}
 	var unmet []string
-	if r := p.Requirements.CPU; r != nil && it.CPU.Guest < r.Guest {
-		unmet = append(unmet, fmt.Sprintf("%d vCPUs, %d required", it.CPU.Guest, r.Guest))
+	if r := p.Requirements.CPU; r != nil && vcpus < r.Guest {
+		unmet = append(unmet, fmt.Sprintf("%d vCPUs, %d required", vcpus, r.Guest))
 	}
-	if r := p.Requirements.Memory; r != nil && it.Memory.Guest.Cmp(r.Guest) < 0 {
-		unmet = append(unmet, fmt.Sprintf("%s memory, %s required", it.Memory.Guest.String(), r.Guest.String()))
+	if r := p.Requirements.Memory; r != nil && memory.Cmp(r.Guest) < 0 {
+		unmet = append(unmet, fmt.Sprintf("%s memory, %s required", memory.String(), r.Guest.String()))
 	}
 	return strings.Join(unmet, "; ")
 }
 
-// vcpus follows KubeVirt: an explicit topology wins, else the CPU limit or
-// request rounded up, else one vCPU.
-func vcpus(domain *kubevirtv1.DomainSpec) int64 {
+// VCPUs is a VM's vCPU count as KubeVirt reads it: an explicit topology
+// wins, else the CPU limit or request rounded up, else one vCPU.
+func VCPUs(domain *kubevirtv1.DomainSpec) int64 {
 	if cpu := domain.CPU; cpu != nil && (cpu.Sockets > 0 || cpu.Cores > 0 || cpu.Threads > 0) {
 		return int64(atLeastOne(cpu.Sockets)) * int64(atLeastOne(cpu.Cores)) * int64(atLeastOne(cpu.Threads))
 	}

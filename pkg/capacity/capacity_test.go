@@ -147,6 +147,15 @@ func TestDevicesAndPreferences(t *testing.T) {
 		{"a missing preference makes the capacity unknown",
 			withInstancetype(kubevirtv1.DomainSpec{}, "gone"), Sources{Instancetype: standard4},
 			nil, infrav1.ArchitectureAmd64, infrav1.CapacityUnknownReason, `preference "gone" was not found`},
+		{"a template short of the preference's requirements",
+			func() *kubevirtv1.VirtualMachineSpec {
+				s := withInstancetype(kubevirtv1.DomainSpec{CPU: &kubevirtv1.CPU{Cores: 1}, Memory: &kubevirtv1.Memory{Guest: ptr.To(q("2Gi"))}}, "big")
+				s.Instancetype = nil
+				return s
+			}(),
+			Sources{Preference: &instancetypev1beta1.VirtualMachinePreferenceSpec{Requirements: &instancetypev1beta1.PreferenceRequirements{
+				CPU: &instancetypev1beta1.CPUPreferenceRequirement{Guest: 2}}}},
+			nil, infrav1.ArchitectureAmd64, infrav1.CapacityUnknownReason, "the VM template does not meet preference \"big\": 1 vCPUs, 2 required"},
 		{"template GPUs without an instance type",
 			&kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
 				Domain: kubevirtv1.DomainSpec{CPU: &kubevirtv1.CPU{Cores: 2}, Memory: &kubevirtv1.Memory{Guest: ptr.To(q("4Gi"))},

@@ -22,11 +22,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,18 +55,46 @@ func InfraNodeLabelKeys(extra []string) []string {
 	return keys
 }
 
+// infraReadTimeout bounds reads of infra Nodes: an external infra
+// kubeconfig may not be allowed to read them.
+const infraReadTimeout = 10 * time.Second
+
+// ValidateInfraNodeLabelKey refuses a key that cannot be copied to tenant
+// Nodes: not a label key, the tenant's own hostname label, or a key the
+// kubelet or Cluster API keeps in sync on Nodes, which would make two
+// writers fight over it.
+func ValidateInfraNodeLabelKey(key string) error {
+	if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+		return fmt.Errorf("%q is not a label key: %s", key, strings.Join(msgs, "; "))
+	}
+	prefix, _, _ := strings.Cut(key, "/")
+	switch {
+	case key == corev1.LabelHostname:
+		return fmt.Errorf("%q is the tenant Node's own hostname", key)
+	case strings.HasPrefix(key, "kubernetes.io/") || strings.HasPrefix(key, "beta.kubernetes.io/"):
+		return fmt.Errorf("%q is a label the kubelet sets on its own Node", key)
+	case slices.ContainsFunc([]string{"node-role.kubernetes.io", "node-restriction.kubernetes.io", "node.cluster.x-k8s.io"}, func(d string) bool {
+		return prefix == d || strings.HasSuffix(prefix, "."+d)
+	}):
+		return fmt.Errorf("%q is in a domain Cluster API syncs from Machines to Nodes", key)
+	}
+	return nil
+}
+
 // syncTenantNode gives the tenant Node the machine's providerID when the
 // kubelet did not set one (no cloud provider in the tenant), so that Cluster
 // API can match Node and Machine, and the infra node's placement labels
 // (zone, region, the admin's extra keys), so tenant workloads can spread by
-// infra zone; when the VM moves to another infra node, the VM instance's
-// event brings the machine here again and the labels follow. The Node is
-// found by its name, the VM's hostname. Until the tenant cluster is
-// reachable and the Node exists, this waits for the ClusterCache's events.
-// It looks every time, from the ClusterCache's cache, because a Node that
-// registers again (deleted, or the tenant's control plane restored) comes
-// back without either; it writes only what differs.
-func (s *Service) syncTenantNode(ctx context.Context, sc *Scope, infraNode *corev1.Node) error {
+// infra zone. The Node is found by its name, the VM's hostname. Until the
+// tenant cluster is reachable and the Node exists, this waits for the
+// ClusterCache's events. It looks every time, from the ClusterCache's cache,
+// because a Node that registers again (deleted, or the tenant's control
+// plane restored) comes back without either; it writes only what differs.
+// The infra node is read only when the VM instance runs on another node
+// than status.infraNodeName records (the instance's event brings the
+// machine here when it moves) or the tenant Node lost the labels, so a
+// steady state reads nothing more.
+func (s *Service) syncTenantNode(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) error {
 	km := sc.KubevirtMachine
 	if sc.Cluster == nil || km.Spec.ProviderID == nil {
 		return nil
@@ -94,70 +124,82 @@ func (s *Service) syncTenantNode(ctx context.Context, sc *Scope, infraNode *core
 		// it, Cluster API will not match this Node to the Machine.
 		return fmt.Errorf("tenant Node %s has providerID %q, not %q", hostname, node.Spec.ProviderID, *km.Spec.ProviderID)
 	}
-	if infraNode != nil {
+	infraNodeName := ""
+	if vmi != nil {
+		infraNodeName = vmi.Status.NodeName
+	}
+	_, synced := node.Annotations[InfraLabelsAnnotation]
+	if infraNodeName != "" && (!synced || km.Status.InfraNodeName != infraNodeName) {
+		infraNode, err := s.readInfraNode(ctx, sc, infraNodeName)
+		if err != nil {
+			return err
+		}
 		applyInfraLabels(node, infraNode, s.InfraNodeLabels)
 	}
 	if !equality.Semantic.DeepEqual(before, node) {
 		if err := c.Patch(ctx, node, client.MergeFrom(before)); err != nil {
 			return fmt.Errorf("updating tenant Node %s: %w", hostname, err)
 		}
-		ctrl.LoggerFrom(ctx).Info("Updated the tenant Node's providerID and infra placement labels", "node", hostname,
-			"infraNode", infraNodeName(infraNode))
+		ctrl.LoggerFrom(ctx).Info("Updated the tenant Node's providerID and infra placement labels", "node", hostname, "infraNode", infraNodeName)
 	}
+	km.Status.InfraNodeName = infraNodeName
 	km.Status.NodeUpdated = true
 	return nil
 }
 
-// applyInfraLabels copies keys from the infra node's labels to the tenant
-// node's, and removes those copied before that the infra node no longer has.
+// readInfraNode reads an infra node from the API server, not a cache: it is
+// needed only when a VM lands on a node, and a cache would watch every node
+// of an infra cluster whose kubeconfig may not allow it. Without permission,
+// or when the node is gone, it returns nil: the tenant Node then gets no
+// placement labels.
+func (s *Service) readInfraNode(ctx context.Context, sc *Scope, name string) (*corev1.Node, error) {
+	readCtx, cancel := context.WithTimeout(ctx, infraReadTimeout)
+	defer cancel()
+	n := &corev1.Node{}
+	if err := sc.Infra().APIReader.Get(readCtx, types.NamespacedName{Name: name}, n); err != nil {
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).V(2).Info("Cannot read the infra node; the tenant Node gets no placement labels", "infraNode", name, "reason", err.Error())
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading infra node %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// applyInfraLabels copies keys from the infra node's labels (none when
+// infra is nil) to the tenant node's and records them in
+// InfraLabelsAnnotation. A key is taken over only when the tenant node
+// lacks it, has the same value, or had it from the provider: a label the
+// kubelet or an admin set stays theirs. Keys copied before that the infra
+// node no longer has are removed.
 func applyInfraLabels(tenant, infra *corev1.Node, keys []string) {
+	var prev []string
+	if v := tenant.Annotations[InfraLabelsAnnotation]; v != "" {
+		prev = strings.Split(v, ",")
+	}
 	var copied []string
 	for _, k := range keys {
-		if v, ok := infra.Labels[k]; ok {
+		v, ok := "", false
+		if infra != nil {
+			v, ok = infra.Labels[k]
+		}
+		cur, has := tenant.Labels[k]
+		switch {
+		case ok && (!has || cur == v || slices.Contains(prev, k)):
 			if tenant.Labels == nil {
 				tenant.Labels = map[string]string{}
 			}
 			tenant.Labels[k] = v
 			copied = append(copied, k)
+		case !ok && slices.Contains(prev, k):
+			delete(tenant.Labels, k)
 		}
 	}
-	if prev := tenant.Annotations[InfraLabelsAnnotation]; prev != "" {
-		for _, k := range strings.Split(prev, ",") {
-			if !slices.Contains(copied, k) {
-				delete(tenant.Labels, k)
-			}
-		}
+	if tenant.Annotations == nil {
+		tenant.Annotations = map[string]string{}
 	}
-	switch {
-	case len(copied) > 0:
-		if tenant.Annotations == nil {
-			tenant.Annotations = map[string]string{}
-		}
-		tenant.Annotations[InfraLabelsAnnotation] = strings.Join(copied, ",")
-	default:
-		delete(tenant.Annotations, InfraLabelsAnnotation)
-	}
-}
-
-// infraNode reads the infra node a VM instance runs on from the infra
-// cluster's cache; nil when it is not known (yet).
-func (s *Service) infraNode(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Node, error) {
-	if vmi == nil || vmi.Status.NodeName == "" {
-		return nil, nil
-	}
-	n := &corev1.Node{}
-	found, err := get(ctx, sc.Infra().Client, types.NamespacedName{Name: vmi.Status.NodeName}, n)
-	if err != nil || !found {
-		return nil, err
-	}
-	return n, nil
-}
-
-func infraNodeName(n *corev1.Node) string {
-	if n == nil {
-		return ""
-	}
-	return n.Name
+	// Present even when empty: it says the labels were synced.
+	tenant.Annotations[InfraLabelsAnnotation] = strings.Join(copied, ",")
 }
 
 // NodeName is the name the tenant Node of a machine registers with: the

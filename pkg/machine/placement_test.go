@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 func TestApplyInfraLabels(t *testing.T) {
@@ -55,9 +56,15 @@ func TestApplyInfraLabels(t *testing.T) {
 			node(map[string]string{zone: "z1", "rack": "r7", region: "mine"}, map[string]string{InfraLabelsAnnotation: zone + ",rack"}),
 			node(map[string]string{zone: "z1"}, nil),
 			map[string]string{zone: "z1", region: "mine"}, map[string]string{InfraLabelsAnnotation: zone}},
-		{"an infra node without placement labels leaves the tenant's own",
+		{"an infra node without placement labels leaves the tenant's own; the annotation says it was synced",
 			node(map[string]string{zone: "tenant-set"}, nil), node(nil, nil),
-			map[string]string{zone: "tenant-set"}, nil},
+			map[string]string{zone: "tenant-set"}, map[string]string{InfraLabelsAnnotation: ""}},
+		{"a label the kubelet set with another value is not taken over",
+			node(map[string]string{zone: "kubelet-set"}, nil), node(map[string]string{zone: "z1", region: "r1"}, nil),
+			map[string]string{zone: "kubelet-set", region: "r1"}, map[string]string{InfraLabelsAnnotation: region}},
+		{"an infra node that cannot be read removes what was copied",
+			node(map[string]string{zone: "z1", "app": "x"}, map[string]string{InfraLabelsAnnotation: zone}), nil,
+			map[string]string{"app": "x"}, map[string]string{InfraLabelsAnnotation: ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,12 +72,15 @@ func TestApplyInfraLabels(t *testing.T) {
 			if !equality.Semantic.DeepEqual(tc.tenant.Labels, tc.labels) {
 				t.Errorf("labels = %v, want %v", tc.tenant.Labels, tc.labels)
 			}
-			if len(tc.tenant.Annotations)+len(tc.annotations) > 0 && !equality.Semantic.DeepEqual(tc.tenant.Annotations, tc.annotations) {
+			if !equality.Semantic.DeepEqual(tc.tenant.Annotations, tc.annotations) {
 				t.Errorf("annotations = %v, want %v", tc.tenant.Annotations, tc.annotations)
 			}
 		})
 	}
 }
+
+// hugepages2Mi is the node resource of 2Mi hugepages.
+const hugepages2Mi corev1.ResourceName = corev1.ResourceHugePagesPrefix + "2Mi"
 
 func TestPerformanceUnsupported(t *testing.T) {
 	ready := corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
@@ -85,18 +95,63 @@ func TestPerformanceUnsupported(t *testing.T) {
 		{"a node with both", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: cpuManager}, Status: withHugepages}}, ""},
 		{"neither", []corev1.Node{{Status: ready}}, "no Ready infra node has the CPU manager (label kubevirt.io/cpumanager=true) or hugepages-2Mi"},
 		{"no CPU manager", []corev1.Node{{Status: withHugepages}}, "needs dedicated CPUs, but no Ready infra node has the CPU manager"},
-		{"no hugepages", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: cpuManager}, Status: ready}}, "needs 2Mi hugepages, but no Ready infra node offers hugepages-2Mi"},
+		{"no hugepages", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: cpuManager}, Status: ready}}, "needs hugepages, but no Ready infra node offers hugepages-2Mi"},
 		{"each on a different node", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: cpuManager}, Status: ready}, {Status: withHugepages}},
 			"on one node, but the 1 Ready infra nodes with the CPU manager have no hugepages-2Mi"},
+		{"the only capable node is marked unschedulable by KubeVirt", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+			"kubevirt.io/cpumanager": "true", "kubevirt.io/schedulable": "false"}}, Status: withHugepages}}, "no Ready infra node has the CPU manager"},
 		{"the only capable node is not Ready", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: cpuManager}, Status: corev1.NodeStatus{
 			Allocatable: withHugepages.Allocatable}}}, "no Ready infra node has the CPU manager"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := performanceUnsupported(tc.nodes)
+			got := performanceUnsupported(tc.nodes, hugepages2Mi)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("got %q, want it to contain %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestValidateInfraNodeLabelKey(t *testing.T) {
+	for key, ok := range map[string]bool{
+		"topology.kubernetes.io/zone":          true,
+		"rack.example.com/name":                true,
+		"rack":                                 true,
+		"kubernetes.io/hostname":               false,
+		"kubernetes.io/arch":                   false,
+		"node-role.kubernetes.io/worker":       false,
+		"foo.node-restriction.kubernetes.io/x": false,
+		"node.cluster.x-k8s.io/pool":           false,
+		"team.node.cluster.x-k8s.io/pool":      false,
+		"bad key":                              false,
+	} {
+		if err := ValidateInfraNodeLabelKey(key); (err == nil) != ok {
+			t.Errorf("%q: err = %v, want ok=%v", key, err, ok)
+		}
+	}
+}
+
+func TestNUMAAllowed(t *testing.T) {
+	kv := func(version string, gates ...string) kubevirtv1.KubeVirt {
+		k := kubevirtv1.KubeVirt{Status: kubevirtv1.KubeVirtStatus{ObservedKubeVirtVersion: version}}
+		if gates != nil {
+			k.Spec.Configuration.DeveloperConfiguration = &kubevirtv1.DeveloperConfiguration{FeatureGates: gates}
+		}
+		return k
+	}
+	for name, tc := range map[string]struct {
+		kv   kubevirtv1.KubeVirt
+		want bool
+	}{
+		"1.3 without the gate":   {kv("v1.3.1"), false},
+		"1.3 with the gate":      {kv("v1.3.1", "NUMA"), true},
+		"1.4, generally allowed": {kv("v1.4.0"), true},
+		"1.7":                    {kv("v1.7.0"), true},
+		"unknown version":        {kv(""), false},
+	} {
+		if got := numaAllowed(tc.kv); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
 	}
 }

@@ -18,91 +18,110 @@ package machine
 
 import (
 	"context"
+
 	"fmt"
 	"slices"
+
+	"github.com/blang/semver/v4"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/cluster-api/util"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
-// hugepages2Mi is the node resource 2Mi hugepages are allocated from.
-const hugepages2Mi corev1.ResourceName = corev1.ResourceHugePagesPrefix + "2Mi"
-
-// numaFeatureGate is the KubeVirt feature gate that allows guest NUMA
-// passthrough (docs/kubevirt-behaviour.md#dedicated-cpus-and-hugepages).
+// numaFeatureGate is the KubeVirt feature gate that allowed guest NUMA
+// passthrough before it became generally available in KubeVirt 1.4
+// (docs/kubevirt-behaviour.md#dedicated-cpus-and-hugepages).
 const numaFeatureGate = "NUMA"
 
-// presetSupport checks, before the VM is created, that some Ready infra node
-// can run the machine's performance preset, and whether the infra cluster's
-// KubeVirt allows NUMA passthrough. Without such a node the machine fails
-// with PresetUnsupported and looks again after the recheck period:
-// nodes gain the CPU manager or hugepages through maintenance no event of
-// ours announces.
+// presetSupport checks, before the VM is created, that some Ready,
+// schedulable infra node can run the machine's performance preset, and
+// whether the infra cluster's KubeVirt allows NUMA passthrough. Without
+// such a node the machine fails with PresetUnsupported and looks again
+// after the recheck period: nodes gain the CPU manager or hugepages through
+// maintenance no event of ours announces. Both are read uncached, once per
+// VM creation; what the kubeconfig may not read is not checked.
 func (s *Service) presetSupport(ctx context.Context, sc *Scope) (numa bool, o outcome.Outcome, err error) {
 	p := sc.KubevirtMachine.Spec.Preset
 	if p == nil || p.Name != infrav1.PresetPerformance {
 		return false, outcome.Outcome{}, nil
 	}
 	infra := sc.Infra()
+	readCtx, cancel := context.WithTimeout(ctx, infraReadTimeout)
+	defer cancel()
 	nodes := &corev1.NodeList{}
-	if err := infra.Client.List(ctx, nodes); err != nil {
+	switch err := infra.APIReader.List(readCtx, nodes); {
+	case apierrors.IsForbidden(err):
+		ctrl.LoggerFrom(ctx).V(2).Info("Cannot list infra nodes; the performance preset is not checked against them", "reason", err.Error())
+	case err != nil:
 		return false, outcome.Outcome{}, fmt.Errorf("listing infra nodes: %w", err)
+	default:
+		pageSize := vmbuilder.HugepageSize
+		if m := sc.KubevirtMachine.Spec.VirtualMachineTemplate.Spec.Template; m != nil && m.Spec.Domain.Memory != nil && m.Spec.Domain.Memory.Hugepages != nil {
+			pageSize = m.Spec.Domain.Memory.Hugepages.PageSize
+		}
+		if msg := performanceUnsupported(nodes.Items, corev1.ResourceName(corev1.ResourceHugePagesPrefix+pageSize)); msg != "" {
+			return false, outcome.Fail(infrav1.PresetUnsupportedReason, msg).After(s.recheck()), nil
+		}
 	}
-	if msg := performanceUnsupported(nodes.Items); msg != "" {
-		return false, outcome.Fail(infrav1.PresetUnsupportedReason, msg).After(s.recheck()), nil
-	}
-	// Read once per VM creation, uncached: a steady state reads nothing.
 	kvs := &kubevirtv1.KubeVirtList{}
-	if err := infra.APIReader.List(ctx, kvs); err != nil {
+	if err := infra.APIReader.List(readCtx, kvs); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 			// KubeVirt's CR is not readable: no passthrough, which is safe.
 			return false, outcome.Outcome{}, nil
 		}
 		return false, outcome.Outcome{}, fmt.Errorf("reading the KubeVirt configuration: %w", err)
 	}
-	for _, kv := range kvs.Items {
-		if dc := kv.Spec.Configuration.DeveloperConfiguration; dc != nil && slices.Contains(dc.FeatureGates, numaFeatureGate) {
-			return true, outcome.Outcome{}, nil
-		}
-	}
-	return false, outcome.Outcome{}, nil
+	return slices.ContainsFunc(kvs.Items, numaAllowed), outcome.Outcome{}, nil
 }
 
-// performanceUnsupported says why no Ready infra node can run a performance
-// VM, empty when one can.
-func performanceUnsupported(nodes []corev1.Node) string {
-	cpuManager, hugepages := 0, 0
+// numaAllowed reports whether a KubeVirt installation accepts guest NUMA
+// passthrough: from 1.4 always, before only with the NUMA feature gate.
+func numaAllowed(kv kubevirtv1.KubeVirt) bool {
+	if dc := kv.Spec.Configuration.DeveloperConfiguration; dc != nil && slices.Contains(dc.FeatureGates, numaFeatureGate) {
+		return true
+	}
+	v, err := semver.ParseTolerant(kv.Status.ObservedKubeVirtVersion)
+	return err == nil && v.GTE(semver.Version{Major: 1, Minor: 4})
+}
+
+// performanceUnsupported says why no Ready, schedulable infra node can run
+// a performance VM whose memory comes from hugepages resource, empty when
+// one can.
+func performanceUnsupported(nodes []corev1.Node, hugepages corev1.ResourceName) string {
+	cpuManager, withHugepages := 0, 0
 	for i := range nodes {
 		n := &nodes[i]
-		if !util.IsNodeReady(n) || n.Spec.Unschedulable {
+		if !util.IsNodeReady(n) || n.Spec.Unschedulable || n.Labels[kubevirtv1.NodeSchedulable] == "false" {
 			continue
 		}
 		hasCPUManager := n.Labels[kubevirtv1.CPUManager] == "true"
-		q := n.Status.Allocatable[hugepages2Mi]
+		q := n.Status.Allocatable[hugepages]
 		hasHugepages := !q.IsZero()
 		if hasCPUManager {
 			cpuManager++
 		}
 		if hasHugepages {
-			hugepages++
+			withHugepages++
 		}
 		if hasCPUManager && hasHugepages {
 			return ""
 		}
 	}
 	switch {
-	case cpuManager == 0 && hugepages == 0:
-		return fmt.Sprintf("the performance preset needs dedicated CPUs and 2Mi hugepages, but no Ready infra node has the CPU manager (label %s=true) or %s", kubevirtv1.CPUManager, hugepages2Mi)
+	case cpuManager == 0 && withHugepages == 0:
+		return fmt.Sprintf("the performance preset needs dedicated CPUs and hugepages, but no Ready infra node has the CPU manager (label %s=true) or %s", kubevirtv1.CPUManager, hugepages)
 	case cpuManager == 0:
 		return fmt.Sprintf("the performance preset needs dedicated CPUs, but no Ready infra node has the CPU manager (label %s=true, set by KubeVirt where the kubelet runs the static CPU manager policy)", kubevirtv1.CPUManager)
-	case hugepages == 0:
-		return fmt.Sprintf("the performance preset needs 2Mi hugepages, but no Ready infra node offers %s", hugepages2Mi)
+	case withHugepages == 0:
+		return fmt.Sprintf("the performance preset needs hugepages, but no Ready infra node offers %s", hugepages)
 	}
-	return fmt.Sprintf("the performance preset needs dedicated CPUs and 2Mi hugepages on one node, but the %d Ready infra nodes with the CPU manager have no %s", cpuManager, hugepages2Mi)
+	return fmt.Sprintf("the performance preset needs dedicated CPUs and hugepages on one node, but the %d Ready infra nodes with the CPU manager have no %s", cpuManager, hugepages)
 }

@@ -173,11 +173,7 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 	}
 	km.Status.Ready = true
 	km.Status.Initialization.Provisioned = ptr.To(true)
-	infraNode, err := s.infraNode(ctx, sc, vmi)
-	if err != nil {
-		return outcome.Outcome{}, err
-	}
-	if err := s.syncTenantNode(ctx, sc, infraNode); err != nil {
+	if err := s.syncTenantNode(ctx, sc, vmi); err != nil {
 		return outcome.Outcome{}, err
 	}
 	return check, nil

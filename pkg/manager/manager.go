@@ -25,12 +25,10 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -237,8 +235,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	for _, key := range o.InfraNodeLabels {
-		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
-			return fmt.Errorf("--infra-node-labels: %q is not a label key: %s", key, strings.Join(msgs, "; "))
+		if err := machine.ValidateInfraNodeLabelKey(key); err != nil {
+			return fmt.Errorf("--infra-node-labels: %w", err)
 		}
 	}
 	if err := (&controllers.KubevirtClusterReconciler{

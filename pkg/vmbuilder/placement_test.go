@@ -191,6 +191,9 @@ func TestPresets(t *testing.T) {
 				if _, ok := d.Resources.Limits[corev1.ResourceCPU]; ok {
 					t.Error("CPU limit kept")
 				}
+				if d.CPU == nil || d.CPU.Cores != 2 {
+					t.Errorf("the 2 vCPUs the request gave must stay: cpu %+v", d.CPU)
+				}
 			}, ""},
 		{"density with 200 percent requests half",
 			&infrav1.PresetSpec{Name: infrav1.PresetDensity, MemoryOvercommitPercent: 200}, false, nil,

@@ -97,6 +97,14 @@ func density(d *kubevirtv1.DomainSpec, percent int32) error {
 	d.Memory.Guest = &memory
 	request := resource.NewQuantity(memory.Value()*100/int64(percent), resource.BinarySI)
 	setResource(&d.Resources.Requests, corev1.ResourceMemory, *request)
+	if d.CPU == nil || d.CPU.Sockets == 0 && d.CPU.Cores == 0 && d.CPU.Threads == 0 {
+		// Without a topology KubeVirt counts vCPUs from the CPU request or
+		// limit, which are dropped below: keep the count as cores.
+		if d.CPU == nil {
+			d.CPU = &kubevirtv1.CPU{}
+		}
+		d.CPU.Cores = uint32(capacity.VCPUs(d))
+	}
 	delete(d.Resources.Requests, corev1.ResourceCPU)
 	delete(d.Resources.Limits, corev1.ResourceCPU)
 	return nil

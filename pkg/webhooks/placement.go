@@ -21,11 +21,14 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/capacity"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
@@ -40,9 +43,11 @@ var (
 // meet is refused here rather than left pending on the infra cluster.
 func validatePlacement(p *infrav1.PlacementSpec, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for name, v := range map[string]string{"podAffinityPreset": p.PodAffinityPreset, "podAntiAffinityPreset": p.PodAntiAffinityPreset} {
-		if v != "" && !slices.Contains(presetStrengths, v) {
-			errs = append(errs, field.NotSupported(fld.Child(name), v, presetStrengths))
+	for _, f := range []struct{ name, value string }{
+		{"podAffinityPreset", p.PodAffinityPreset}, {"podAntiAffinityPreset", p.PodAntiAffinityPreset},
+	} {
+		if f.value != "" && !slices.Contains(presetStrengths, f.value) {
+			errs = append(errs, field.NotSupported(fld.Child(f.name), f.value, presetStrengths))
 		}
 	}
 	if p.PodAffinityTopologyKey != "" {
@@ -67,9 +72,10 @@ func validatePlacement(p *infrav1.PlacementSpec, fld *field.Path) field.ErrorLis
 		errs = append(errs, field.Forbidden(fld.Child("podAntiAffinityPreset"),
 			"hard pod affinity and hard pod anti-affinity to the same group cannot both hold for a second VM: make one of them soft"))
 	}
-	if p.PodAffinityPreset == infrav1.PresetHard && s.Policy == infrav1.SpreadHard && orDefault(s.TopologyKey, vmbuilder.DefaultTopologyKey) == podKey {
+	if p.PodAffinityPreset == infrav1.PresetHard && s.Policy == infrav1.SpreadHard && s.MaxSkew <= 1 {
 		errs = append(errs, field.Forbidden(spread.Child("policy"), fmt.Sprintf(
-			"a hard spread over %s contradicts hard pod affinity over the same key, which keeps the VMs in one domain: make one of them soft", podKey)))
+			"a hard spread with maxSkew 1 over %s contradicts hard pod affinity, which keeps the VMs in one %s domain: make one of them soft or raise maxSkew",
+			orDefault(s.TopologyKey, vmbuilder.DefaultTopologyKey), podKey)))
 	}
 	if a, anti := p.NodeAffinityPreset, p.NodeAntiAffinityPreset; a != nil && anti != nil &&
 		a.Type == infrav1.PresetHard && anti.Type == infrav1.PresetHard && a.Key == anti.Key && subset(a.Values, anti.Values) {
@@ -135,6 +141,9 @@ func validatePreset(spec *infrav1.KubevirtMachineSpec, specPath *field.Path) fie
 	}
 	d := &vm.Template.Spec.Domain
 	domain := specPath.Child("virtualMachineTemplate", "spec", "template", "spec", "domain")
+	if p.Name == infrav1.PresetPerformance {
+		errs = append(errs, validatePerformance(d, domain)...)
+	}
 	if p.Name == infrav1.PresetDensity {
 		if d.CPU != nil && d.CPU.DedicatedCPUPlacement {
 			errs = append(errs, field.Forbidden(domain.Child("cpu", "dedicatedCpuPlacement"), "the density preset leaves the CPU burstable; dedicated CPUs need the performance preset"))
@@ -145,6 +154,40 @@ func validatePreset(spec *infrav1.KubevirtMachineSpec, specPath *field.Path) fie
 		if _, ok := d.Resources.Limits[corev1.ResourceMemory]; ok {
 			errs = append(errs, field.Forbidden(domain.Child("resources", "limits", "memory"), "the density preset sets the memory request below the guest memory; a memory limit would cap the guest"))
 		}
+	}
+	return errs
+}
+
+// validatePerformance checks what KubeVirt refuses for a VM with dedicated
+// CPUs and hugepages: guest memory that is not a whole number of pages, and
+// CPU requests or limits that are not whole, equal CPUs.
+func validatePerformance(d *kubevirtv1.DomainSpec, domain *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	pageSize := vmbuilder.HugepageSize
+	if d.Memory != nil && d.Memory.Hugepages != nil && d.Memory.Hugepages.PageSize != "" {
+		pageSize = d.Memory.Hugepages.PageSize
+	}
+	page, err := resource.ParseQuantity(pageSize)
+	if err != nil {
+		return append(errs, field.Invalid(domain.Child("memory", "hugepages", "pageSize"), pageSize, "not a quantity"))
+	}
+	if memory, ok := capacity.GuestMemory(d); ok && page.Value() > 0 && memory.Value()%page.Value() != 0 {
+		errs = append(errs, field.Invalid(domain.Child("memory"), memory.String(), fmt.Sprintf(
+			"the performance preset backs memory with %s hugepages: the VM's memory must be a multiple of %s (use Mi or Gi, not M or G)", pageSize, pageSize)))
+	}
+	req, hasReq := d.Resources.Requests[corev1.ResourceCPU]
+	lim, hasLim := d.Resources.Limits[corev1.ResourceCPU]
+	for _, c := range []struct {
+		set  bool
+		q    resource.Quantity
+		path *field.Path
+	}{{hasReq, req, domain.Child("resources", "requests", "cpu")}, {hasLim, lim, domain.Child("resources", "limits", "cpu")}} {
+		if c.set && c.q.MilliValue()%1000 != 0 {
+			errs = append(errs, field.Invalid(c.path, c.q.String(), "dedicated CPUs are whole CPUs"))
+		}
+	}
+	if hasReq && hasLim && req.Cmp(lim) != 0 {
+		errs = append(errs, field.Invalid(domain.Child("resources", "limits", "cpu"), lim.String(), "dedicated CPUs need the CPU request equal to the limit"))
 	}
 	return errs
 }

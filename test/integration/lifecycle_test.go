@@ -141,6 +141,7 @@ func TestNodeProviderID(t *testing.T) {
 	infraNode := &corev1.Node{}
 	g.Expect(w.Env.Client.Get(ctx, types.NamespacedName{Name: vmi.Status.NodeName}, infraNode)).To(Succeed())
 	eventually(t, zoneOf(ctx, key, "node-cp-0")).Should(Equal(infraNode.Labels[corev1.LabelTopologyZone]))
+	g.Expect(get(t, tc.c, cp).Status.InfraNodeName).To(Equal(vmi.Status.NodeName))
 	target := map[string]string{"infra-a": "infra-b", "infra-b": "infra-c", "infra-c": "infra-a"}[vmi.Status.NodeName]
 	g.Expect(w.Env.Client.Get(ctx, types.NamespacedName{Name: target}, infraNode)).To(Succeed())
 	vmi.Status.NodeName = target

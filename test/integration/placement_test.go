@@ -79,6 +79,9 @@ func TestHardAntiAffinityControlPlane(t *testing.T) {
 	for _, km := range machines {
 		eventually(t, tc.provisioned(km)).Should(Succeed())
 	}
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, names[0], vmi)).To(Succeed())
+	g.Expect(vmi.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
 
 	fourth := tc.newMachine(t, fixture.MachineOptions{Name: "cp-3", ControlPlane: true, Mutate: hard})
 	eventually(t, tc.reason(fourth, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.UnschedulableReason))
