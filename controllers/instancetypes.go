@@ -42,55 +42,38 @@ func selectsInstancetypeOrPreference(spec *kubevirtv1.VirtualMachineSpec) bool {
 // is left nil.
 func readSources(ctx context.Context, infra *infracluster.Infra, spec *kubevirtv1.VirtualMachineSpec) (capacity.Sources, error) {
 	var src capacity.Sources
+	var err error
 	if m := spec.Instancetype; m != nil {
-		var o client.Object
-		var out *instancetypev1beta1.VirtualMachineInstancetypeSpec
-		ns := ""
-		if namespaced(m.Kind) {
-			it := &instancetypev1beta1.VirtualMachineInstancetype{}
-			o, out, ns = it, &it.Spec, infra.Namespace
-		} else {
-			it := &instancetypev1beta1.VirtualMachineClusterInstancetype{}
-			o, out = it, &it.Spec
-		}
-		found, err := readOptional(ctx, infra, ns, m.Name, o)
-		if err != nil {
+		it, cit := &instancetypev1beta1.VirtualMachineInstancetype{}, &instancetypev1beta1.VirtualMachineClusterInstancetype{}
+		if src.Instancetype, err = readSpec(ctx, infra, m.Kind, m.Name, it, &it.Spec, cit, &cit.Spec); err != nil {
 			return src, err
-		}
-		if found {
-			src.Instancetype = out
 		}
 	}
 	if m := spec.Preference; m != nil {
-		var o client.Object
-		var out *instancetypev1beta1.VirtualMachinePreferenceSpec
-		ns := ""
-		if namespaced(m.Kind) {
-			p := &instancetypev1beta1.VirtualMachinePreference{}
-			o, out, ns = p, &p.Spec, infra.Namespace
-		} else {
-			p := &instancetypev1beta1.VirtualMachineClusterPreference{}
-			o, out = p, &p.Spec
-		}
-		found, err := readOptional(ctx, infra, ns, m.Name, o)
-		if err != nil {
+		p, cp := &instancetypev1beta1.VirtualMachinePreference{}, &instancetypev1beta1.VirtualMachineClusterPreference{}
+		if src.Preference, err = readSpec(ctx, infra, m.Kind, m.Name, p, &p.Spec, cp, &cp.Spec); err != nil {
 			return src, err
-		}
-		if found {
-			src.Preference = out
 		}
 	}
 	return src, nil
 }
 
-func readOptional(ctx context.Context, infra *infracluster.Infra, namespace, name string, obj client.Object) (bool, error) {
-	if err := infra.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("reading %T %s: %w", obj, name, err)
+// readSpec reads name as the namespaced object (in the infra namespace)
+// when kind names the namespaced kind, else as the cluster-wide one, and
+// returns the spec of the one read; nil when it does not exist.
+func readSpec[S any](ctx context.Context, infra *infracluster.Infra, kind, name string,
+	namespacedObj client.Object, namespacedSpec *S, clusterObj client.Object, clusterSpec *S) (*S, error) {
+	obj, spec, key := clusterObj, clusterSpec, types.NamespacedName{Name: name}
+	if namespaced(kind) {
+		obj, spec, key.Namespace = namespacedObj, namespacedSpec, infra.Namespace
 	}
-	return true, nil
+	if err := infra.Client.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %T %s: %w", obj, name, err)
+	}
+	return spec, nil
 }
 
 // namespaced tells the namespaced kinds (VirtualMachineInstancetype,

@@ -17,6 +17,7 @@ limitations under the License.
 package webhooks
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -51,7 +52,7 @@ func validatePlacement(p *infrav1.PlacementSpec, fld *field.Path) field.ErrorLis
 		}
 	}
 	if p.PodAffinityTopologyKey != "" {
-		errs = append(errs, labelKey(p.PodAffinityTopologyKey, fld.Child("podAffinityTopologyKey"))...)
+		errs = append(errs, metav1validation.ValidateLabelName(p.PodAffinityTopologyKey, fld.Child("podAffinityTopologyKey"))...)
 	}
 	errs = append(errs, validateNodePreset(p.NodeAffinityPreset, fld.Child("nodeAffinityPreset"))...)
 	errs = append(errs, validateNodePreset(p.NodeAntiAffinityPreset, fld.Child("nodeAntiAffinityPreset"))...)
@@ -61,13 +62,13 @@ func validatePlacement(p *infrav1.PlacementSpec, fld *field.Path) field.ErrorLis
 		errs = append(errs, field.NotSupported(spread.Child("policy"), s.Policy, spreadPolicies))
 	}
 	if s.TopologyKey != "" {
-		errs = append(errs, labelKey(s.TopologyKey, spread.Child("topologyKey"))...)
+		errs = append(errs, metav1validation.ValidateLabelName(s.TopologyKey, spread.Child("topologyKey"))...)
 	}
 	if s.MaxSkew < 0 {
 		errs = append(errs, field.Invalid(spread.Child("maxSkew"), s.MaxSkew, "must be at least 1"))
 	}
 
-	podKey := orDefault(p.PodAffinityTopologyKey, vmbuilder.DefaultTopologyKey)
+	podKey := cmp.Or(p.PodAffinityTopologyKey, vmbuilder.DefaultTopologyKey)
 	if p.PodAffinityPreset == infrav1.PresetHard && p.PodAntiAffinityPreset == infrav1.PresetHard {
 		errs = append(errs, field.Forbidden(fld.Child("podAntiAffinityPreset"),
 			"hard pod affinity and hard pod anti-affinity to the same group cannot both hold for a second VM: make one of them soft"))
@@ -75,7 +76,7 @@ func validatePlacement(p *infrav1.PlacementSpec, fld *field.Path) field.ErrorLis
 	if p.PodAffinityPreset == infrav1.PresetHard && s.Policy == infrav1.SpreadHard && s.MaxSkew <= 1 {
 		errs = append(errs, field.Forbidden(spread.Child("policy"), fmt.Sprintf(
 			"a hard spread with maxSkew 1 over %s contradicts hard pod affinity, which keeps the VMs in one %s domain: make one of them soft or raise maxSkew",
-			orDefault(s.TopologyKey, vmbuilder.DefaultTopologyKey), podKey)))
+			cmp.Or(s.TopologyKey, vmbuilder.DefaultTopologyKey), podKey)))
 	}
 	if a, anti := p.NodeAffinityPreset, p.NodeAntiAffinityPreset; a != nil && anti != nil &&
 		a.Type == infrav1.PresetHard && anti.Type == infrav1.PresetHard && a.Key == anti.Key && subset(a.Values, anti.Values) {
@@ -96,7 +97,7 @@ func validateNodePreset(p *infrav1.NodeAffinityPreset, fld *field.Path) field.Er
 	if p.Key == "" {
 		errs = append(errs, field.Required(fld.Child("key"), "the infra node label to match"))
 	} else {
-		errs = append(errs, labelKey(p.Key, fld.Child("key"))...)
+		errs = append(errs, metav1validation.ValidateLabelName(p.Key, fld.Child("key"))...)
 	}
 	if len(p.Values) == 0 {
 		errs = append(errs, field.Required(fld.Child("values"), "at least one label value"))
@@ -190,18 +191,6 @@ func validatePerformance(d *kubevirtv1.DomainSpec, domain *field.Path) field.Err
 		errs = append(errs, field.Invalid(domain.Child("resources", "limits", "cpu"), lim.String(), "dedicated CPUs need the CPU request equal to the limit"))
 	}
 	return errs
-}
-
-// labelKey checks a node label key (also a topology key).
-func labelKey(key string, fld *field.Path) field.ErrorList {
-	return metav1validation.ValidateLabelName(key, fld)
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // subset reports whether every value of a is in b.
