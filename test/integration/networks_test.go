@@ -108,9 +108,11 @@ func TestPerClusterVLANNetworks(t *testing.T) {
 
 	vlans := map[int32]bool{}
 	for _, tc := range []*tenantCluster{first, second} {
+		// Cluster API's patch helper writes conditions before the rest of
+		// status, so the network's name may land just after Created.
+		eventually(t, func() string { return get(t, tc.c, tc.kc).Status.Network.PerCluster }).Should(Equal(tc.ns + "/tenant-tenant"))
 		kc := get(t, tc.c, tc.kc)
 		vlans[kc.Status.Network.VLANID] = true
-		g.Expect(kc.Status.Network.PerCluster).To(Equal(tc.ns + "/tenant-tenant"))
 		g.Expect(nadConfig(tc.ns, "tenant-tenant")()).To(Equal(fmt.Sprintf(
 			`{"cniVersion":"0.3.1","type":"bridge","bridge":"br-tenants","vlan":%d,"name":"%s-tenant"}`, kc.Status.Network.VLANID, tc.ns)))
 	}
