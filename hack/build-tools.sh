@@ -61,6 +61,11 @@ for set in "${sets[@]}"; do
       clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl ;;
     cert-manager) build cert-manager "$root/hack/tools/certmanager" "" cert-manager=. ;;
     kustomize) build kustomize "$root/hack/tools/kustomize" "" kustomize=sigs.k8s.io/kustomize/kustomize/v5 ;;
-    *) echo "unknown tool set $set (kube, clusterctl, cert-manager, kustomize)" >&2; exit 2 ;;
+    # Not in the default sets yet: step 5 (real virt-api and virt-controller).
+    kubevirt) GOWORK=off GOFLAGS=-mod=mod build kubevirt "$root/hack/tools/kubevirt" "" \
+      virt-controller=kubevirt.io/kubevirt/cmd/virt-controller \
+      virt-api=kubevirt.io/kubevirt/cmd/virt-api \
+      kubevirt-manifests=./manifests ;;
+    *) echo "unknown tool set $set (kube, clusterctl, cert-manager, kustomize, kubevirt)" >&2; exit 2 ;;
   esac
 done
