@@ -7,6 +7,7 @@ replace github.com/capkv/cluster-api-provider-kubevirt => ../
 require (
 	github.com/capkv/cluster-api-provider-kubevirt v0.0.0-00010101000000-000000000000
 	github.com/coreos/ignition/v2 v2.24.0
+	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/flatcar/ignition v0.36.2
 	github.com/go-logr/logr v1.4.4
 	github.com/np-guard/netpol-analyzer v1.2.1
@@ -57,7 +58,6 @@ require (
 	github.com/drone/envsubst/v2 v2.0.0-20210730161058-179042472c46 // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch v5.7.0+incompatible // indirect
-	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/flatcar/container-linux-config-transpiler v0.9.4 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect

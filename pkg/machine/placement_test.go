@@ -93,7 +93,8 @@ func TestPerformanceUnsupported(t *testing.T) {
 		want  string
 	}{
 		{"a node with both", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: cpuManager}, Status: withHugepages}}, ""},
-		{"neither", []corev1.Node{{Status: ready}}, "no Ready infra node has the CPU manager (label kubevirt.io/cpumanager=true) or hugepages-2Mi"},
+		{"neither", []corev1.Node{{Status: ready}}, "no Ready infra node has the CPU manager (label kubevirt.io/cpumanager=true or cpumanager=true) or hugepages-2Mi"},
+		{"KubeVirt 1.7's CPU manager label", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"cpumanager": "true"}}, Status: withHugepages}}, ""},
 		{"no CPU manager", []corev1.Node{{Status: withHugepages}}, "needs dedicated CPUs, but no Ready infra node has the CPU manager"},
 		{"no hugepages", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: cpuManager}, Status: ready}}, "needs hugepages, but no Ready infra node offers hugepages-2Mi"},
 		{"each on a different node", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Labels: cpuManager}, Status: ready}, {Status: withHugepages}},

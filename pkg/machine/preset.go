@@ -102,7 +102,9 @@ func performanceUnsupported(nodes []corev1.Node, hugepages corev1.ResourceName) 
 		if !util.IsNodeReady(n) || n.Spec.Unschedulable || n.Labels[kubevirtv1.NodeSchedulable] == "false" {
 			continue
 		}
-		hasCPUManager := n.Labels[kubevirtv1.CPUManager] == "true"
+		// KubeVirt before 1.8 labels such nodes cpumanager=true, later
+		// releases kubevirt.io/cpumanager=true.
+		hasCPUManager := n.Labels[kubevirtv1.CPUManager] == "true" || n.Labels[kubevirtv1.DeprecatedCPUManager] == "true"
 		q := n.Status.Allocatable[hugepages]
 		hasHugepages := !q.IsZero()
 		if hasCPUManager {
@@ -117,9 +119,9 @@ func performanceUnsupported(nodes []corev1.Node, hugepages corev1.ResourceName) 
 	}
 	switch {
 	case cpuManager == 0 && withHugepages == 0:
-		return fmt.Sprintf("the performance preset needs dedicated CPUs and hugepages, but no Ready infra node has the CPU manager (label %s=true) or %s", kubevirtv1.CPUManager, hugepages)
+		return fmt.Sprintf("the performance preset needs dedicated CPUs and hugepages, but no Ready infra node has the CPU manager (label %s=true or %s=true) or %s", kubevirtv1.CPUManager, kubevirtv1.DeprecatedCPUManager, hugepages)
 	case cpuManager == 0:
-		return fmt.Sprintf("the performance preset needs dedicated CPUs, but no Ready infra node has the CPU manager (label %s=true, set by KubeVirt where the kubelet runs the static CPU manager policy)", kubevirtv1.CPUManager)
+		return fmt.Sprintf("the performance preset needs dedicated CPUs, but no Ready infra node has the CPU manager (label %s=true, or %s=true before KubeVirt 1.8, set by KubeVirt where the kubelet runs the static CPU manager policy)", kubevirtv1.CPUManager, kubevirtv1.DeprecatedCPUManager)
 	case withHugepages == 0:
 		return fmt.Sprintf("the performance preset needs hugepages, but no Ready infra node offers %s", hugepages)
 	}

@@ -93,13 +93,11 @@ func validateBinding(iface kubevirtv1.Interface, net kubevirtv1.Network, hasNet 
 	if iface.DeprecatedSlirp != nil || iface.DeprecatedMacvtap != nil {
 		return field.ErrorList{field.Forbidden(p, "slirp and macvtap bindings were removed from KubeVirt; use bridge, masquerade, sriov or a binding plugin")}
 	}
-	bindings := countSet(iface.InterfaceBindingMethod)
-	if iface.Binding != nil {
-		bindings++
-	}
-	if bindings != 1 {
+	// KubeVirt 1.7 refuses only a plugin beside a method; an interface
+	// with no binding gets KubeVirt's default.
+	if iface.Binding != nil && countSet(iface.InterfaceBindingMethod) > 0 {
 		return field.ErrorList{field.Invalid(p, iface.Name,
-			fmt.Sprintf("an interface needs exactly one binding (bridge, masquerade, sriov, passtBinding or binding), found %d", bindings))}
+			"an interface cannot have both a binding plugin (binding) and a binding method (bridge, masquerade, sriov or passtBinding)")}
 	}
 	if iface.Masquerade != nil && hasNet && net.Pod == nil {
 		return field.ErrorList{field.Invalid(p.Child("masquerade"), iface.Name, "masquerade binding is only allowed on the pod network")}

@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
@@ -134,18 +135,20 @@ func TestNodeProviderID(t *testing.T) {
 	eventually(t, func() bool { return get(t, tc.c, cp).Status.NodeUpdated }).Should(BeTrue())
 
 	// The Node carries the zone of the infra host its VM runs on, and
-	// follows the VM when it moves to a host in another zone (as a live
-	// migration's hand-off sets the VM instance's nodeName).
+	// follows the VM when it comes back on a host in another zone: here
+	// its host is cordoned and its VM instance deleted, so virt-controller
+	// starts a new one elsewhere.
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, cp.Name, vmi)).To(Succeed())
 	infraNode := &corev1.Node{}
 	g.Expect(w.Env.Client.Get(ctx, types.NamespacedName{Name: vmi.Status.NodeName}, infraNode)).To(Succeed())
 	eventually(t, zoneOf(ctx, key, "node-cp-0")).Should(Equal(infraNode.Labels[corev1.LabelTopologyZone]))
 	g.Expect(get(t, tc.c, cp).Status.InfraNodeName).To(Equal(vmi.Status.NodeName))
-	target := map[string]string{"infra-a": "infra-b", "infra-b": "infra-c", "infra-c": "infra-a"}[vmi.Status.NodeName]
-	g.Expect(w.Env.Client.Get(ctx, types.NamespacedName{Name: target}, infraNode)).To(Succeed())
-	vmi.Status.NodeName = target
-	g.Expect(w.Env.Client.Status().Update(ctx, vmi)).To(Succeed())
+	source := vmi.Status.NodeName
+	cordon(t, source)
+	g.Expect(w.Env.Client.Delete(ctx, vmi)).To(Succeed())
+	eventually(t, func() string { return get(t, tc.c, cp).Status.InfraNodeName }).ShouldNot(Or(Equal(source), BeEmpty()))
+	g.Expect(w.Env.Client.Get(ctx, types.NamespacedName{Name: get(t, tc.c, cp).Status.InfraNodeName}, infraNode)).To(Succeed())
 	eventually(t, zoneOf(ctx, key, "node-cp-0")).Should(Equal(infraNode.Labels[corev1.LabelTopologyZone]))
 
 	// A worker joining later is found through the Node watch.
@@ -204,4 +207,21 @@ func TestLongMachineName(t *testing.T) {
 	}).Should(BeTrue())
 	g.Expect(apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, name, &kubevirtv1.VirtualMachine{}))).To(BeTrue())
 	g.Expect(apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, name+"-userdata", &corev1.Secret{}))).To(BeTrue())
+}
+
+// cordon marks an infra node unschedulable until the test ends.
+func cordon(t *testing.T, name string) {
+	t.Helper()
+	setUnschedulable := func(v bool) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n := &corev1.Node{}
+			if err := w.Env.Client.Get(context.Background(), types.NamespacedName{Name: name}, n); err != nil {
+				return err
+			}
+			n.Spec.Unschedulable = v
+			return w.Env.Client.Update(context.Background(), n)
+		})
+	}
+	NewWithT(t).Expect(setUnschedulable(true)).To(Succeed())
+	t.Cleanup(func() { NewWithT(t).Expect(setUnschedulable(false)).To(Succeed()) })
 }

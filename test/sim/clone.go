@@ -21,13 +21,11 @@ import (
 	"fmt"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -213,34 +211,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// cloneAllowed checks that the VM's service account (the template's
-// serviceAccountName, else a serviceAccount volume, else default) may create
-// datavolumes/source in the source namespace. See
-// docs/kubevirt-behaviour.md#cross-namespace-clones-are-authorized-for-the-vm-service-account
-// and docs/kubevirt-behaviour.md#cross-namespace-clone-rbac.
-func (s *Simulator) cloneAllowed(ctx context.Context, vm *kubevirtv1.VirtualMachine, sourceNS string) (bool, error) {
-	if sourceNS == vm.Namespace {
-		return true, nil
-	}
-	sa := vm.Spec.Template.Spec.ServiceAccountName
-	for _, v := range vm.Spec.Template.Spec.Volumes {
-		if v.ServiceAccount != nil && sa == "" {
-			sa = v.ServiceAccount.ServiceAccountName
-		}
-	}
-	if sa == "" {
-		sa = "default"
-	}
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   fmt.Sprintf("system:serviceaccount:%s:%s", vm.Namespace, sa),
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + vm.Namespace, "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: sourceNS, Verb: "create",
-			Group: cdiv1.SchemeGroupVersion.Group, Resource: "datavolumes", Subresource: "source"},
-	}}
-	if err := s.client.Create(ctx, review); err != nil {
-		return false, err
-	}
-	return review.Status.Allowed, nil
 }

@@ -35,19 +35,18 @@ type Counters struct {
 
 // Counter names.
 const (
-	Imports             = "imports"
-	ImportBytes         = "import_bytes"
-	Clones              = "clones"
-	SmartClones         = "smart_clones"
-	HostAssistedClones  = "host_assisted_clones"
-	CloneBytes          = "clone_bytes"
-	VMsCreated          = "vms_created"
-	VMsDeleted          = "vms_deleted"
-	VMIsCreated         = "vmis_created"
-	AdmissionRejections = "admission_rejections"
-	GuestsJoined        = "guests_joined"
-	GuestBootFailures   = "guest_boot_failures"
+	Imports            = "imports"
+	ImportBytes        = "import_bytes"
+	Clones             = "clones"
+	SmartClones        = "smart_clones"
+	HostAssistedClones = "host_assisted_clones"
+	CloneBytes         = "clone_bytes"
+	GuestsJoined       = "guests_joined"
+	GuestBootFailures  = "guest_boot_failures"
 )
+
+// counterNames are served from the start, at zero until something happens.
+var counterNames = []string{Imports, ImportBytes, Clones, SmartClones, HostAssistedClones, CloneBytes, GuestsJoined, GuestBootFailures}
 
 // NewCounters returns zeroed counters.
 func NewCounters() *Counters {
@@ -60,6 +59,9 @@ func NewCounters() *Counters {
 		registry: prometheus.NewRegistry(),
 	}
 	c.registry.MustRegister(c.vec)
+	for _, name := range counterNames {
+		c.vec.WithLabelValues(name)
+	}
 	return c
 }
 

@@ -34,6 +34,8 @@ import (
 	ignition "github.com/coreos/ignition/v2/config"
 	ignitionv2 "github.com/flatcar/ignition/config/v2_3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,6 +69,10 @@ func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 	if outcome, done := vmi.Annotations[GuestAnnotation]; done {
 		return reconcile.Result{}, s.resumeGuest(ctx, vmi, outcome)
 	}
+	if outcome, booted := s.booted.Load(vmi.UID); booted {
+		// Booted already; only reporting it failed (a conflicting write).
+		return s.reportBoot(ctx, vmi, outcome.(string))
+	}
 	if wait := s.scaled(s.opts.BootDelay) - time.Since(runningSince(vmi)); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
@@ -90,22 +96,50 @@ func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 	}
 	// The guest's sshd comes up with the keys its user data installed.
 	s.startSSH(vmi, data, outcome)
-	s.booted.Store(vmi.UID, true)
-	before := vmi.DeepCopy()
+	s.booted.Store(vmi.UID, outcome)
+	s.probes.Store(vmi.UID, answersProbe(vmi, outcome))
+	return s.reportBoot(ctx, vmi, outcome)
+}
+
+// reportBoot records the guest's outcome on the VMI and the guest agent's
+// connection, as virt-handler reports it, then has the kubelet probe the
+// launcher pod again. A write that lost a race with virt-controller is
+// tried again with the VMI as it is now.
+func (s *Simulator) reportBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, outcome string) (reconcile.Result, error) {
 	if vmi.Annotations == nil {
 		vmi.Annotations = map[string]string{}
 	}
 	vmi.Annotations[GuestAnnotation] = outcome
-	status := vmi.Status
-	if err := s.client.Patch(ctx, vmi, client.MergeFrom(before)); err != nil {
-		return reconcile.Result{}, err
-	}
-	vmi.Status = status
 	setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue})
-	if p := vmi.Spec.ReadinessProbe; p != nil && (p.GuestAgentPing != nil || p.Exec != nil && outcome == "joined") {
-		setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue})
+	if err := s.handler.Update(ctx, vmi); apierrors.IsConflict(err) {
+		return reconcile.Result{Requeue: true}, nil
+	} else if err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	return reconcile.Result{}, s.client.Status().Update(ctx, vmi)
+	return reconcile.Result{}, s.probeLauncher(ctx, vmi)
+}
+
+// answersProbe says whether a booted guest passes its VMI's readiness
+// probe: the guest agent answers a ping; an exec probe (a kubelet health
+// check) passes only on a guest that joined its cluster.
+func answersProbe(vmi *kubevirtv1.VirtualMachineInstance, outcome string) bool {
+	p := vmi.Spec.ReadinessProbe
+	return p != nil && (p.GuestAgentPing != nil || p.Exec != nil && outcome == "joined")
+}
+
+// probeLauncher has the kubelet run the launcher pod's readiness probe
+// again now that the guest may answer it.
+func (s *Simulator) probeLauncher(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+	pod, err := s.launcherPod(ctx, vmi)
+	if err != nil || pod == nil {
+		return err
+	}
+	before := pod.Status.DeepCopy()
+	s.syncReadiness(pod)
+	if equality.Semantic.DeepEqual(before, &pod.Status) {
+		return nil
+	}
+	return client.IgnoreNotFound(s.client.Status().Update(ctx, pod))
 }
 
 // resumeGuest brings back, once per simulator, what a guest that booted
@@ -113,9 +147,10 @@ func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 // its in-memory tenant cluster and its sshd. That happens when the world
 // restarts from kept state (sandbox --keep-state) with the VMI running.
 func (s *Simulator) resumeGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, outcome string) error {
-	if _, seen := s.booted.LoadOrStore(vmi.UID, true); seen {
+	if _, seen := s.booted.LoadOrStore(vmi.UID, outcome); seen {
 		return nil
 	}
+	s.probes.Store(vmi.UID, answersProbe(vmi, outcome))
 	data, err := s.userData(ctx, vmi)
 	if err == nil && data != nil && outcome == "joined" && s.Joiner != nil {
 		err = s.Joiner.Join(ctx, vmi, *data)

@@ -17,6 +17,7 @@ limitations under the License.
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -26,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 const (
@@ -41,37 +41,6 @@ type multusSelection struct {
 	Namespace string `json:"namespace"`
 }
 
-// multusNetworks lists the VMI's Multus networks as KubeVirt puts them on the
-// launcher pod, for Multus to attach.
-func multusNetworks(vmi *kubevirtv1.VirtualMachineInstance) string {
-	var sel []multusSelection
-	for _, n := range vmi.Spec.Networks {
-		if n.Multus == nil || n.Multus.Default {
-			continue
-		}
-		ns, name := vmi.Namespace, n.Multus.NetworkName
-		if i := strings.IndexByte(name, '/'); i >= 0 {
-			ns, name = name[:i], name[i+1:]
-		}
-		sel = append(sel, multusSelection{Name: name, Namespace: ns})
-	}
-	if len(sel) == 0 {
-		return ""
-	}
-	data, _ := json.Marshal(sel)
-	return string(data)
-}
-
-// multusDefault is the default network replacing the pod network, if any.
-func multusDefault(vmi *kubevirtv1.VirtualMachineInstance) string {
-	for _, n := range vmi.Spec.Networks {
-		if n.Multus != nil && n.Multus.Default {
-			return qualified(vmi.Namespace, n.Multus.NetworkName)
-		}
-	}
-	return ""
-}
-
 // missingNetwork names the first NetworkAttachmentDefinition the pod needs
 // that does not exist.
 func (s *Simulator) missingNetwork(ctx context.Context, pod *corev1.Pod) (string, error) {
@@ -82,10 +51,16 @@ func (s *Simulator) missingNetwork(ctx context.Context, pod *corev1.Pod) (string
 		}
 	}
 	if def := pod.Annotations[multusDefaultAnnotation]; def != "" {
-		ns, name, _ := strings.Cut(def, "/")
+		ns, name, found := strings.Cut(def, "/")
+		if !found {
+			ns, name = "", def
+		}
 		sel = append(sel, multusSelection{Namespace: ns, Name: name})
 	}
 	for _, n := range sel {
+		// Multus looks a network up in the pod's namespace unless told
+		// otherwise.
+		n.Namespace = cmp.Or(n.Namespace, pod.Namespace)
 		nad := &unstructured.Unstructured{}
 		nad.SetGroupVersionKind(nadGVK)
 		err := s.client.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.Name}, nad)

@@ -29,8 +29,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// CPUManagerLabel marks the nodes that can give VMs dedicated CPUs.
-const CPUManagerLabel = kubevirtv1.CPUManager
+// CPUManagerLabel marks the nodes that can give VMs dedicated CPUs: KubeVirt
+// 1.7, which the world runs, sets cpumanager=true (1.8 renamed it
+// kubevirt.io/cpumanager).
+const CPUManagerLabel = kubevirtv1.DeprecatedCPUManager
+
+// Bridges are the Linux bridges every simulated node has.
+var Bridges = []string{"br0", "br-storage", "br-tenants"}
 
 const hugepages2Mi = corev1.ResourceName(corev1.ResourceHugePagesPrefix + "2Mi")
 
@@ -44,8 +49,7 @@ type NodeSpec struct {
 	Taints []corev1.Taint
 	// Hugepages2Mi is the node's hugepages-2Mi capacity, if any.
 	Hugepages2Mi string
-	// CPUManager labels the node kubevirt.io/cpumanager=true, as
-	// virt-handler does on
+	// CPUManager labels the node cpumanager=true, as virt-handler does on
 	// nodes whose kubelet runs the static CPU manager policy: VMs with
 	// dedicated CPUs are scheduled only there.
 	CPUManager bool
@@ -56,16 +60,23 @@ type NodeSpec struct {
 }
 
 // CreateNodes creates infra Nodes with capacity, zone and hostname labels,
-// KubeVirt's schedulable label and a Ready condition. There is no kubelet:
-// the simulator acts for it on the pods bound to these nodes.
+// what virt-handler would add (the schedulable and machine-type labels,
+// its device plugins' resources) and a Ready condition. There is no kubelet
+// and no virt-handler heartbeat: the simulator acts for both on the pods
+// and VMIs bound to these nodes, and virt-controller's node controller
+// treats a node without a heartbeat annotation as alive.
 func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error {
 	for i, spec := range specs {
 		labels := map[string]string{
-			corev1.LabelHostname:      spec.Name,
-			corev1.LabelTopologyZone:  spec.Zone,
-			corev1.LabelArchStable:    "amd64",
-			corev1.LabelOSStable:      "linux",
-			"kubevirt.io/schedulable": "true",
+			corev1.LabelHostname:     spec.Name,
+			corev1.LabelTopologyZone: spec.Zone,
+			corev1.LabelArchStable:   "amd64",
+			corev1.LabelOSStable:     "linux",
+			// virt-handler's heartbeat keeps this label, and its node
+			// labeller the machine types the host's QEMU supports; every
+			// launcher pod's node selector asks for both.
+			kubevirtv1.NodeSchedulable:                   "true",
+			kubevirtv1.SupportedMachineTypeLabel + "q35": "true",
 		}
 		if spec.CPUManager {
 			labels[CPUManagerLabel] = "true"
@@ -87,6 +98,17 @@ func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error 
 			corev1.ResourceCPU:    resource.MustParse(spec.CPU),
 			corev1.ResourceMemory: resource.MustParse(spec.Memory),
 			corev1.ResourcePods:   resource.MustParse("250"),
+		}
+		capacity[corev1.ResourceEphemeralStorage] = resource.MustParse("200Gi")
+		// virt-handler's device plugins advertise these; launcher pods
+		// request them.
+		for _, device := range []corev1.ResourceName{"devices.kubevirt.io/kvm", "devices.kubevirt.io/tun", "devices.kubevirt.io/vhost-net"} {
+			capacity[device] = resource.MustParse("1k")
+		}
+		// bridge-marker advertises each Linux bridge of the node; KubeVirt
+		// requests the one a network's resourceName annotation names.
+		for _, bridge := range Bridges {
+			capacity[corev1.ResourceName("bridge.network/"+bridge)] = resource.MustParse("1k")
 		}
 		if spec.Hugepages2Mi != "" {
 			capacity[hugepages2Mi] = resource.MustParse(spec.Hugepages2Mi)

@@ -14,14 +14,16 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package sim simulates KubeVirt (virt-api admission, virt-controller,
-// virt-handler, the guest) and CDI (import and clone of DataVolumes) on a real
-// API server, so that the provider can be tested against their documented
-// behaviour where no hypervisor can run. virt-launcher pods are scheduled by
-// the real kube-scheduler onto simulated Nodes; the real
-// kube-controller-manager binds volumes and collects garbage. Every rule it
-// plays is written, with its upstream source, in docs/kubevirt-behaviour.md;
-// docs/simulator.md says how the simulator plays it.
+// Package sim plays the parts of KubeVirt and CDI that need a node or a
+// storage backend, on a real API server where the real virt-api and
+// virt-controller run: the kubelet of the virt-launcher pods, virt-handler,
+// the guest, and CDI (import and clone of DataVolumes), so that the
+// provider can be tested where no hypervisor can run. virt-launcher pods
+// are created by the real virt-controller and scheduled by the real
+// kube-scheduler onto simulated Nodes; the real kube-controller-manager
+// binds volumes and collects garbage. Every rule it plays is written, with
+// its upstream source, in docs/kubevirt-behaviour.md; docs/simulator.md
+// says, part by part, what is real and what is simulated.
 package sim
 
 import (
@@ -78,9 +80,14 @@ type Simulator struct {
 	// LBBackend routes load balancer traffic; nil leaves it unrouted.
 	LBBackend LoadBalancerBackend
 	lb        *loadBalancer
-	// booted are the VMI UIDs whose guests this simulator booted or
-	// resumed.
+	// handler writes what virt-handler writes, as its service account.
+	handler client.Client
+	// booted holds, by VMI UID, the outcome of each guest this simulator
+	// booted or resumed.
 	booted sync.Map
+	// probes says, by VMI UID, whether the guest answers its readiness
+	// probe.
+	probes sync.Map
 	// guests holds the sshd of booted guests, for DialGuest.
 	guests guestSSH
 }
@@ -95,13 +102,15 @@ func (s *Simulator) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * s.opts.TimeScale)
 }
 
-// SetupWithManager registers the simulator's controllers and its admission
-// webhook with mgr, whose client reaches the infra API server.
-func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
+// SetupWithManager registers the simulator's controllers with mgr, whose
+// client reaches the infra API server as an administrator; handler reaches
+// it as virt-handler's service account.
+func (s *Simulator) SetupWithManager(mgr ctrl.Manager, handler client.Client) error {
 	s.client = mgr.GetClient()
+	s.handler = handler
 	s.log = mgr.GetLogger().WithName("sim")
 	for _, setup := range []func(ctrl.Manager) error{
-		s.setupAdmission, s.setupVMController, s.setupVMIController, s.setupLauncherController,
+		s.setupHandler, s.setupKubelet,
 		s.setupDataVolumeController, s.setupProvisioner, s.setupVolumeReclaimer, s.setupStorageProfiles, s.setupLoadBalancer,
 	} {
 		if err := setup(mgr); err != nil {

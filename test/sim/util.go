@@ -22,9 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 )
@@ -54,40 +52,4 @@ func (s *Simulator) event(ctx context.Context, obj client.Object, eventType, rea
 	if err := s.client.Create(ctx, ev); err != nil {
 		s.log.V(1).Info("recording event", "reason", reason, "error", fmt.Sprint(err))
 	}
-}
-
-func setVMCondition(vm *kubevirtv1.VirtualMachine, c kubevirtv1.VirtualMachineCondition) {
-	for i := range vm.Status.Conditions {
-		if vm.Status.Conditions[i].Type == c.Type {
-			if vm.Status.Conditions[i].Status != c.Status {
-				c.LastTransitionTime = metav1.Now()
-			} else {
-				c.LastTransitionTime = vm.Status.Conditions[i].LastTransitionTime
-			}
-			vm.Status.Conditions[i] = c
-			return
-		}
-	}
-	c.LastTransitionTime = metav1.Now()
-	vm.Status.Conditions = append(vm.Status.Conditions, c)
-}
-
-func setVMICondition(vmi *kubevirtv1.VirtualMachineInstance, c kubevirtv1.VirtualMachineInstanceCondition) {
-	for i := range vmi.Status.Conditions {
-		if vmi.Status.Conditions[i].Type == c.Type {
-			if vmi.Status.Conditions[i].Status != c.Status {
-				c.LastTransitionTime = metav1.Now()
-			} else {
-				c.LastTransitionTime = vmi.Status.Conditions[i].LastTransitionTime
-			}
-			vmi.Status.Conditions[i] = c
-			return
-		}
-	}
-	c.LastTransitionTime = metav1.Now()
-	vmi.Status.Conditions = append(vmi.Status.Conditions, c)
-}
-
-func equalVMStatus(a, b *kubevirtv1.VirtualMachineStatus) bool {
-	return equality.Semantic.DeepEqual(a, b)
 }

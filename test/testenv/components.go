@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -107,12 +108,20 @@ func (e *Env) componentsKubeconfig() (string, error) {
 // startProcess runs bin/binary with args as the component name, logging to
 // name.log in the components' directory.
 func (e *Env) startProcess(bin, binary, name string, args []string) error {
+	return e.startProcessEnv(bin, binary, name, args, nil)
+}
+
+// startProcessEnv is startProcess with extra environment variables.
+func (e *Env) startProcessEnv(bin, binary, name string, args, env []string) error {
 	log, err := os.Create(filepath.Join(e.componentsDir, name+".log")) //nolint:gosec // a temporary directory of our own
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(filepath.Join(bin, binary), args...) //nolint:gosec // binaries built by this repository
 	cmd.Stdout, cmd.Stderr = log, log
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// The kernel kills the component if the test process dies first, so no
 	// process outlives a crashed or interrupted test run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -124,10 +133,12 @@ func (e *Env) startProcess(bin, binary, name string, args []string) error {
 	return nil
 }
 
-// stopProcesses stops the components started by StartKubeComponents.
+// stopProcesses stops the components the environment started, the last
+// started first: virt-controller goes before the virt-api whose webhooks it
+// calls.
 func (e *Env) stopProcesses() error {
 	var errs []error
-	for _, p := range e.processes {
+	for _, p := range slices.Backward(e.processes) {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() {

@@ -114,6 +114,9 @@ type Env struct {
 	GuestProxy string
 
 	services *serviceRange
+	// certsDir holds the certificates of the API server's aggregation
+	// layer (KubeVirt's are in the components' directory).
+	certsDir string
 
 	processes     []*process
 	componentsDir string
@@ -156,9 +159,6 @@ func Start(o Options) (*Env, error) {
 		// crash of the machine too.
 		env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "false")
 	}
-	for name, value := range o.APIServerArgs {
-		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
-	}
 	if o.WithCAPIWebhooks && o.WithCAPKVWebhooks {
 		return nil, errors.New("WithCAPIWebhooks and WithCAPKVWebhooks need separate servers; install CAPKV's with InstallProviderWebhooks")
 	}
@@ -170,13 +170,28 @@ func Start(o Options) (*Env, error) {
 	if o.WithCAPKVWebhooks {
 		env.WebhookInstallOptions.Paths = []string{ProviderWebhookManifests()}
 	}
+	// virt-api is an aggregated API server: it needs the aggregation layer.
+	certsDir, err := os.MkdirTemp("", "capkv-apiserver-certs-")
+	if err != nil {
+		return nil, err
+	}
+	aggregation, err := frontProxyFlags(certsDir)
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(certsDir))
+	}
+	for name, value := range aggregation {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
+	for name, value := range o.APIServerArgs {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	stateFile := ""
 	if o.EtcdDataDir != "" {
 		stateFile = filepath.Join(filepath.Dir(o.EtcdDataDir), "service-cidr")
 	}
 	services, err := claimServiceRange(stateFile)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, os.RemoveAll(certsDir))
 	}
 	// A flag of the caller's APIServerArgs wins.
 	if _, ok := o.APIServerArgs["service-cluster-ip-range"]; !ok {
@@ -184,16 +199,21 @@ func Start(o Options) (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("starting kube-apiserver and etcd: %w", err), services.release())
+		return nil, errors.Join(fmt.Errorf("starting kube-apiserver and etcd: %w", err), services.release(), os.RemoveAll(certsDir))
+	}
+	if !o.WithoutKubeVirtCRDs {
+		if err := installKubeVirtCRDs(cfg); err != nil {
+			return nil, errors.Join(err, env.Stop(), services.release(), os.RemoveAll(certsDir))
+		}
 	}
 	// Tests create many objects quickly; the default client limits would
 	// make them wait on the client, not on the server.
 	cfg.QPS, cfg.Burst = 200, 400
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
-		return nil, errors.Join(err, env.Stop(), services.release())
+		return nil, errors.Join(err, env.Stop(), services.release(), os.RemoveAll(certsDir))
 	}
-	e := &Env{Environment: env, Config: cfg, Client: c, Scheme: s, ServiceCIDR: services.cidr, PodCIDR: services.podCIDR, services: services}
+	e := &Env{Environment: env, Config: cfg, Client: c, Scheme: s, ServiceCIDR: services.cidr, PodCIDR: services.podCIDR, services: services, certsDir: certsDir}
 	if o.WithKubeComponents {
 		if err := e.StartKubeComponents(); err != nil {
 			_ = e.Stop()
@@ -203,15 +223,16 @@ func Start(o Options) (*Env, error) {
 	return e, nil
 }
 
-// Stop stops the scheduler and controller-manager if they run, then the API
-// server and etcd, and removes their data.
+// Stop stops the components it started (KubeVirt's, the scheduler and the
+// controller-manager), then the API server and etcd, and removes their data.
 func (e *Env) Stop() error {
-	return errors.Join(e.stopProcesses(), e.Environment.Stop(), e.services.release())
+	return errors.Join(e.stopProcesses(), e.Environment.Stop(), e.services.release(), os.RemoveAll(e.certsDir))
 }
 
-// CRDs reads every CRD of the test world: CAPKV's with the contract labels,
-// Cluster API's, and, when withKubeVirt is set, KubeVirt's, CDI's and
-// Multus's.
+// CRDs reads the CRDs of the test world that envtest installs: CAPKV's with
+// the contract labels, Cluster API's, and, when withKubeVirt is set, CDI's,
+// Multus's and the snapshot ones. KubeVirt's own come from its install set
+// (installKubeVirtCRDs).
 func CRDs(withKubeVirt bool) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	root := RepoRoot()
 	ours, err := readCRDs(filepath.Join(root, "config", "crd", "bases"))
@@ -311,6 +332,11 @@ func thirdPartyCRDs(groups []string) ([]*apiextensionsv1.CustomResourceDefinitio
 	if err != nil {
 		return nil, err
 	}
+	kv, err := kubeVirtCRDs()
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, kv...)
 	var selected []*apiextensionsv1.CustomResourceDefinition
 	for _, crd := range all {
 		for _, g := range groups {
@@ -320,7 +346,7 @@ func thirdPartyCRDs(groups []string) ([]*apiextensionsv1.CustomResourceDefinitio
 		}
 	}
 	if len(selected) == 0 {
-		return nil, fmt.Errorf("no CRDs of groups %v in test/crds", groups)
+		return nil, fmt.Errorf("no CRDs of groups %v in test/crds or KubeVirt's install set", groups)
 	}
 	return selected, nil
 }

@@ -215,11 +215,8 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 			s.Domain.Devices.Interfaces = append(s.Domain.Devices.Interfaces, kubevirtv1.Interface{Name: "primary",
 				InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}})
 		}), networks},
-		{"interface with two bindings", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
-			s.Domain.Devices.Interfaces[0].Masquerade = &kubevirtv1.InterfaceMasquerade{}
-		}), ifaces + "[0]"},
-		{"interface without binding", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
-			s.Domain.Devices.Interfaces[0].Bridge = nil
+		{"interface with a binding plugin and a method", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Interfaces[0].Binding = &kubevirtv1.PluginBinding{Name: "passt"}
 		}), ifaces + "[0]"},
 		{"masquerade on a Multus network", vmi(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
 			s.Networks[0] = multus("default", false)

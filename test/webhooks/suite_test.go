@@ -17,6 +17,7 @@ limitations under the License.
 package webhooks_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -56,6 +57,12 @@ func runWithEnv(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
+	// The real virt-api judges the same VM specs as the provider's webhook
+	// (TestAdmissionAgreesWithVirtAPI).
+	if err := env.StartKubeVirt(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	wh := env.WebhookInstallOptions
 	mgr, err := testenv.StartManager(env.Config, manager.Options{
 		EnableWebhooks: true, WebhookHost: wh.LocalServingHost, WebhookPort: wh.LocalServingPort,

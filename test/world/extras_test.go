@@ -126,7 +126,8 @@ func TestMultusNetworks(t *testing.T) {
 	g.Expect(ifaces[1].IP).To(HavePrefix("192.168."))
 }
 
-// TestSimulatorMetrics checks the counters are served for Prometheus.
+// TestSimulatorMetrics checks the counters are served for Prometheus, each
+// from the start.
 func TestSimulatorMetrics(t *testing.T) {
 	g := NewWithT(t)
 	g.Eventually(func() string {
@@ -137,7 +138,7 @@ func TestSimulatorMetrics(t *testing.T) {
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		return string(body)
-	}, 10*time.Second).Should(ContainSubstring(`capkv_sim_events_total{event="vms_created"}`))
+	}, 10*time.Second).Should(ContainSubstring(`capkv_sim_events_total{event="guest_boot_failures"}`))
 }
 
 // TestExternalInfraCluster starts a world whose KubeVirt runs on a second

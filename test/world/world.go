@@ -31,7 +31,6 @@ import (
 	"slices"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -40,7 +39,6 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
@@ -114,7 +112,6 @@ type World struct {
 	capi    *capiManagers
 	// extraManagers run beside the simulator's, all stopped together.
 	extraManagers []ctrl.Manager
-	simWebhooks   *envtest.WebhookInstallOptions
 	// providerWebhooks point the provider's webhook configurations at a
 	// provider started with webhooks (StartProvider).
 	providerWebhooks *envtest.WebhookInstallOptions
@@ -219,45 +216,32 @@ func (w *World) build(o Options) error {
 	return createStorageClasses(ctx, w.Infra)
 }
 
-// startSimulator runs the simulator in its own manager, with its admission
-// webhook registered on the API server.
+// startSimulator runs KubeVirt's control plane on the infra cluster, then
+// the simulator (the node agents, the guests and CDI) in its own manager.
 func (w *World) startSimulator() error {
-	failurePolicy := admissionv1.Fail
-	sideEffects := admissionv1.SideEffectClassNone
-	path := sim.VMAdmissionPath
-	install := &envtest.WebhookInstallOptions{
-		ValidatingWebhooks: []*admissionv1.ValidatingWebhookConfiguration{{
-			ObjectMeta: metav1.ObjectMeta{Name: "sim-virt-api"},
-			TypeMeta:   metav1.TypeMeta{Kind: "ValidatingWebhookConfiguration", APIVersion: "admissionregistration.k8s.io/v1"},
-			Webhooks: []admissionv1.ValidatingWebhook{{
-				Name:                    "virtualmachine-validator.kubevirt.io",
-				AdmissionReviewVersions: []string{"v1"},
-				FailurePolicy:           &failurePolicy,
-				SideEffects:             &sideEffects,
-				ClientConfig:            admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Name: "virt-api", Namespace: "kubevirt", Path: &path}},
-				Rules: []admissionv1.RuleWithOperations{{
-					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
-					Rule:       admissionv1.Rule{APIGroups: []string{"kubevirt.io"}, APIVersions: []string{"v1"}, Resources: []string{"virtualmachines"}},
-				}},
-			}},
-		}},
+	if err := w.Infra.StartKubeVirt(w.ctx); err != nil {
+		return fmt.Errorf("starting KubeVirt: %w", err)
 	}
-	if err := install.Install(w.Infra.Config); err != nil {
-		return fmt.Errorf("installing the simulated virt-api webhook: %w", err)
+	handlerConfig, err := w.Infra.KubeVirtHandlerConfig()
+	if err != nil {
+		return err
 	}
-	w.simWebhooks = install
+	handler, err := client.New(handlerConfig, client.Options{Scheme: w.Infra.Scheme})
+	if err != nil {
+		return err
+	}
+	// Its writes show in managedFields as the simulated virt-handler's.
+	handler = client.WithFieldOwner(handler, "sim-virt-handler")
 	mgr, err := ctrl.NewManager(w.Infra.Config, ctrl.Options{
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		Scheme:                 w.Infra.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: install.LocalServingHost, Port: install.LocalServingPort, CertDir: install.LocalServingCertDir}),
 	})
 	if err != nil {
 		return err
 	}
-	if err := w.Sim.SetupWithManager(mgr); err != nil {
+	if err := w.Sim.SetupWithManager(mgr, handler); err != nil {
 		return err
 	}
 	if w.Workloads != nil {
@@ -282,23 +266,7 @@ func (w *World) startSimulator() error {
 	for _, m := range managers {
 		go func() { w.stopped <- m.Start(w.ctx) }()
 	}
-	return waitForWebhook(mgr, w.stopped)
-}
-
-func waitForWebhook(mgr ctrl.Manager, stopped <-chan error) error {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-stopped:
-			return fmt.Errorf("simulator stopped: %w", err)
-		default:
-		}
-		if mgr.GetWebhookServer().StartedChecker()(nil) == nil {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return errors.New("the simulator's webhook server did not start within a minute")
+	return nil
 }
 
 func createStorageClasses(ctx context.Context, env *testenv.Env) error {
@@ -341,10 +309,8 @@ func (w *World) Stop() error {
 	if w.guests != nil {
 		w.guests.Stop()
 	}
-	for _, install := range []*envtest.WebhookInstallOptions{w.simWebhooks, w.providerWebhooks} {
-		if install != nil {
-			errs = append(errs, install.Cleanup())
-		}
+	if w.providerWebhooks != nil {
+		errs = append(errs, w.providerWebhooks.Cleanup())
 	}
 	if w.Workloads != nil {
 		// Open tenant API connections drain when their proxies close.

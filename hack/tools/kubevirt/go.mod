@@ -8,6 +8,7 @@ module github.com/capkv/cluster-api-provider-kubevirt/hack/tools/kubevirt
 go 1.26.0
 
 require (
+	k8s.io/api v0.33.5
 	k8s.io/apimachinery v0.33.5
 	kubevirt.io/api v0.0.0-20251127123821-a94c0a4337ec
 	kubevirt.io/kubevirt v1.7.0
@@ -90,7 +91,6 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.33.5 // indirect
 	k8s.io/apiextensions-apiserver v0.33.5 // indirect
 	k8s.io/client-go v12.0.0+incompatible // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect

@@ -84,3 +84,16 @@ type CDI struct {
 	Spec              cdiv1.CDISpec   `json:"spec"`
 	Status            cdiv1.CDIStatus `json:"status,omitempty"`
 }
+
+// CDIConfig wraps cdiv1.CDIConfig; virt-controller waits for its informer
+// to sync before it runs any VMI, so the CRD must exist.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=cdiconfigs,scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+type CDIConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              cdiv1.CDIConfigSpec   `json:"spec"`
+	Status            cdiv1.CDIConfigStatus `json:"status,omitempty"`
+}

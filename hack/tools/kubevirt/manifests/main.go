@@ -14,20 +14,24 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command manifests prints, as multi-document YAML, what virt-operator
-// v1.7.0 installs for a KubeVirt CR "kubevirt" in namespace "kubevirt":
-// CRDs, RBAC, Services, Deployments (for their flags), webhook
-// configurations, APIServices, ConfigMaps and admission policies. The
-// test world applies it (rewriting service references to the binaries it
-// runs) instead of a copy of KubeVirt's resources kept in this repository.
+// Command manifests prints, as multi-document YAML, what installing
+// KubeVirt v1.7.0 puts on a cluster: the KubeVirt CRD and a KubeVirt CR
+// "kubevirt" in namespace "kubevirt" (what a platform engineer applies),
+// then what virt-operator installs for that CR: CRDs, RBAC, Services,
+// Deployments (for their flags), webhook configurations, APIServices,
+// ConfigMaps and admission policies. The test world applies it and runs
+// virt-api and virt-controller itself, instead of keeping a copy of
+// KubeVirt's resources in this repository.
 package main
 
 import (
 	"fmt"
 	"os"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/kubevirt/pkg/virt-operator/resource/generate/components"
 	"kubevirt.io/kubevirt/pkg/virt-operator/resource/generate/install"
 	"kubevirt.io/kubevirt/pkg/virt-operator/util"
 	"sigs.k8s.io/yaml"
@@ -40,7 +44,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "generating the install strategy:", err)
 		os.Exit(1)
 	}
-	var objects []any
+	kvCRD, err := components.NewKubeVirtCrd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "generating the KubeVirt CRD:", err)
+		os.Exit(1)
+	}
+	// virt-operator's generator leaves the group out of the admission
+	// policies' apiVersion; the API server needs it.
+	for _, p := range strategy.ValidatingAdmissionPolicies() {
+		p.APIVersion = admissionregistrationv1.SchemeGroupVersion.String()
+	}
+	for _, b := range strategy.ValidatingAdmissionPolicyBindings() {
+		b.APIVersion = admissionregistrationv1.SchemeGroupVersion.String()
+	}
+	kv.TypeMeta = metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "KubeVirt"}
+	objects := []any{kvCRD, kv}
 	for _, list := range [][]any{
 		toAny(strategy.CRDs()), toAny(strategy.ServiceAccounts()), toAny(strategy.ClusterRoles()),
 		toAny(strategy.ClusterRoleBindings()), toAny(strategy.Roles()), toAny(strategy.RoleBindings()),
