@@ -55,7 +55,7 @@ func TestCloudConfigOnNoCloud(t *testing.T) {
 	tc := newTenantCluster(t, nil)
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "nocloud-0"})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
-	g.Expect(guestOutcome(w.Env.Client, tc.ns, km.Name)()).To(Equal("joined"))
+	eventually(t, guestOutcome(w.Env.Client, tc.ns, km.Name)).Should(Equal("joined"))
 
 	km = get(t, tc.c, km)
 	g.Expect(km.Spec.ProviderID).To(HaveValue(Equal("kubevirt://nocloud-0")))
@@ -90,7 +90,7 @@ func TestCloudConfigOnConfigDrive(t *testing.T) {
 		km.Spec.UserData.CloudInitDataSource = infrav1.CloudInitConfigDrive
 	}})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
-	g.Expect(guestOutcome(w.Env.Client, tc.ns, km.Name)()).To(Equal("joined"))
+	eventually(t, guestOutcome(w.Env.Client, tc.ns, km.Name)).Should(Equal("joined"))
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vm)).To(Succeed())
 	v := userDataVolume(t, vm)
@@ -105,7 +105,7 @@ func TestIgnition(t *testing.T) {
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "flatcar-0", Format: "ignition", Data: ignitionConfig})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	// The simulated guest parsed it with Ignition's own parser.
-	g.Expect(guestOutcome(w.Env.Client, tc.ns, km.Name)()).To(Equal("joined"))
+	eventually(t, guestOutcome(w.Env.Client, tc.ns, km.Name)).Should(Equal("joined"))
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vm)).To(Succeed())
 	g.Expect(userDataVolume(t, vm).CloudInitConfigDrive).NotTo(BeNil())
@@ -117,7 +117,7 @@ func TestIgnition(t *testing.T) {
 	// config that appends the user's, which Flatcar's parser accepts.
 	v2 := tc.newMachine(t, fixture.MachineOptions{Name: "flatcar-1", Format: "ignition", Data: ignitionV2Config, Mutate: withCheck(infrav1.CheckStrategySSH)})
 	eventually(t, tc.provisioned(v2)).Should(Succeed())
-	g.Expect(guestOutcome(w.Env.Client, tc.ns, v2.Name)()).To(Equal("joined"))
+	eventually(t, guestOutcome(w.Env.Client, tc.ns, v2.Name)).Should(Equal("joined"))
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, "flatcar-1-userdata", secret)).To(Succeed())
 	g.Expect(string(secret.Data["userdata"])).To(ContainSubstring(`"append"`))
 }

@@ -58,7 +58,7 @@ func TestExternalInfraCluster(t *testing.T) {
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "remote-0"})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	g.Expect(gauge(t, "capkv_infra_cluster_caches")).To(Equal(caches + 1))
-	g.Expect(guestOutcome(ext.Infra.Client, "tenants", km.Name)()).To(Equal("joined"))
+	eventually(t, guestOutcome(ext.Infra.Client, "tenants", km.Name)).Should(Equal("joined"))
 
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, ext.Infra.Client, "tenants", km.Name, vm)).To(Succeed())
