@@ -112,7 +112,7 @@ func (s *Simulator) reportBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 	vmi.Annotations[GuestAnnotation] = outcome
 	setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue})
 	if err := s.handler.Update(ctx, vmi); apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	} else if err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

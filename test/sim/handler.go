@@ -35,6 +35,10 @@ import (
 // to a running domain, before scaling.
 const handlerDelay = 5 * time.Second
 
+// conflictRetry is how soon a write that lost a race with virt-controller
+// is tried again, on the VMI as it is then.
+const conflictRetry = 100 * time.Millisecond
+
 func (s *Simulator) setupHandler(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-virt-handler").
 		For(&kubevirtv1.VirtualMachineInstance{}).
@@ -99,7 +103,7 @@ func (s *Simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 	// kubevirt-handler.
 	if err := s.handler.Update(ctx, vmi); apierrors.IsConflict(err) {
 		// virt-controller wrote first; look again.
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	} else if err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
