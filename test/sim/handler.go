@@ -19,6 +19,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,18 +121,11 @@ func (s *Simulator) launcherStopping(ctx context.Context, vmi *kubevirtv1.Virtua
 	if vmi.Status.Phase != kubevirtv1.Running && vmi.Status.Phase != kubevirtv1.Scheduled {
 		return false
 	}
-	pods := &corev1.PodList{}
-	if err := s.client.List(ctx, pods, client.InNamespace(vmi.Namespace),
-		client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)}); err != nil {
+	pods, err := s.launcherPods(ctx, vmi)
+	if err != nil {
 		return false
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if metav1.IsControlledBy(p, vmi) && p.Spec.NodeName == vmi.Status.NodeName && !p.DeletionTimestamp.IsZero() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !p.DeletionTimestamp.IsZero() })
 }
 
 // setPhase moves the VMI to a phase and records when, as virt-handler does.
@@ -179,10 +174,8 @@ func (s *Simulator) interfaces(vmi *kubevirtv1.VirtualMachineInstance, pod *core
 }
 
 func qualified(ns, name string) string {
-	for i := range name {
-		if name[i] == '/' {
-			return name
-		}
+	if strings.Contains(name, "/") {
+		return name
 	}
 	return ns + "/" + name
 }

@@ -215,20 +215,31 @@ func (s *Simulator) launcherIPs(ctx context.Context) ([]string, error) {
 	return ips, nil
 }
 
-// launcherPod finds the running virt-launcher pod of a VMI on its node.
-func (s *Simulator) launcherPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
+// launcherPods are the virt-launcher pods of a VMI on its node.
+func (s *Simulator) launcherPods(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) ([]*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := s.client.List(ctx, pods, client.InNamespace(vmi.Namespace),
 		client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)}); err != nil {
 		return nil, err
 	}
+	var onNode []*corev1.Pod
 	for i := range pods.Items {
-		p := &pods.Items[i]
-		if metav1.IsControlledBy(p, vmi) && p.Spec.NodeName == vmi.Status.NodeName && p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
+		if p := &pods.Items[i]; metav1.IsControlledBy(p, vmi) && p.Spec.NodeName == vmi.Status.NodeName {
+			onNode = append(onNode, p)
+		}
+	}
+	return onNode, nil
+}
+
+// launcherPod finds the running virt-launcher pod of a VMI on its node.
+func (s *Simulator) launcherPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
+	pods, err := s.launcherPods(ctx, vmi)
+	for _, p := range pods {
+		if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
 			return p, nil
 		}
 	}
-	return nil, nil
+	return nil, err
 }
 
 func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
