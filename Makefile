@@ -52,14 +52,14 @@ run: ## Run the manager against $$KUBECONFIG (webhooks only when WEBHOOK_CERT_DI
 SANDBOX_ARGS ?=
 
 .PHONY: sandbox
-sandbox: kube-binaries ## Start the sandbox: the test world, this provider and a demo tenant cluster (SANDBOX_ARGS=--exit-after-demo exits when it is ready).
+sandbox: tools ## Start the sandbox: the test world, this provider and a demo tenant cluster (SANDBOX_ARGS=--exit-after-demo exits when it is ready).
 	@echo ">> building and starting the sandbox (first build takes a few minutes)"
 	cd test && go run ./cmd/sandbox $(SANDBOX_ARGS)
 
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: kube-binaries build ## Provision 100 machines in the sandbox's world with zero latency and report speed and cost (writes out/bench.json).
+bench: tools build ## Provision 100 machines in the sandbox's world with zero latency and report speed and cost (writes out/bench.json).
 	cd test && go run ./cmd/bench $(BENCH_ARGS)
 
 ##@ Generate
