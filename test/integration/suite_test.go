@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,19 +75,49 @@ const goldenRetention = 2 * time.Second
 // port 22 of tenant VMs to it.
 const providerNamespace = "capkv-system"
 
-// writeCounter counts the provider's requests that change something.
-type writeCounter struct{ n atomic.Int64 }
+// writeCounter counts the provider's requests that change something, and
+// remembers the latest of them so that a failed steady-state check names
+// what was written.
+type writeCounter struct {
+	n atomic.Int64
+
+	mu     sync.Mutex
+	recent []string
+}
+
+// recentWrites is how many writes the counter remembers.
+const recentWrites = 20
 
 func (c *writeCounter) wrap(cfg *rest.Config) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			switch req.Method {
 			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-				c.n.Add(1)
+				n := c.n.Add(1)
+				c.mu.Lock()
+				c.recent = append(c.recent, fmt.Sprintf("#%d %s %s %s", n, time.Now().Format("15:04:05.000"), req.Method, req.URL.Path))
+				if len(c.recent) > recentWrites {
+					c.recent = c.recent[len(c.recent)-recentWrites:]
+				}
+				c.mu.Unlock()
 			}
 			return rt.RoundTrip(req)
 		})
 	})
+}
+
+// since lists the remembered writes after the first n.
+func (c *writeCounter) since(n int64) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for _, r := range c.recent {
+		var i int64
+		if _, err := fmt.Sscanf(r, "#%d", &i); err == nil && i > n {
+			b.WriteString(r + "\n")
+		}
+	}
+	return b.String()
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
