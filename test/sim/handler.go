@@ -68,7 +68,7 @@ func (s *Simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 		s.stopSSH(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	if vmi.Status.NodeName == "" {
+	if vmi.Status.NodeName == "" || s.nodeFailed(vmi.Status.NodeName) {
 		return reconcile.Result{}, nil
 	}
 	before := vmi.DeepCopy()
@@ -82,6 +82,8 @@ func (s *Simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 		// shuts the guest down, and the VMI succeeds.
 		s.stopSSH(req.NamespacedName)
 		s.setPhase(vmi, kubevirtv1.Succeeded)
+	case vmi.Status.Phase == kubevirtv1.Running && migrating(vmi):
+		return s.migrate(ctx, vmi)
 	case vmi.Status.Phase == kubevirtv1.Scheduled:
 		pod, err := s.launcherPod(ctx, vmi)
 		if err != nil || pod == nil || pod.Status.StartTime == nil {
@@ -91,6 +93,7 @@ func (s *Simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		s.setPhase(vmi, kubevirtv1.Running)
+		setVMICondition(vmi, liveMigratable(vmi))
 		vmi.Status.Interfaces = s.interfaces(vmi, pod)
 		vmi.Status.Machine = &kubevirtv1.Machine{Type: machineType(vmi)}
 		vmi.Status.SelinuxContext = "none"

@@ -18,7 +18,10 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +34,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // setupKubelet acts for the kubelet the simulated nodes do not have, on the
@@ -46,10 +51,11 @@ func (s *Simulator) setupKubelet(mgr ctrl.Manager) error {
 		CreateFunc:  func(e event.CreateEvent) bool { return isBoundLauncher(e.Object) },
 		UpdateFunc:  func(e event.UpdateEvent) bool { return isBoundLauncher(e.ObjectNew) },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return isBoundLauncher(e.Object) },
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-kubelet").
 		For(&corev1.Pod{}, builder.WithPredicates(bound)).
+		WatchesRawSource(source.Channel(s.kubeletResync, &handler.EnqueueRequestForObject{}, source.WithPredicates[client.Object, reconcile.Request](bound))).
 		WithOptions(concurrency()).
 		Complete(reconcile.Func(s.reconcileLauncher))
 }
@@ -68,7 +74,7 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 	if err := s.client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !isBoundLauncher(pod) {
+	if !isBoundLauncher(pod) || s.nodeFailed(pod.Spec.NodeName) {
 		return reconcile.Result{}, nil
 	}
 	if !pod.DeletionTimestamp.IsZero() {
@@ -121,14 +127,14 @@ func (s *Simulator) startLauncher(ctx context.Context, pod *corev1.Pod) error {
 	pod.Status.InitContainerStatuses = nil
 	for _, c := range pod.Spec.InitContainers {
 		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, Ready: true,
+			Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), Ready: true,
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: now, FinishedAt: now}},
 		})
 	}
 	pod.Status.ContainerStatuses = nil
 	for _, c := range pod.Spec.Containers {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, Started: new(bool),
+			Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), Started: new(bool),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 		*pod.Status.ContainerStatuses[len(pod.Status.ContainerStatuses)-1].Started = true
@@ -180,14 +186,7 @@ func (s *Simulator) stopLauncher(ctx context.Context, pod *corev1.Pod) (reconcil
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	if pod.Status.Phase != corev1.PodSucceeded {
-		now := metav1.Now()
-		pod.Status.Phase = corev1.PodSucceeded
-		for i := range pod.Status.ContainerStatuses {
-			cs := &pod.Status.ContainerStatuses[i]
-			cs.Ready, cs.State = false, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", FinishedAt: now}}
-		}
-		setPodConditionStatus(pod, corev1.PodReady, false, now)
-		setPodConditionStatus(pod, corev1.ContainersReady, false, now)
+		endPod(pod)
 		if err := s.client.Status().Update(ctx, pod); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
@@ -274,4 +273,20 @@ func podConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
 		}
 	}
 	return false
+}
+
+// imageID is what a container runtime reports as the image a container
+// runs: the repository with the digest of the pulled image. virt-controller
+// gives a migration target the source's exact image by this digest
+// (docs/kubevirt-behaviour.md#live-migration).
+func imageID(image string) string {
+	repo, digest, found := strings.Cut(image, "@")
+	if found {
+		return repo + "@" + digest
+	}
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	sum := sha256.Sum256([]byte(image))
+	return repo + "@sha256:" + hex.EncodeToString(sum[:])
 }

@@ -34,6 +34,9 @@ import (
 // kubevirt.io/cpumanager).
 const CPUManagerLabel = kubevirtv1.DeprecatedCPUManager
 
+// HostCPUModel is the CPU model every simulated node's host has.
+const HostCPUModel = "Skylake-Server-IBRS"
+
 // Bridges are the Linux bridges every simulated node has.
 var Bridges = []string{"br0", "br-storage", "br-tenants"}
 
@@ -77,6 +80,11 @@ func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error 
 			// launcher pod's node selector asks for both.
 			kubevirtv1.NodeSchedulable:                   "true",
 			kubevirtv1.SupportedMachineTypeLabel + "q35": "true",
+			// The node labeller's host CPU model: virt-controller pins a
+			// host-model VM's migration target to a node that supports
+			// the source's model (docs/kubevirt-behaviour.md#live-migration).
+			kubevirtv1.HostModelCPULabel + HostCPUModel:              "true",
+			kubevirtv1.SupportedHostModelMigrationCPU + HostCPUModel: "true",
 		}
 		if spec.CPUManager {
 			labels[CPUManagerLabel] = "true"

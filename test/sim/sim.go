@@ -33,6 +33,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // Options tune the simulation.
@@ -90,11 +91,17 @@ type Simulator struct {
 	probes sync.Map
 	// guests holds the sshd of booted guests, for DialGuest.
 	guests guestSSH
+	// failedNodes holds the names of the nodes FailNode killed.
+	failedNodes sync.Map
+	// kubeletResync hands the kubelet the pods of a node that came back,
+	// which it looks at again as a restarted kubelet does.
+	kubeletResync chan event.GenericEvent
 }
 
 // New returns a simulator; call SetupWithManager to run it.
 func New(opts Options) *Simulator {
-	return &Simulator{opts: opts, Counters: NewCounters(), ips: newIPAllocator(opts.PodCIDR, opts.MultusCIDR), lb: newLoadBalancer()}
+	return &Simulator{opts: opts, Counters: NewCounters(), ips: newIPAllocator(opts.PodCIDR, opts.MultusCIDR), lb: newLoadBalancer(),
+		kubeletResync: make(chan event.GenericEvent)}
 }
 
 // scaled converts a simulated latency into wall-clock time.

@@ -34,7 +34,8 @@ import (
 // runs: garbage collection and namespace deletion (so that nothing owned
 // outlives its owner), service accounts (pods need the default one), the
 // volume binder and claim protection (CDI's claims bind as on a real
-// cluster), and ReplicaSets and Deployments (so plain workloads behave).
+// cluster), ReplicaSets and Deployments (so plain workloads behave), and
+// the disruption controller (PodDisruptionBudgets answer evictions).
 // The node lifecycle controller is left out: simulated nodes have no kubelet
 // heartbeat and would be tainted unreachable.
 var kubeControllers = []string{
@@ -46,6 +47,7 @@ var kubeControllers = []string{
 	"persistentvolume-protection-controller",
 	"replicaset-controller",
 	"deployment-controller",
+	"disruption-controller",
 }
 
 // process is a control-plane binary started by the environment.

@@ -39,7 +39,10 @@ type vmJoiner struct {
 	workloads *Workloads
 }
 
-var _ sim.Joiner = &vmJoiner{}
+var (
+	_ sim.Joiner       = &vmJoiner{}
+	_ sim.GuestStopper = &vmJoiner{}
+)
 
 // Join implements sim.Joiner.
 func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, _ sim.Bootstrap) error {
@@ -60,6 +63,16 @@ func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInsta
 		return fmt.Errorf("joining %s to %s: %w", member.NodeName, member.Cluster, err)
 	}
 	return nil
+}
+
+// GuestStopped implements sim.GuestStopper: the tenant Node of a guest that
+// stopped without leaving turns NotReady.
+func (j *vmJoiner) GuestStopped(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+	member, ok, err := j.memberOf(ctx, vmi)
+	if err != nil || !ok || !j.workloads.Has(member.Cluster) {
+		return err
+	}
+	return j.workloads.NodeLost(ctx, member.Cluster, member.NodeName)
 }
 
 // memberOf finds the tenant cluster and Machine of a VMI: by the labels

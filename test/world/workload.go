@@ -230,7 +230,12 @@ func (w *Workloads) Join(ctx context.Context, m Member) error {
 		node.Labels["node-role.kubernetes.io/control-plane"] = ""
 		node.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
 	}
-	if err := c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := c.Create(ctx, node); apierrors.IsAlreadyExists(err) {
+		// The machine booted again: its kubelet posts Ready again.
+		if err := setNodeReady(ctx, c, m.NodeName, corev1.ConditionTrue); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return fmt.Errorf("creating node %s: %w", m.NodeName, err)
 	}
 	if !m.ControlPlane {
@@ -284,6 +289,42 @@ func (w *Workloads) startEtcd(ctx context.Context, c inmemoryruntime.Client, nam
 		return err
 	}
 	return mux.AddEtcdMember(name, pod.Name, ca, key)
+}
+
+// NodeLost plays a tenant Node whose machine stopped without leaving (its
+// guest crashed, or its infra node died): the kubelet stops posting status
+// and the Node's Ready condition turns Unknown, as the tenant's node
+// lifecycle controller would set it.
+func (w *Workloads) NodeLost(ctx context.Context, cluster types.NamespacedName, nodeName string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rg := w.mgr.GetResourceGroup(groupName(cluster))
+	if rg == nil {
+		return nil
+	}
+	err := setNodeReady(ctx, rg.GetClient(), nodeName, corev1.ConditionUnknown)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func setNodeReady(ctx context.Context, c inmemoryruntime.Client, name string, status corev1.ConditionStatus) error {
+	node := &corev1.Node{}
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+		return err
+	}
+	reason, message := "KubeletReady", "kubelet is posting ready status"
+	if status != corev1.ConditionTrue {
+		reason, message = "NodeStatusUnknown", "Kubelet stopped posting node status."
+	}
+	for i := range node.Status.Conditions {
+		if cond := &node.Status.Conditions[i]; cond.Type == corev1.NodeReady && cond.Status != status {
+			cond.Status, cond.Reason, cond.Message, cond.LastTransitionTime = status, reason, message, metav1.Now()
+			return c.Update(ctx, node)
+		}
+	}
+	return nil
 }
 
 // Leave removes a machine from its cluster: Node, static pods, etcd member

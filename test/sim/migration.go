@@ -1,0 +1,216 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// migrationDuration is how long a guest's memory takes to copy, before
+// scaling.
+const migrationDuration = 10 * time.Second
+
+// liveMigratable judges, as virt-handler does on every sync, whether the
+// VMI can live-migrate: its pod network interface must be masquerade (or
+// bridge with the opt-in annotation), and every claim it mounts must be
+// ReadWriteMany (docs/kubevirt-behaviour.md#live-migration).
+func liveMigratable(vmi *kubevirtv1.VirtualMachineInstance) kubevirtv1.VirtualMachineInstanceCondition {
+	c := kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionTrue}
+	if !podNetworkMigratable(vmi) {
+		c.Status, c.Reason = corev1.ConditionFalse, kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable
+		c.Message = "cannot migrate VMI which does not use masquerade, bridge with kubevirt.io/allow-pod-bridge-network-live-migration VM annotation or a migratable plugin to connect to the pod network"
+		return c
+	}
+	for _, v := range vmi.Spec.Volumes {
+		claim := ""
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			claim = v.PersistentVolumeClaim.ClaimName
+		case v.DataVolume != nil:
+			claim = v.DataVolume.Name
+		default:
+			continue
+		}
+		shared, known := claimShared(vmi, v.Name)
+		if !shared {
+			c.Status, c.Reason = corev1.ConditionFalse, kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable
+			c.Message = fmt.Sprintf("cannot migrate VMI: PVC %s is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)", claim)
+			if !known {
+				c.Message = fmt.Sprintf("cannot migrate VMI: Unable to determine if PVC %s is shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)", claim)
+			}
+			return c
+		}
+	}
+	return c
+}
+
+// podNetworkMigratable says whether the interface on the pod network, if
+// any, can move: masquerade can, bridge only with the opt-in annotation.
+func podNetworkMigratable(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	pod := ""
+	for _, n := range vmi.Spec.Networks {
+		if n.Pod != nil {
+			pod = n.Name
+		}
+	}
+	if len(vmi.Spec.Networks) == 0 && len(vmi.Spec.Domain.Devices.Interfaces) == 0 {
+		// KubeVirt adds the pod network with its default binding, bridge.
+		pod = "default"
+	}
+	if pod == "" {
+		return true
+	}
+	for _, i := range vmi.Spec.Domain.Devices.Interfaces {
+		if i.Name == pod && i.Masquerade != nil {
+			return true
+		}
+	}
+	_, allowed := vmi.Annotations[kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnotation]
+	return allowed
+}
+
+// claimShared reads virt-controller's record of a volume's claim: whether
+// it is ReadWriteMany, and whether it is known at all.
+func claimShared(vmi *kubevirtv1.VirtualMachineInstance, volume string) (shared, known bool) {
+	for _, vs := range vmi.Status.VolumeStatus {
+		if vs.Name == volume && vs.PersistentVolumeClaimInfo != nil {
+			return slices.Contains(vs.PersistentVolumeClaimInfo.AccessModes, corev1.ReadWriteMany), true
+		}
+	}
+	return false, false
+}
+
+// migrating says whether the real virt-controller handed a migration of
+// this VMI to the nodes and it has not finished on them yet.
+func migrating(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	m := vmi.Status.MigrationState
+	if m == nil || m.TargetNode == "" || m.Failed {
+		return false
+	}
+	_, labelled := vmi.Labels[kubevirtv1.MigrationTargetNodeNameLabel]
+	return !m.Completed || labelled
+}
+
+// migrate plays, one step per call, the two virt-handlers of a migration
+// the real virt-controller drives (docs/simulator.md#live-migration): the
+// target advertises its address, the source starts sending, the target
+// detects the domain, takes the VMI over (node name, labels, the pod
+// network address of the target pod) and reports it completed; the source
+// launcher then exits. Every step is one write, in the order virt-controller
+// expects to see them.
+func (s *Simulator) migrate(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (reconcile.Result, error) {
+	m := vmi.Status.MigrationState
+	now := metav1.Now()
+	switch {
+	case m.Completed:
+		// The target's final cleanup.
+		delete(vmi.Labels, kubevirtv1.MigrationTargetNodeNameLabel)
+		delete(vmi.Annotations, kubevirtv1.CreateMigrationTarget)
+	case m.TargetNodeAddress == "":
+		pod, err := s.podOf(ctx, vmi.Namespace, m.TargetPod)
+		if err != nil || pod == nil || pod.Status.Phase != corev1.PodRunning {
+			// The target pod's own events bring the VMI back.
+			return reconcile.Result{}, err
+		}
+		node := &corev1.Node{}
+		if err := s.client.Get(ctx, types.NamespacedName{Name: m.TargetNode}, node); err != nil {
+			return reconcile.Result{}, err
+		}
+		m.TargetNodeAddress = InternalIP(node)
+		m.TargetDirectMigrationNodePorts = map[string]int{"40001": 0}
+	case m.StartTimestamp == nil:
+		m.StartTimestamp, m.Mode, m.Failed = &now, kubevirtv1.MigrationPreCopy, false
+	case !m.TargetNodeDomainDetected:
+		if wait := s.scaled(migrationDuration) - time.Since(m.StartTimestamp.Time); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		m.TargetNodeDomainDetected, m.TargetNodeDomainReadyTimestamp = true, &now
+		vmi.Status.Conditions = slices.DeleteFunc(vmi.Status.Conditions, func(c kubevirtv1.VirtualMachineInstanceCondition) bool {
+			return c.Type == kubevirtv1.VirtualMachineInstanceMigrationRequired
+		})
+	case m.EndTimestamp == nil:
+		pod, err := s.podOf(ctx, vmi.Namespace, m.TargetPod)
+		if err != nil || pod == nil {
+			return reconcile.Result{}, err
+		}
+		m.EndTimestamp = &now
+		vmi.Status.NodeName = m.TargetNode
+		vmi.Labels[kubevirtv1.NodeNameLabel] = m.TargetNode
+		vmi.Status.EvacuationNodeName = ""
+		delete(vmi.Annotations, kubevirtv1.EvictionSourceAnnotation)
+		vmi.Status.MigrationTransport = kubevirtv1.MigrationTransportUnix
+		// With masquerade the guest is reached through its pod: the target
+		// pod's IP.
+		vmi.Status.Interfaces = s.interfaces(vmi, pod)
+	default:
+		m.Completed = true
+	}
+	if err := s.handler.Update(ctx, vmi); apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	} else if err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if m.Completed {
+		return reconcile.Result{}, s.endSourceLauncher(ctx, vmi.Namespace, m.SourcePod)
+	}
+	return reconcile.Result{}, nil
+}
+
+// endSourceLauncher ends the source launcher of a completed migration: its
+// domain shut off as migrated and the launcher exited.
+func (s *Simulator) endSourceLauncher(ctx context.Context, namespace, name string) error {
+	pod, err := s.podOf(ctx, namespace, name)
+	if err != nil || pod == nil || pod.Status.Phase == corev1.PodSucceeded {
+		return err
+	}
+	endPod(pod)
+	return client.IgnoreNotFound(s.client.Status().Update(ctx, pod))
+}
+
+// endPod marks a pod's containers exited and the pod Succeeded.
+func endPod(pod *corev1.Pod) {
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodSucceeded
+	for i := range pod.Status.ContainerStatuses {
+		cs := &pod.Status.ContainerStatuses[i]
+		cs.Ready, cs.State = false, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", FinishedAt: now}}
+	}
+	setPodConditionStatus(pod, corev1.PodReady, false, now)
+	setPodConditionStatus(pod, corev1.ContainersReady, false, now)
+}
+
+func (s *Simulator) podOf(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	if name == "" {
+		return nil, nil
+	}
+	pod := &corev1.Pod{}
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pod); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return pod, nil
+}
