@@ -113,6 +113,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		err := helper.Patch(ctx, km, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition,
 			infrav1.BootstrapSucceededCondition, infrav1.ReadyCondition,
+			infrav1.LiveMigratableCondition, infrav1.MigratingCondition,
 		}})
 		if err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachine: %w", err)

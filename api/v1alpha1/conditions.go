@@ -151,6 +151,26 @@ const (
 	SucceededReason = "Succeeded"
 )
 
+// Conditions and reasons of a KubevirtMachine's life on its infra node:
+// live migration (docs/lifecycle.md).
+const (
+	// LiveMigratableCondition mirrors the VM instance's own LiveMigratable
+	// condition: whether KubeVirt can move it to another infra node.
+	LiveMigratableCondition = "LiveMigratable"
+
+	// MigratingCondition is True while KubeVirt live-migrates the VM, and
+	// False with the result once it is over.
+	MigratingCondition = "Migrating"
+	// MigrationRunningReason: a live migration is in progress.
+	MigrationRunningReason = "MigrationRunning"
+	// MigrationSucceededReason: the last live migration completed; the
+	// message says from where to where.
+	MigrationSucceededReason = "MigrationSucceeded"
+	// MigrationFailedReason: the last live migration failed; the VM kept
+	// running on its source node.
+	MigrationFailedReason = "MigrationFailed"
+)
+
 // Conditions and reasons of a KubevirtCluster.
 const (
 	// ControlPlaneEndpointReadyCondition is True once the control-plane

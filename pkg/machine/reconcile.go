@@ -118,6 +118,7 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 	if found {
 		vmi = candidate
 	}
+	s.recordMigration(km, vmi)
 	var dvs []*cdiv1.DataVolume
 	for _, t := range vm.Spec.DataVolumeTemplates {
 		dv := &cdiv1.DataVolume{}

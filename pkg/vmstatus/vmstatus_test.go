@@ -108,3 +108,46 @@ func TestAddresses(t *testing.T) {
 		t.Error("HasNodeAddress wrong")
 	}
 }
+
+func TestMigration(t *testing.T) {
+	at := func(m *kubevirtv1.VirtualMachineInstanceMigrationState) *kubevirtv1.VirtualMachineInstance {
+		v := vmi(kubevirtv1.Running)
+		v.Status.MigrationState = m
+		return v
+	}
+	for _, tt := range []struct {
+		name           string
+		vmi            *kubevirtv1.VirtualMachineInstance
+		ok             bool
+		status         metav1.ConditionStatus
+		reason, substr string
+	}{
+		{"never migrated", vmi(kubevirtv1.Running), false, "", "", ""},
+		{"running", at(&kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "infra-a", TargetNode: "infra-b"}),
+			true, metav1.ConditionTrue, infrav1.MigrationRunningReason, "from infra-a to infra-b"},
+		{"succeeded", at(&kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "infra-a", TargetNode: "infra-b", Completed: true}),
+			true, metav1.ConditionFalse, infrav1.MigrationSucceededReason, "from infra-a to infra-b"},
+		{"failed carries the reason", at(&kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "infra-a", TargetNode: "infra-b", Failed: true, FailureReason: "target pod unschedulable"}),
+			true, metav1.ConditionFalse, infrav1.MigrationFailedReason, "target pod unschedulable"},
+	} {
+		c, ok := Migration(tt.vmi)
+		if ok != tt.ok || c.Status != tt.status || c.Reason != tt.reason || !strings.Contains(c.Message, tt.substr) {
+			t.Errorf("%s: got %v %+v", tt.name, ok, c)
+		}
+	}
+}
+
+func TestLiveMigratable(t *testing.T) {
+	if _, ok := LiveMigratable(vmi(kubevirtv1.Running)); ok {
+		t.Error("no condition reported yet must not be read as one")
+	}
+	c, ok := LiveMigratable(vmi(kubevirtv1.Running, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceIsMigratable,
+		Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable, Message: "cannot migrate VMI which does not use masquerade"}))
+	if !ok || c.Status != metav1.ConditionFalse || c.Reason != kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable || !strings.Contains(c.Message, "masquerade") {
+		t.Errorf("got %v %+v", ok, c)
+	}
+	c, _ = LiveMigratable(vmi(kubevirtv1.Running, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionTrue}))
+	if c.Status != metav1.ConditionTrue || c.Reason == "" {
+		t.Errorf("a True condition without a reason gets one: %+v", c)
+	}
+}

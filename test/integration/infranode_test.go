@@ -1,0 +1,100 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
+)
+
+// TestLiveMigrateEviction drains the infra node under a VM with the
+// LiveMigrate strategy: the real virt-controller migrates it, the
+// simulator plays both virt-handlers, and the machine keeps its
+// providerID while its conditions tell the migration.
+func TestLiveMigrateEviction(t *testing.T) {
+	g := NewWithT(t)
+	tc := newTenantCluster(t, nil)
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "mig-0", Mutate: func(km *infrav1.KubevirtMachine) {
+		spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
+		spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyLiveMigrate)
+		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
+		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultMasqueradeNetworkInterface()}
+	}})
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	eventually(t, tc.reason(km, infrav1.LiveMigratableCondition)).ShouldNot(Equal("<none>"))
+	g.Expect(condition(get(t, tc.c, km), infrav1.LiveMigratableCondition)).To(HavePrefix("True"))
+	providerID := *get(t, tc.c, km).Spec.ProviderID
+
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vmi)).To(Succeed())
+	source, uid := vmi.Status.NodeName, vmi.UID
+	drained := drainInfraNode(t, source)
+	eventually(t, drained).Should(Succeed())
+
+	eventually(t, tc.reason(km, infrav1.MigratingCondition)).Should(Equal(infrav1.MigrationSucceededReason))
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vmi)).To(Succeed())
+	g.Expect(vmi.UID).To(Equal(uid), "the same instance, migrated")
+	g.Expect(vmi.Status.NodeName).NotTo(Equal(source))
+	cur := get(t, tc.c, km)
+	g.Expect(*cur.Spec.ProviderID).To(Equal(providerID))
+	g.Expect(condition(cur, infrav1.MigratingCondition)).To(ContainSubstring(source))
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	g.Expect(get(t, tc.c, km).Status.Addresses).To(ContainElement(clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: vmi.Status.Interfaces[0].IP}))
+}
+
+// drainInfraNode cordons an infra node and returns a poll that evicts its
+// virt-launcher pods, as kubectl drain keeps doing, and succeeds once none
+// is left.
+func drainInfraNode(t *testing.T, node string) func() error {
+	t.Helper()
+	cordon(t, node)
+	return func() error {
+		pods := &corev1.PodList{}
+		if err := w.Env.Client.List(context.Background(), pods, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}); err != nil {
+			return err
+		}
+		left := 0
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.NodeName != node || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			left++
+			if p.DeletionTimestamp.IsZero() {
+				_ = w.Env.Client.SubResource("eviction").Create(context.Background(), p,
+					&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
+			}
+		}
+		if left > 0 {
+			return fmt.Errorf("%d virt-launcher pods left on %s", left, node)
+		}
+		return nil
+	}
+}
