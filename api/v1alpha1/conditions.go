@@ -135,8 +135,15 @@ const (
 	NodeNetworkNotFoundReason = "NodeNetworkNotFound"
 	// BootingReason: the instance is scheduled or running but not ready.
 	BootingReason = "Booting"
-	// StoppedReason: the instance stopped or failed.
+	// StoppedReason: the instance stopped or failed and KubeVirt will not
+	// start it again (the run strategy says so).
 	StoppedReason = "Stopped"
+	// RestartingReason: the instance stopped or failed and KubeVirt starts
+	// a new one, as the VM's run strategy asks; the machine is not dead.
+	RestartingReason = "Restarting"
+	// CrashLoopBackOffReason: the VM's instances keep failing and KubeVirt
+	// waits longer before each new start; the message says how long.
+	CrashLoopBackOffReason = "CrashLoopBackOff"
 	// VirtualMachineDeletedReason: the VM disappeared behind the provider's back. This is
 	// terminal: the machine is not recreated with a new identity, so a
 	// MachineHealthCheck replaces it.

@@ -54,7 +54,24 @@ func Of(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, d
 	if vmi == nil {
 		return noInstance(vm)
 	}
+	if (vmi.Status.Phase == kubevirtv1.Failed || vmi.Status.Phase == kubevirtv1.Succeeded) && Restartable(vm) && vm.DeletionTimestamp.IsZero() {
+		// KubeVirt replaces the instance (docs/kubevirt-behaviour.md#run-strategies-and-deletion):
+		// the machine is restarting, not dead.
+		return State{Reason: infrav1.RestartingReason, Message: fmt.Sprintf(
+			"VM instance %s (%s); KubeVirt starts a new one (runStrategy Always)",
+			strings.ToLower(string(vmi.Status.Phase)), conditionMessage(vmi, kubevirtv1.VirtualMachineInstanceReady))}
+	}
 	return instance(vmi)
+}
+
+// Restartable says whether KubeVirt starts a new instance whenever the
+// current one ends, however it ends: runStrategy Always (or running:
+// true). RerunOnFailure and Manual leave a cleanly stopped VM stopped.
+func Restartable(vm *kubevirtv1.VirtualMachine) bool {
+	if vm.Spec.RunStrategy != nil {
+		return *vm.Spec.RunStrategy == kubevirtv1.RunStrategyAlways
+	}
+	return vm.Spec.Running != nil && *vm.Spec.Running
 }
 
 func disks(dvs []*cdiv1.DataVolume) (State, bool) {
@@ -111,6 +128,16 @@ func DataVolumeMessage(dv *cdiv1.DataVolume) string {
 }
 
 func noInstance(vm *kubevirtv1.VirtualMachine) State {
+	if vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusCrashLoopBackOff {
+		msg := "the VM's instances keep failing; KubeVirt backs off before starting it again"
+		if f := vm.Status.StartFailure; f != nil {
+			msg = fmt.Sprintf("the VM's instance failed %d times in a row; KubeVirt starts it again", f.ConsecutiveFailCount)
+			if f.RetryAfterTimestamp != nil {
+				msg += " after " + f.RetryAfterTimestamp.UTC().Format("15:04:05Z")
+			}
+		}
+		return State{Reason: infrav1.CrashLoopBackOffReason, Warning: true, Message: msg}
+	}
 	for _, c := range vm.Status.Conditions {
 		if c.Type == kubevirtv1.VirtualMachineFailure && c.Status == corev1.ConditionTrue {
 			return State{Reason: infrav1.StartFailedReason, Warning: true, Message: "KubeVirt cannot start the VM: " + c.Message}

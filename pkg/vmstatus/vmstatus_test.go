@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -44,6 +45,10 @@ func TestOf(t *testing.T) {
 	unschedulable := kubevirtv1.VirtualMachineInstanceCondition{Type: "PodScheduled", Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory."}
 	failedVM := &kubevirtv1.VirtualMachine{Status: kubevirtv1.VirtualMachineStatus{Conditions: []kubevirtv1.VirtualMachineCondition{
 		{Type: kubevirtv1.VirtualMachineFailure, Status: corev1.ConditionTrue, Message: "memory is required"}}}}
+	alwaysVM := &kubevirtv1.VirtualMachine{Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways)}}
+	crashLoopVM := &kubevirtv1.VirtualMachine{Spec: alwaysVM.Spec, Status: kubevirtv1.VirtualMachineStatus{
+		PrintableStatus: kubevirtv1.VirtualMachineStatusCrashLoopBackOff,
+		StartFailure:    &kubevirtv1.VirtualMachineStartFailure{ConsecutiveFailCount: 3, RetryAfterTimestamp: &metav1.Time{}}}}
 	tests := []struct {
 		name                string
 		vm                  *kubevirtv1.VirtualMachine
@@ -63,6 +68,9 @@ func TestOf(t *testing.T) {
 		{"running not ready", nil, vmi(kubevirtv1.Running, notReady), nil, infrav1.BootingReason, "readiness probe", false, true},
 		{"running and ready", nil, vmi(kubevirtv1.Running, ready), nil, infrav1.ReadyReason, "infra-a", true, true},
 		{"failed instance", nil, vmi(kubevirtv1.Failed), nil, infrav1.StoppedReason, "failed", false, false},
+		{"failed instance of an Always VM restarts", alwaysVM, vmi(kubevirtv1.Failed), nil, infrav1.RestartingReason, "starts a new one", false, false},
+		{"stopped instance of an Always VM restarts", alwaysVM, vmi(kubevirtv1.Succeeded), nil, infrav1.RestartingReason, "succeeded", false, false},
+		{"crash loop says when KubeVirt retries", crashLoopVM, nil, nil, infrav1.CrashLoopBackOffReason, "failed 3 times", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +114,24 @@ func TestAddresses(t *testing.T) {
 	v.Status.Interfaces[1].IP, v.Status.Interfaces[1].IPs = "", nil
 	if HasNodeAddress(v, "tenant") || !HasNodeAddress(v, "default") {
 		t.Error("HasNodeAddress wrong")
+	}
+}
+
+func TestRestartable(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		spec kubevirtv1.VirtualMachineSpec
+		want bool
+	}{
+		{"Always", kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways)}, true},
+		{"RerunOnFailure", kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyRerunOnFailure)}, false},
+		{"Manual", kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyManual)}, false},
+		{"running true", kubevirtv1.VirtualMachineSpec{Running: ptr.To(true)}, true},
+		{"neither", kubevirtv1.VirtualMachineSpec{}, false},
+	} {
+		if got := Restartable(&kubevirtv1.VirtualMachine{Spec: tt.spec}); got != tt.want {
+			t.Errorf("%s: Restartable = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -97,4 +98,50 @@ func drainInfraNode(t *testing.T, node string) func() error {
 		}
 		return nil
 	}
+}
+
+// machineEvents lists the reasons of the Events recorded on a
+// KubevirtMachine.
+func machineEvents(t *testing.T, tc *tenantCluster, km *infrav1.KubevirtMachine) []string {
+	t.Helper()
+	events := &eventsv1.EventList{}
+	NewWithT(t).Expect(w.Env.Client.List(context.Background(), events, client.InNamespace(tc.ns))).To(Succeed())
+	var reasons []string
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "KubevirtMachine" && e.Regarding.Name == km.Name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+// TestCrashedInstanceRestarts crashes a guest: virt-handler reports the
+// instance Failed and the real virt-controller starts a new one, as
+// runStrategy Always asks. The machine says it restarts, not that it died,
+// and is provisioned again with the same Machine.
+func TestCrashedInstanceRestarts(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "crash-0"})
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vmi)).To(Succeed())
+	first := vmi.UID
+
+	g.Expect(w.Sim.CrashInstance(ctx, tc.ns, km.Name)).To(Succeed())
+	eventually(t, func() error {
+		cur := &kubevirtv1.VirtualMachineInstance{}
+		if err := infraGet(t, w.Env.Client, tc.ns, km.Name, cur); err != nil {
+			return err
+		}
+		if cur.UID == first || cur.Status.Phase != kubevirtv1.Running {
+			return fmt.Errorf("instance %s in phase %s", cur.UID, cur.Status.Phase)
+		}
+		return nil
+	}).Should(Succeed())
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	reasons := machineEvents(t, tc, km)
+	g.Expect(reasons).NotTo(ContainElement(infrav1.StoppedReason), "a restarting machine is not reported dead")
+	g.Expect(get(t, tc.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: km.Name, Namespace: tc.ns}}).DeletionTimestamp.IsZero()).To(BeTrue())
 }

@@ -106,7 +106,7 @@ func TestFiftyMachines(t *testing.T) {
 		Should(BeNumerically(">=", reconciles+scaleMachines))
 	NewWithT(t).Eventually(func() float64 { return reconcileCount(t, "kubevirtcluster") }).WithTimeout(30 * time.Second).
 		Should(BeNumerically(">", clusterReconciles))
-	NewWithT(t).Consistently(writes.n.Load).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Equal(before),
+	NewWithT(t).Consistently(writes.n.Load).WithTimeout(60*time.Second).WithPolling(time.Second).Should(Equal(before),
 		func() string { return "the provider wrote at rest:\n" + writes.since(before) })
 	t.Logf("writes during 60 s of steady state: %d", writes.n.Load()-before)
 
