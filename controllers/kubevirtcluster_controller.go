@@ -49,6 +49,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
@@ -191,14 +192,21 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 		if err := r.watchNetworks(infra, allClusters); err != nil {
 			return err
 		}
-		// Zones come and go with infra nodes; only label changes matter. A
-		// kubeconfig that may not list nodes gets no watch (the cache would
-		// never sync); its clusters must list failure domains explicitly.
+		// Zones come and go with infra nodes, and a zone whose nodes are all
+		// down takes no new control-plane machine: only label and
+		// usability changes matter, not status heartbeats. A kubeconfig
+		// that may not list nodes gets no watch (the cache would never
+		// sync); its clusters must list failure domains explicitly.
 		if !mayListNodes(infra) {
 			return nil
 		}
+		usabilityChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			oldNode, okOld := e.ObjectOld.(*corev1.Node)
+			newNode, okNew := e.ObjectNew.(*corev1.Node)
+			return okOld && okNew && failuredomains.Usable(oldNode) != failuredomains.Usable(newNode)
+		}}
 		return r.controller.Watch(source.Kind(infra.Cache, client.Object(&corev1.Node{}), handler.EnqueueRequestsFromMapFunc(allClusters),
-			predicate.LabelChangedPredicate{}))
+			predicate.Or[client.Object](predicate.LabelChangedPredicate{}, usabilityChanged)))
 	})
 	return nil
 }

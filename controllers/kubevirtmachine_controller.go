@@ -82,15 +82,23 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	machineOwner, err := util.GetOwnerMachine(ctx, r.Client, km.ObjectMeta)
-	if err != nil {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("getting owner Machine: %w", err)
 	}
 	var cluster *clusterv1.Cluster
-	if machineOwner != nil {
+	switch {
+	case machineOwner != nil:
 		cluster, err = util.GetClusterFromMetadata(ctx, r.Client, machineOwner.ObjectMeta)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("getting Cluster of Machine %s: %w", machineOwner.Name, err)
-		}
+	case !km.DeletionTimestamp.IsZero() && km.Labels[clusterv1.ClusterNameLabel] != "":
+		// The Machine went first (removed by force, or never finalized):
+		// the Cluster label still leads to the infra cluster, so that the
+		// VM does not outlive its KubevirtMachine.
+		cluster, err = util.GetClusterFromMetadata(ctx, r.Client, km.ObjectMeta)
+	default:
+		err = nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("getting Cluster of KubevirtMachine %s: %w", km.Name, err)
 	}
 	if cluster != nil {
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(machineOwner), "Cluster", klog.KObj(cluster)))

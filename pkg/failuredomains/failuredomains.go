@@ -38,12 +38,23 @@ func Status(spec []infrav1.FailureDomainSpec, nodes []corev1.Node) []clusterv1.F
 			out = append(out, clusterv1.FailureDomain{Name: fd.Name, ControlPlane: ptr.To(ptr.Deref(fd.ControlPlane, true))})
 		}
 	} else {
-		seen := map[string]bool{}
-		for _, n := range nodes {
-			if z := n.Labels[corev1.LabelTopologyZone]; z != "" && !seen[z] {
-				seen[z] = true
-				out = append(out, clusterv1.FailureDomain{Name: z, ControlPlane: ptr.To(true)})
+		usable := map[string]bool{}
+		var zones []string
+		for i := range nodes {
+			z := nodes[i].Labels[corev1.LabelTopologyZone]
+			if z == "" {
+				continue
 			}
+			if _, seen := usable[z]; !seen {
+				zones = append(zones, z)
+			}
+			usable[z] = usable[z] || Usable(&nodes[i])
+		}
+		for _, z := range zones {
+			// A zone whose nodes are all down or cordoned stays listed, but
+			// Cluster API must not place a new control-plane machine there:
+			// it would wait unscheduled while the control plane runs short.
+			out = append(out, clusterv1.FailureDomain{Name: z, ControlPlane: ptr.To(usable[z])})
 		}
 	}
 	slices.SortFunc(out, func(a, b clusterv1.FailureDomain) int {
@@ -67,4 +78,23 @@ func Selector(spec []infrav1.FailureDomainSpec, name string) map[string]string {
 		}
 	}
 	return map[string]string{corev1.LabelTopologyZone: name}
+}
+
+// Usable says whether a node can take a new VM: Ready, schedulable, and not
+// tainted unreachable or not-ready.
+func Usable(n *corev1.Node) bool {
+	if n.Spec.Unschedulable {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

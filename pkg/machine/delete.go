@@ -19,8 +19,10 @@ package machine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -82,12 +84,41 @@ func (s *Service) deleteObjects(ctx context.Context, sc *Scope, withCDI bool) (o
 			}
 			s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineDeleting", "DeleteVirtualMachine", "deleting VirtualMachine %s", key)
 		}
-		return deleting(fmt.Sprintf("waiting for VirtualMachine %s to be deleted", key)), nil
+		return s.waitForInstance(ctx, sc, key, fmt.Sprintf("waiting for VirtualMachine %s to be deleted", key))
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if found, err := get(ctx, sc.Infra().APIReader, key, vmi); err != nil || found && s.ours(km, vmi) {
-		return deleting(fmt.Sprintf("waiting for VirtualMachineInstance %s to be deleted", key)), err
+		if err != nil {
+			return outcome.Outcome{}, err
+		}
+		return s.waitForInstance(ctx, sc, key, fmt.Sprintf("waiting for VirtualMachineInstance %s to be deleted", key))
 	}
+	return s.deleteLeftovers(ctx, sc, key, withCDI)
+}
+
+// waitForInstance waits for KubeVirt to delete the VM and its instance,
+// unless the instance sits on an infra node that is gone or unreachable:
+// nothing there can confirm the guest stopped, so KubeVirt would wait for
+// the node forever, and so would the Machine's replacement. Then the VM is
+// left marked for deletion (its owner references let the garbage collector
+// finish once KubeVirt does) and the machine's own objects go.
+func (s *Service) waitForInstance(ctx context.Context, sc *Scope, key types.NamespacedName, message string) (outcome.Outcome, error) {
+	node, why, err := s.strandedOn(ctx, sc, key)
+	if err != nil || why == "" {
+		// The instance's events bring the machine back; the node's do not.
+		return deleting(message).After(strandedRecheck), err
+	}
+	km := sc.KubevirtMachine
+	s.Recorder.Eventf(km, nil, corev1.EventTypeWarning, "VirtualMachineStranded", "DeleteVirtualMachine",
+		"infra node %s %s: VirtualMachine %s stays marked for deletion until KubeVirt can finish, the machine does not wait for it", node, why, key)
+	return s.deleteLeftovers(ctx, sc, key, false)
+}
+
+// deleteLeftovers deletes the VM's DataVolumes (when withCDI) and its user
+// data Secret.
+func (s *Service) deleteLeftovers(ctx context.Context, sc *Scope, key types.NamespacedName, withCDI bool) (outcome.Outcome, error) {
+	km := sc.KubevirtMachine
+	ns := key.Namespace
 	pending := 0
 	for _, name := range dataVolumeNames(km) {
 		if !withCDI {
@@ -114,7 +145,7 @@ func (s *Service) deleteObjects(ctx context.Context, sc *Scope, withCDI bool) (o
 		return deleting(fmt.Sprintf("waiting for %d DataVolume(s) of VirtualMachine %s to be deleted", pending, key)), nil
 	}
 	secret := &corev1.Secret{}
-	found, err = get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: ns, Name: sc.UserDataSecretName()}, secret)
+	found, err := get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: ns, Name: sc.UserDataSecretName()}, secret)
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
@@ -150,4 +181,43 @@ func dataVolumeNames(km *infrav1.KubevirtMachine) []string {
 		names = append(names, d.Name)
 	}
 	return names
+}
+
+// strandedRecheck is how often a deletion that waits for KubeVirt checks
+// whether the instance's infra node died meanwhile.
+const strandedRecheck = 30 * time.Second
+
+// strandedOn names the infra node of the machine's instance and why
+// KubeVirt cannot finish there (gone, unreachable, out of service); why is
+// empty when the node is fine or the instance has none.
+func (s *Service) strandedOn(ctx context.Context, sc *Scope, key types.NamespacedName) (string, string, error) {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	found, err := get(ctx, sc.Infra().APIReader, key, vmi)
+	if err != nil || !found || vmi.Status.NodeName == "" || finished(vmi) {
+		return "", "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, infraReadTimeout)
+	defer cancel()
+	node := &corev1.Node{}
+	if err := sc.Infra().APIReader.Get(ctx, types.NamespacedName{Name: vmi.Status.NodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return vmi.Status.NodeName, "is gone", nil
+		}
+		// Not allowed to read Nodes, or not now: wait for KubeVirt.
+		return "", "", nil
+	}
+	for _, t := range node.Spec.Taints {
+		switch {
+		case t.Key == corev1.TaintNodeUnreachable && t.Effect == corev1.TaintEffectNoExecute:
+			return node.Name, "is unreachable", nil
+		case t.Key == corev1.TaintNodeOutOfService:
+			return node.Name, "is out of service", nil
+		}
+	}
+	return "", "", nil
+}
+
+// finished says whether an instance ended, cleanly or not.
+func finished(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	return vmi.Status.Phase == kubevirtv1.Succeeded || vmi.Status.Phase == kubevirtv1.Failed
 }

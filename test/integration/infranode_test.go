@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -33,6 +34,8 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 // TestLiveMigrateEviction drains the infra node under a VM with the
@@ -144,4 +147,78 @@ func TestCrashedInstanceRestarts(t *testing.T) {
 	reasons := machineEvents(t, tc, km)
 	g.Expect(reasons).NotTo(ContainElement(infrav1.StoppedReason), "a restarting machine is not reported dead")
 	g.Expect(get(t, tc.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: km.Name, Namespace: tc.ns}}).DeletionTimestamp.IsZero()).To(BeTrue())
+}
+
+// TestDeletionDoesNotWaitForADeadInfraNode deletes a machine whose infra
+// node died: KubeVirt cannot finish deleting an instance there, and a
+// Machine's replacement waits for the old one to go, so the provider stops
+// waiting for it, says so in a Warning Event, and removes its finalizer.
+// The VM's leftovers go once the node is back. The machine runs on a node
+// of its own so that no other test's machine is on the failed node.
+func TestDeletionDoesNotWaitForADeadInfraNode(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	node := addInfraNode(t, "infra-doomed")
+	tc := newTenantCluster(t, nil)
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "doomed-0", Mutate: func(km *infrav1.KubevirtMachine) {
+		spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
+		spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+		spec.Tolerations = []corev1.Toleration{{Key: doomedTaint.Key, Operator: corev1.TolerationOpExists, Effect: doomedTaint.Effect}}
+	}})
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vmi)).To(Succeed())
+	g.Expect(vmi.Status.NodeName).To(Equal(node))
+
+	g.Expect(w.Sim.FailNode(ctx, node)).To(Succeed())
+	recovered := false
+	recoverNode := func() {
+		if !recovered {
+			recovered = true
+			NewWithT(t).Expect(w.Sim.RecoverNode(ctx, node)).To(Succeed())
+		}
+	}
+	t.Cleanup(recoverNode)
+	g.Expect(w.Env.Client.Delete(ctx, km)).To(Succeed())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(km), &infrav1.KubevirtMachine{}))
+	}).Should(BeTrue(), "the machine's deletion waited for the dead node")
+	g.Expect(machineEvents(t, tc, km)).To(ContainElement("VirtualMachineStranded"))
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachineInstance{})).To(Succeed(),
+		"KubeVirt keeps the instance until the node is back")
+
+	recoverNode()
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachine{})) &&
+			apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachineInstance{}))
+	}).Should(BeTrue(), "the VM and its instance go once KubeVirt can finish")
+}
+
+// doomedTaint keeps every VM but the test's own off a node the test kills.
+var doomedTaint = corev1.Taint{Key: "test.capkv.io/doomed", Effect: corev1.TaintEffectNoSchedule}
+
+// addInfraNode adds, for one test, a simulated infra node like the world's
+// first one (so that no failure domain changes), tainted with doomedTaint.
+// It is removed when the test ends, once no launcher pod is left on it.
+func addInfraNode(t *testing.T, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	spec := world.DefaultNodes()[0]
+	spec.Name, spec.Taints = name, []corev1.Taint{doomedTaint}
+	NewWithT(t).Expect(sim.CreateNodes(ctx, w.Env.Client, spec)).To(Succeed())
+	t.Cleanup(func() {
+		eventually(t, func() int {
+			pods := &corev1.PodList{}
+			NewWithT(t).Expect(w.Env.Client.List(ctx, pods, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"})).To(Succeed())
+			n := 0
+			for _, p := range pods.Items {
+				if p.Spec.NodeName == name {
+					n++
+				}
+			}
+			return n
+		}).Should(BeZero(), "launcher pods left on %s", name)
+		NewWithT(t).Expect(w.Env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	})
+	return name
 }
