@@ -19,6 +19,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,21 +158,71 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 	})
 
 	It("remediates a worker whose VM was deleted behind the provider's back", func() {
-		Expect(c.Create(ctx, &clusterv1.MachineHealthCheck{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-workers"},
-			Spec: clusterv1.MachineHealthCheckSpec{
-				ClusterName: "demo",
-				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineDeploymentNameLabel: "demo-md-0"}},
-				Checks: clusterv1.MachineHealthCheckChecks{UnhealthyMachineConditions: []clusterv1.UnhealthyMachineCondition{{
-					Type: clusterv1.MachineInfrastructureReadyCondition, Status: metav1.ConditionFalse, TimeoutSeconds: ptr.To[int32](5)}}},
-			},
-		})).To(Succeed())
+		// The flavor's MachineHealthCheck watches the Nodes; this one also
+		// acts on the provider's verdict that the VM is gone for good.
+		patchHealthCheck(ctx, ns, "demo-md-0", func(mhc *clusterv1.MachineHealthCheck) {
+			mhc.Spec.Checks.UnhealthyMachineConditions = []clusterv1.UnhealthyMachineCondition{{
+				Type: clusterv1.MachineInfrastructureReadyCondition, Status: metav1.ConditionFalse, TimeoutSeconds: ptr.To[int32](5)}}
+		})
 		old := workerNames(ctx, ns)
 		Expect(old).To(HaveLen(1))
 		Expect(c.Delete(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: old[0]}})).To(Succeed())
 		Eventually(func() []string { return workerNames(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
 			Should(SatisfyAll(HaveLen(1), Not(ContainElements(old))), func() string { return describe(ctx, ns) })
 		expectWorkers(ctx, ns, 1)
+	})
+
+	It("replaces the machines of an infra node that dies, and the control plane keeps its quorum", func() {
+		if w == nil {
+			Skip("an infra node can only be failed in the simulated world")
+		}
+		scaleWorkers(ctx, ns, 2)
+		expectWorkers(ctx, ns, 2)
+		// The flavor's health checks, with a test-sized timeout.
+		for _, name := range []string{"demo-md-0", "demo-control-plane"} {
+			patchHealthCheck(ctx, ns, name, func(mhc *clusterv1.MachineHealthCheck) {
+				for i := range mhc.Spec.Checks.UnhealthyNodeConditions {
+					mhc.Spec.Checks.UnhealthyNodeConditions[i].TimeoutSeconds = ptr.To[int32](10)
+				}
+			})
+		}
+		machines := &clusterv1.MachineList{}
+		Expect(c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "demo-md-0"})).To(Succeed())
+		node := vmOf(ctx, ns, machines.Items[0].Spec.InfrastructureRef.Name).Status.NodeName
+		var lost []string
+		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		for _, m := range machines.Items {
+			if vmOf(ctx, ns, m.Spec.InfrastructureRef.Name).Status.NodeName == node {
+				lost = append(lost, m.Name)
+			}
+		}
+		Expect(w.Sim.FailNode(ctx, node)).To(Succeed())
+		DeferCleanup(func() { Expect(w.Sim.RecoverNode(ctx, node)).To(Succeed()) })
+
+		fewestReady := 3
+		Eventually(func() error {
+			Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+			readyCP, replaced := 0, 0
+			for _, m := range machines.Items {
+				_, cp := m.Labels[clusterv1.MachineControlPlaneLabel]
+				nodeReady := m.DeletionTimestamp.IsZero() && conditions.IsTrue(&m, clusterv1.MachineNodeReadyCondition)
+				if cp && nodeReady {
+					readyCP++
+				}
+				if nodeReady && !slices.Contains(lost, m.Name) {
+					replaced++
+				}
+			}
+			fewestReady = min(fewestReady, readyCP)
+			if readyCP != 3 || replaced != 5 {
+				return fmt.Errorf("%d/3 control-plane machines and %d/5 machines off %s ready", readyCP, replaced, node)
+			}
+			return nil
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), func() string { return describe(ctx, ns) })
+		Expect(fewestReady).To(BeNumerically(">=", 2), "never more than one control-plane machine down: etcd kept its quorum")
+		for _, name := range lost {
+			Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &clusterv1.Machine{})).NotTo(Succeed(), "machine %s on the dead node was replaced", name)
+		}
 	})
 
 	It("deletes everything of the cluster", func() {
@@ -295,4 +346,23 @@ func describe(ctx context.Context, ns string) string {
 		fmt.Fprintf(&b, "provider log (tail):\n%s\n", logs[max(0, len(logs)-4000):])
 	}
 	return b.String()
+}
+
+// patchHealthCheck changes a MachineHealthCheck of the cluster.
+func patchHealthCheck(ctx context.Context, ns, name string, mutate func(*clusterv1.MachineHealthCheck)) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mhc := &clusterv1.MachineHealthCheck{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, mhc); err != nil {
+			return err
+		}
+		mutate(mhc)
+		return c.Update(ctx, mhc)
+	})).To(Succeed())
+}
+
+// vmOf reads the VM instance of a machine.
+func vmOf(ctx context.Context, ns, name string) *kubevirtv1.VirtualMachineInstance {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi)).To(Succeed())
+	return vmi
 }
