@@ -60,8 +60,9 @@ type KubevirtMachineReconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=delete
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=list
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
@@ -121,7 +122,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		err := helper.Patch(ctx, km, patch.WithOwnedConditions{Conditions: []string{
 			infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition,
 			infrav1.BootstrapSucceededCondition, infrav1.ReadyCondition,
-			infrav1.LiveMigratableCondition, infrav1.MigratingCondition,
+			infrav1.LiveMigratableCondition, infrav1.MigratingCondition, infrav1.EvacuatingCondition,
 		}})
 		if err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachine: %w", err)

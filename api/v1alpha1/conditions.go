@@ -159,7 +159,7 @@ const (
 )
 
 // Conditions and reasons of a KubevirtMachine's life on its infra node:
-// live migration (docs/lifecycle.md).
+// live migration and evacuation (docs/lifecycle.md).
 const (
 	// LiveMigratableCondition mirrors the VM instance's own LiveMigratable
 	// condition: whether KubeVirt can move it to another infra node.
@@ -176,6 +176,30 @@ const (
 	// MigrationFailedReason: the last live migration failed; the VM kept
 	// running on its source node.
 	MigrationFailedReason = "MigrationFailed"
+
+	// EvacuatingCondition is True while the provider moves a VM with the
+	// External eviction strategy off a draining infra node, and False once
+	// it is done.
+	EvacuatingCondition = "Evacuating"
+	// WaitingForControlPlaneTurnReason: another machine of the same
+	// control plane is being evacuated; this one waits its turn.
+	WaitingForControlPlaneTurnReason = "WaitingForControlPlaneTurn"
+	// DrainingTenantNodeReason: the tenant Node is cordoned and its pods
+	// are being evicted.
+	DrainingTenantNodeReason = "DrainingTenantNode"
+	// TenantDrainBlockedReason: some pods of the tenant Node cannot be
+	// evicted yet (a PodDisruptionBudget); the message names them and
+	// says when the provider stops waiting.
+	TenantDrainBlockedReason = "TenantDrainBlocked"
+	// RestartingVMReason: the instance was deleted so that KubeVirt starts
+	// the VM on another infra node.
+	RestartingVMReason = "RestartingVM"
+	// ReplacingMachineReason: the Machine was deleted so that its owner
+	// replaces it.
+	ReplacingMachineReason = "ReplacingMachine"
+	// EvacuatedReason: the VM left the infra node and its tenant Node is
+	// schedulable again.
+	EvacuatedReason = "Evacuated"
 )
 
 // Conditions and reasons of a KubevirtCluster.

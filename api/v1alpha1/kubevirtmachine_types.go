@@ -116,6 +116,11 @@ type KubevirtMachineSpec struct {
 	// (docs/placement.md).
 	// +optional
 	Preset *PresetSpec `json:"preset,omitempty"`
+
+	// evacuation says what the provider does when an infra node drain
+	// asks a VM with the External eviction strategy to leave.
+	// +optional
+	Evacuation EvacuationSpec `json:"evacuation,omitempty,omitzero"`
 }
 
 // UserDataSpec tunes bootstrap data delivery.
@@ -196,6 +201,10 @@ type KubevirtMachineStatus struct {
 	// providerID.
 	// +optional
 	NodeUpdated bool `json:"nodeupdated,omitempty"`
+
+	// evacuation is the evacuation in progress, if any.
+	// +optional
+	Evacuation *EvacuationStatus `json:"evacuation,omitempty"`
 
 	// conditions report the state of the KubevirtMachine; Ready summarizes
 	// them.

@@ -18,6 +18,7 @@ package machine
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
@@ -50,4 +51,11 @@ func (s *Service) recordMigration(km *infrav1.KubevirtMachine, vmi *kubevirtv1.V
 		eventType = corev1.EventTypeWarning
 	}
 	s.Recorder.Eventf(km, vmi, eventType, c.Reason, "LiveMigrate", "%s", c.Message)
+}
+
+// conditionSet says whether a condition of that type is set with this
+// status and reason.
+func conditionSet(km *infrav1.KubevirtMachine, t string, status metav1.ConditionStatus, reason string) bool {
+	c := conditions.Get(km, t)
+	return c != nil && c.Status == status && c.Reason == reason
 }

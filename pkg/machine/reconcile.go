@@ -119,6 +119,27 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 		vmi = candidate
 	}
 	s.recordMigration(km, vmi)
+	evacuationWait, err := s.evacuate(ctx, sc, vm, vmi)
+	if err != nil {
+		return outcome.Outcome{}, err
+	}
+	o, err := s.report(ctx, sc, vm, vmi)
+	return o.After(sooner(o.RequeueAfter, evacuationWait)), err
+}
+
+// sooner is the earlier of two requeue delays, 0 meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || b > 0 && b < a {
+		return b
+	}
+	return a
+}
+
+// report reads the VM's disks and instance into VirtualMachineReady and
+// runs the bootstrap check once the instance runs.
+func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) (outcome.Outcome, error) {
+	km := sc.KubevirtMachine
+	infra := sc.Infra()
 	var dvs []*cdiv1.DataVolume
 	for _, t := range vm.Spec.DataVolumeTemplates {
 		dv := &cdiv1.DataVolume{}

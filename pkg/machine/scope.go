@@ -81,4 +81,7 @@ type Service struct {
 	// InfraNodeLabels are the infra node label keys copied to the tenant
 	// Node of a VM placed there (InfraNodeLabelKeys).
 	InfraNodeLabels []string
+
+	// turns lets one control plane machine at a time evacuate.
+	turns turnTable
 }

@@ -82,7 +82,7 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 		Expect(kc.Spec.Isolation.Mode).To(Equal(infrav1.IsolationEnabled), "the isolation variable's default")
 		for _, km := range kubevirtMachines(ctx, ns) {
 			Expect(km.Spec.RootDisk.Image.HTTP.URL).To(Equal("https://images.example.com/topology-first.qcow2"))
-			Expect(km.Spec.VirtualMachineTemplate.Spec.Template.Spec.EvictionStrategy).To(HaveValue(BeEquivalentTo("LiveMigrateIfPossible")))
+			Expect(km.Spec.VirtualMachineTemplate.Spec.Template.Spec.EvictionStrategy).To(HaveValue(BeEquivalentTo("External")))
 		}
 		kept = topologyUIDs(ctx, ns)
 	})

@@ -69,6 +69,7 @@ func TestLiveMigrateEviction(t *testing.T) {
 	cur := get(t, tc.c, km)
 	g.Expect(*cur.Spec.ProviderID).To(Equal(providerID))
 	g.Expect(condition(cur, infrav1.MigratingCondition)).To(ContainSubstring(source))
+	g.Expect(condition(cur, infrav1.EvacuatingCondition)).To(Equal("<none>"), "KubeVirt moved it; the provider did not")
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	g.Expect(get(t, tc.c, km).Status.Addresses).To(ContainElement(clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: vmi.Status.Interfaces[0].IP}))
 }

@@ -77,7 +77,7 @@ func TestClusterClassPatches(t *testing.T) {
 		"network":              `{}`,
 		"bootstrap":            `{"format":"cloud-config","check":"none"}`,
 		"dns":                  `{}`,
-		"evictionStrategy":     `"LiveMigrateIfPossible"`,
+		"evictionStrategy":     `"External"`,
 		"placement":            `{}`,
 	}
 	placed := maps.Clone(defaults)

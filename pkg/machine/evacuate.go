@@ -1,0 +1,368 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantdrain"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+)
+
+// drainRetry is how soon a tenant drain evicts again what it could not
+// evict yet; nothing in the tenant cluster that the provider watches says
+// when a PodDisruptionBudget allows more.
+const drainRetry = 2 * time.Second
+
+// evacuationRequested says whether KubeVirt asks the provider to move the
+// instance: virt-api marks an instance with the External eviction strategy
+// whose launcher pod an infra drain evicts, and leaves moving it to the
+// provider (docs/kubevirt-behaviour.md#eviction-of-a-launcher-pod-starts-an-evacuation).
+func evacuationRequested(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	return vmi != nil && vmi.Status.EvacuationNodeName != "" && vmi.DeletionTimestamp.IsZero() && !finished(vmi) &&
+		ptr.Deref(vmi.Spec.EvictionStrategy, "") == kubevirtv1.EvictionStrategyExternal
+}
+
+// evacuate moves a VM with the External eviction strategy off a draining
+// infra node, one step per call: wait for the control plane's turn, cordon
+// and drain the tenant Node, delete the instance (or the Machine), wait for
+// the VM to run again elsewhere, uncordon. status.evacuation keeps the
+// progress. It returns when to look again, where no event will say.
+func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) (time.Duration, error) {
+	km := sc.KubevirtMachine
+	if km.Status.Evacuation == nil {
+		if !evacuationRequested(vmi) || sc.Machine == nil || !sc.Machine.DeletionTimestamp.IsZero() {
+			return 0, nil
+		}
+		if isControlPlane(sc.Machine) {
+			other, err := s.controlPlaneTurnTaken(ctx, sc)
+			if err != nil {
+				return 0, err
+			}
+			if other != "" {
+				setEvacuating(s, km, metav1.ConditionTrue, infrav1.WaitingForControlPlaneTurnReason, fmt.Sprintf(
+					"infra node %s is draining; waiting until machine %s of the same control plane has been evacuated and is healthy, so that the control plane keeps its quorum",
+					vmi.Status.EvacuationNodeName, other))
+				return drainRetry, nil
+			}
+		}
+		km.Status.Evacuation = &infrav1.EvacuationStatus{
+			InfraNodeName: vmi.Status.EvacuationNodeName, StartTime: metav1.Now(), InstanceUID: string(vmi.UID),
+			TenantNodeName: tenantNodeName(sc),
+		}
+	}
+	ev := km.Status.Evacuation
+	if !ev.InstanceDeleted {
+		if vmi != nil && string(vmi.UID) == ev.InstanceUID && vmi.Status.EvacuationNodeName == "" && !finished(vmi) {
+			// KubeVirt no longer asks (the infra node was uncordoned): give
+			// the tenant Node back if it was cordoned for this.
+			if ev.CordonedTenantNode {
+				if ready, err := s.uncordonWhenReady(ctx, sc, ev.TenantNodeName); err != nil || !ready {
+					return 0, err
+				}
+			}
+			return 0, s.finishEvacuation(ctx, sc, "KubeVirt no longer asks the VM to leave "+ev.InfraNodeName)
+		}
+		drained, wait, err := s.drainTenantNode(ctx, sc, ev)
+		if err != nil || !drained {
+			return wait, err
+		}
+		return 0, s.leave(ctx, sc, vm, vmi, ev)
+	}
+	if vmi == nil || string(vmi.UID) == ev.InstanceUID || vmi.Status.NodeName == "" || vmi.Status.NodeName == ev.InfraNodeName ||
+		!instanceReady(vmi) {
+		// The new instance's events bring the machine back here.
+		return 0, nil
+	}
+	if ev.CordonedTenantNode {
+		ready, err := s.uncordonWhenReady(ctx, sc, ev.TenantNodeName)
+		if err != nil || !ready {
+			return 0, err
+		}
+	}
+	return 0, s.finishEvacuation(ctx, sc, fmt.Sprintf("the VM left infra node %s and runs on %s", ev.InfraNodeName, vmi.Status.NodeName))
+}
+
+// leave deletes the instance so that KubeVirt starts the VM on another
+// infra node, or the Machine so that its owner replaces it. A VM whose
+// run strategy would not start it again is replaced whatever the action
+// says: deleting its instance would leave it stopped.
+func (s *Service) leave(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus) error {
+	km := sc.KubevirtMachine
+	replace := km.Spec.Evacuation.Action == infrav1.EvacuationReplaceMachine
+	if !replace && vm != nil && !vmstatus.Restartable(vm) {
+		replace = true
+		s.Recorder.Eventf(km, nil, corev1.EventTypeWarning, "EvacuationActionOverridden", "Evacuate",
+			"evacuation action is %s but the VirtualMachine has runStrategy %s and would stay stopped; replacing Machine %s instead",
+			infrav1.EvacuationRestartVM, runStrategyOf(vm), sc.Machine.Name)
+	}
+	if replace {
+		if err := s.Client.Delete(ctx, sc.Machine); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Machine %s to replace it: %w", sc.Machine.Name, err)
+		}
+		ev.InstanceDeleted = true
+		setEvacuating(s, km, metav1.ConditionTrue, infrav1.ReplacingMachineReason, fmt.Sprintf(
+			"infra node %s is draining: deleted Machine %s so that its owner replaces it", ev.InfraNodeName, sc.Machine.Name))
+		return nil
+	}
+	if vmi != nil && string(vmi.UID) == ev.InstanceUID {
+		if err := s.deleteInstance(ctx, sc, vmi); err != nil {
+			return err
+		}
+	}
+	ev.InstanceDeleted = true
+	setEvacuating(s, km, metav1.ConditionTrue, infrav1.RestartingVMReason, fmt.Sprintf(
+		"infra node %s is draining: deleted the VM instance; waiting for KubeVirt to run the VM on another infra node", ev.InfraNodeName))
+	return nil
+}
+
+// drainTenantNode cordons the tenant Node and evicts its pods; it reports
+// whether the VM may leave: the Node is empty, gone or unreachable, or the
+// tenant drain timeout is over.
+func (s *Service) drainTenantNode(ctx context.Context, sc *Scope, ev *infrav1.EvacuationStatus) (bool, time.Duration, error) {
+	km := sc.KubevirtMachine
+	if ev.TenantNodeName == "" {
+		return true, 0, nil
+	}
+	timeout := time.Duration(ptr.Deref(km.Spec.Evacuation.TenantDrainTimeoutSeconds, 600)) * time.Second
+	deadline := ev.StartTime.Add(timeout)
+	overdue := timeout > 0 && time.Now().After(deadline)
+	key := client.ObjectKeyFromObject(sc.Cluster)
+	c, err := s.ClusterCache.GetClient(ctx, key)
+	if errors.Is(err, clustercache.ErrClusterNotConnected) {
+		// The tenant's API is away: its Node cannot be drained, and the VM
+		// must not hold the infra drain for it.
+		return true, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	node := &corev1.Node{}
+	if err := c.Get(ctx, types.NamespacedName{Name: ev.TenantNodeName}, node); apierrors.IsNotFound(err) {
+		return true, 0, nil
+	} else if err != nil {
+		return false, 0, fmt.Errorf("reading tenant Node %s: %w", ev.TenantNodeName, err)
+	}
+	if !ev.CordonedTenantNode {
+		cordoned, err := tenantdrain.Cordon(ctx, c, node)
+		if err != nil {
+			return false, 0, err
+		}
+		ev.CordonedTenantNode = cordoned
+	}
+	uncached, err := s.ClusterCache.GetUncachedClient(ctx, key)
+	if err != nil {
+		return false, 0, err
+	}
+	res, err := tenantdrain.Drain(ctx, uncached, ev.TenantNodeName)
+	if err != nil {
+		return false, 0, err
+	}
+	if res.Done() {
+		return true, 0, nil
+	}
+	if overdue {
+		s.Recorder.Eventf(km, nil, corev1.EventTypeWarning, "TenantDrainTimedOut", "Evacuate",
+			"tenant Node %s still has %s after tenantDrainTimeoutSeconds (%s); the VM leaves infra node %s anyway",
+			ev.TenantNodeName, strings.Join(res.Remaining, ", "), timeout, ev.InfraNodeName)
+		return true, 0, nil
+	}
+	until := "forever (tenantDrainTimeoutSeconds is 0)"
+	if timeout > 0 {
+		until = "until " + deadline.UTC().Format(time.RFC3339)
+	}
+	if len(res.Blocked) > 0 {
+		setEvacuating(s, km, metav1.ConditionTrue, infrav1.TenantDrainBlockedReason, fmt.Sprintf(
+			"infra node %s is draining; tenant Node %s is cordoned but a PodDisruptionBudget does not allow evicting %s yet; waiting %s",
+			ev.InfraNodeName, ev.TenantNodeName, strings.Join(res.Blocked, ", "), until))
+	} else {
+		setEvacuating(s, km, metav1.ConditionTrue, infrav1.DrainingTenantNodeReason, fmt.Sprintf(
+			"infra node %s is draining; tenant Node %s is cordoned, waiting for %s to leave, %s",
+			ev.InfraNodeName, ev.TenantNodeName, strings.Join(res.Remaining, ", "), until))
+	}
+	if timeout > 0 {
+		return false, min(drainRetry, time.Until(deadline)+time.Second), nil
+	}
+	return false, drainRetry, nil
+}
+
+// uncordonWhenReady makes the tenant Node schedulable again once it is
+// Ready; it reports whether that is done (or not needed any more).
+func (s *Service) uncordonWhenReady(ctx context.Context, sc *Scope, name string) (bool, error) {
+	c, err := s.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(sc.Cluster))
+	if errors.Is(err, clustercache.ErrClusterNotConnected) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	node := &corev1.Node{}
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, node); apierrors.IsNotFound(err) {
+		return true, nil
+	} else if err != nil {
+		return false, fmt.Errorf("reading tenant Node %s: %w", name, err)
+	}
+	if !nodeReady(node) {
+		setEvacuating(s, sc.KubevirtMachine, metav1.ConditionTrue, infrav1.RestartingVMReason, fmt.Sprintf(
+			"the VM runs again; waiting for tenant Node %s to be Ready before uncordoning it", name))
+		return false, nil
+	}
+	return true, tenantdrain.Uncordon(ctx, c, node)
+}
+
+// finishEvacuation ends the evacuation and gives the control plane's turn
+// to the next machine.
+func (s *Service) finishEvacuation(_ context.Context, sc *Scope, message string) error {
+	km := sc.KubevirtMachine
+	km.Status.Evacuation = nil
+	setEvacuating(s, km, metav1.ConditionFalse, infrav1.EvacuatedReason, message)
+	if sc.Cluster != nil {
+		s.releaseTurn(client.ObjectKeyFromObject(sc.Cluster), km.Name)
+	}
+	return nil
+}
+
+// setEvacuating sets the Evacuating condition, with an Event when its
+// reason changes.
+func setEvacuating(s *Service, km *infrav1.KubevirtMachine, status metav1.ConditionStatus, reason, message string) {
+	if !conditionSet(km, infrav1.EvacuatingCondition, status, reason) {
+		eventType := corev1.EventTypeNormal
+		if reason == infrav1.TenantDrainBlockedReason {
+			eventType = corev1.EventTypeWarning
+		}
+		s.Recorder.Eventf(km, nil, eventType, reason, "Evacuate", "%s", message)
+	}
+	conditions.Set(km, metav1.Condition{Type: infrav1.EvacuatingCondition, Status: status, Reason: reason, Message: message})
+}
+
+func tenantNodeName(sc *Scope) string {
+	if sc.Machine != nil && sc.Machine.Status.NodeRef.IsDefined() {
+		return sc.Machine.Status.NodeRef.Name
+	}
+	return ""
+}
+
+func instanceReady(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	if vmi.Status.Phase != kubevirtv1.Running {
+		return false
+	}
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineInstanceReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// controlPlaneTurnTaken names another machine of the same control plane
+// that is being evacuated, deleted or is not healthy, or claims the turn
+// for this one. The claim is
+// kept in memory, against two reconciles racing, and in the machines'
+// status.evacuation, against a restart of the provider.
+func (s *Service) controlPlaneTurnTaken(ctx context.Context, sc *Scope) (string, error) {
+	key := client.ObjectKeyFromObject(sc.Cluster)
+	km := sc.KubevirtMachine
+	machines := &clusterv1.MachineList{}
+	if err := s.Client.List(ctx, machines, client.InNamespace(key.Namespace),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: key.Name}, client.HasLabels{clusterv1.MachineControlPlaneLabel}); err != nil {
+		return "", fmt.Errorf("listing the control plane Machines of %s: %w", key, err)
+	}
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		ref := m.Spec.InfrastructureRef
+		if ref.Name == "" || ref.Name == km.Name {
+			continue
+		}
+		if !m.DeletionTimestamp.IsZero() || !conditions.IsTrue(m, clusterv1.MachineNodeHealthyCondition) {
+			// A member going away, or not back yet (a replacement joining,
+			// a restarted VM booting): one more down could cost the quorum.
+			return m.Name + " (not healthy yet)", nil
+		}
+		other := &infrav1.KubevirtMachine{}
+		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: ref.Name}, other); client.IgnoreNotFound(err) != nil {
+			return "", err
+		} else if err == nil && other.Status.Evacuation != nil {
+			return other.Name, nil
+		}
+	}
+	return s.claimTurn(key, km.Name), nil
+}
+
+// turnGrace is how long an in-memory claim on a control plane's turn holds
+// without the claimer's status.evacuation, which takes over once written.
+const turnGrace = time.Minute
+
+// turnTable holds, per Cluster, which control plane machine may evacuate.
+type turnTable struct {
+	mu      sync.Mutex
+	holders map[types.NamespacedName]turn
+}
+
+type turn struct {
+	machine string
+	since   time.Time
+}
+
+// claimTurn gives the turn to machine unless another machine claimed it
+// recently; it returns that other machine.
+func (s *Service) claimTurn(cluster types.NamespacedName, machine string) string {
+	s.turns.mu.Lock()
+	defer s.turns.mu.Unlock()
+	if t, ok := s.turns.holders[cluster]; ok && t.machine != machine && time.Since(t.since) < turnGrace {
+		return t.machine
+	}
+	if s.turns.holders == nil {
+		s.turns.holders = map[types.NamespacedName]turn{}
+	}
+	s.turns.holders[cluster] = turn{machine: machine, since: time.Now()}
+	return ""
+}
+
+// releaseTurn frees the turn if machine holds it.
+func (s *Service) releaseTurn(cluster types.NamespacedName, machine string) {
+	s.turns.mu.Lock()
+	defer s.turns.mu.Unlock()
+	if s.turns.holders[cluster].machine == machine {
+		delete(s.turns.holders, cluster)
+	}
+}
