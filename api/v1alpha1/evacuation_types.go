@@ -29,6 +29,12 @@ const (
 	EvacuationReplaceMachine = "ReplaceMachine"
 )
 
+// RestartRequestedAnnotation on a KubevirtMachine asks the provider to
+// restart its VM once; the value (an RFC 3339 time) is recorded in
+// status.lastRestartRequest when the restart is done, so a request is
+// acted on exactly once. KubevirtRemediation sets it; so can a user.
+const RestartRequestedAnnotation = "capkv.io/restart-requested-at"
+
 // EvacuationSpec says what the provider does when KubeVirt asks for a VM
 // with the External eviction strategy to leave its infra node (an infra
 // node drain evicts its virt-launcher pod).

@@ -14,9 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package v1alpha1 contains the CAPKV API: KubevirtCluster, KubevirtMachine and
-// their templates, in the infrastructure.cluster.x-k8s.io group, following the
-// Cluster API v1beta2 contract.
+// Package v1alpha1 contains the CAPKV API: KubevirtCluster, KubevirtMachine,
+// KubevirtRemediation and their templates, in the
+// infrastructure.cluster.x-k8s.io group, following the Cluster API v1beta2
+// contract.
 //
 // +kubebuilder:object:generate=true
 // +groupName=infrastructure.cluster.x-k8s.io

@@ -206,6 +206,11 @@ type KubevirtMachineStatus struct {
 	// +optional
 	Evacuation *EvacuationStatus `json:"evacuation,omitempty"`
 
+	// lastRestartRequest is the value of the capkv.io/restart-requested-at
+	// annotation last acted on.
+	// +optional
+	LastRestartRequest string `json:"lastRestartRequest,omitempty"`
+
 	// conditions report the state of the KubevirtMachine; Ready summarizes
 	// them.
 	// +optional

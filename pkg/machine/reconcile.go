@@ -118,6 +118,9 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 	if found {
 		vmi = candidate
 	}
+	if _, err := s.restartIfRequested(ctx, sc, vm, vmi); err != nil {
+		return outcome.Outcome{}, err
+	}
 	s.recordMigration(km, vmi)
 	evacuationWait, err := s.evacuate(ctx, sc, vm, vmi)
 	if err != nil {

@@ -20,10 +20,42 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
+
+// restartIfRequested acts once on the restart-requested-at annotation: it
+// deletes the running instance so that KubeVirt starts the VM again, and
+// records the request as handled. It reports whether it deleted one.
+func (s *Service) restartIfRequested(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+	km := sc.KubevirtMachine
+	req := km.Annotations[infrav1.RestartRequestedAnnotation]
+	if req == "" || req == km.Status.LastRestartRequest {
+		return false, nil
+	}
+	km.Status.LastRestartRequest = req
+	if !vmstatus.Restartable(vm) {
+		s.Recorder.Eventf(km, vm, corev1.EventTypeWarning, "RestartRefused", "RestartVirtualMachine",
+			"restart requested at %s refused: VirtualMachine %s/%s would not start again (runStrategy %s; only Always restarts)",
+			req, vm.Namespace, vm.Name, runStrategyOf(vm))
+		return false, nil
+	}
+	if vmi == nil || finished(vmi) || !vmi.DeletionTimestamp.IsZero() {
+		// Already on its way to a new instance.
+		return false, nil
+	}
+	if err := s.deleteInstance(ctx, sc, vmi); err != nil {
+		return false, err
+	}
+	s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineRestarted", "RestartVirtualMachine",
+		"restart requested at %s: deleted VM instance %s/%s (on %s); KubeVirt starts a new one", req, vmi.Namespace, vmi.Name, vmi.Status.NodeName)
+	return true, nil
+}
 
 // deleteInstance deletes exactly this instance, not a newer one of the
 // same name.

@@ -29,7 +29,7 @@ func TestAddFlags(t *testing.T) {
 	AddFlags(fs, &o)
 	err := fs.Parse([]string{
 		"--namespace=tenants", "--watch-filter=blue", "--sync-period=3m",
-		"--kubevirtmachine-concurrency=25", "--kubevirtcluster-concurrency=4", "--kubevirtmachinetemplate-concurrency=3",
+		"--kubevirtmachine-concurrency=25", "--kubevirtcluster-concurrency=4", "--kubevirtmachinetemplate-concurrency=3", "--kubevirtremediation-concurrency=5",
 		"--leader-elect", "--leader-elect-id=capkv-test", "--health-addr=:19440",
 		"--enable-webhooks=false", "--webhook-port=19443", "--webhook-cert-dir=/certs",
 	})
@@ -38,14 +38,15 @@ func TestAddFlags(t *testing.T) {
 	}
 	want := Options{
 		Namespace: "tenants", WatchFilterValue: "blue", SyncPeriod: 3 * time.Minute,
-		KubevirtMachineConcurrency: 25, KubevirtClusterConcurrency: 4, KubevirtMachineTemplateConcurrency: 3,
+		KubevirtMachineConcurrency: 25, KubevirtClusterConcurrency: 4, KubevirtMachineTemplateConcurrency: 3, KubevirtRemediationConcurrency: 5,
 		LeaderElection: true, LeaderElectionID: "capkv-test", HealthProbeBindAddress: ":19440",
 		EnableWebhooks: false, WebhookPort: 19443, WebhookCertDir: "/certs",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 	}
 	if o.Namespace != want.Namespace || o.WatchFilterValue != want.WatchFilterValue || o.SyncPeriod != want.SyncPeriod ||
 		o.KubevirtMachineConcurrency != want.KubevirtMachineConcurrency || o.KubevirtClusterConcurrency != want.KubevirtClusterConcurrency ||
-		o.KubevirtMachineTemplateConcurrency != want.KubevirtMachineTemplateConcurrency || o.LeaderElection != want.LeaderElection ||
+		o.KubevirtMachineTemplateConcurrency != want.KubevirtMachineTemplateConcurrency ||
+		o.KubevirtRemediationConcurrency != want.KubevirtRemediationConcurrency || o.LeaderElection != want.LeaderElection ||
 		o.LeaderElectionID != want.LeaderElectionID || o.HealthProbeBindAddress != want.HealthProbeBindAddress ||
 		o.EnableWebhooks != want.EnableWebhooks || o.WebhookPort != want.WebhookPort || o.WebhookCertDir != want.WebhookCertDir ||
 		o.LeaseDuration != want.LeaseDuration || o.RenewDeadline != want.RenewDeadline || o.RetryPeriod != want.RetryPeriod {

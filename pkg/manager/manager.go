@@ -46,6 +46,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/remediation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/webhooks"
@@ -70,6 +71,9 @@ type Options struct {
 	// KubevirtMachineTemplateConcurrency is the number of templates reconciled
 	// at once.
 	KubevirtMachineTemplateConcurrency int
+	// KubevirtRemediationConcurrency is the number of KubevirtRemediations
+	// reconciled at once; zero means 1.
+	KubevirtRemediationConcurrency int
 
 	// LeaderElection makes only one replica reconcile at a time.
 	LeaderElection bool
@@ -263,6 +267,12 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineTemplateConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachineTemplate controller: %w", err)
+	}
+	if err := (&controllers.KubevirtRemediationReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: o.WatchFilterValue,
+		Remediations: &remediation.Service{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubevirtremediation-controller")},
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtRemediationConcurrency, 1)}); err != nil {
+		return fmt.Errorf("setting up KubevirtRemediation controller: %w", err)
 	}
 	retention := o.GoldenImageRetention
 	if retention <= 0 {

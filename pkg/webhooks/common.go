@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package webhooks holds the defaulting and validating admission webhooks of
-// the four CAPKV kinds. Every rejection names the field path and says what is
+// the CAPKV kinds. Every rejection names the field path and says what is
 // allowed.
 package webhooks
 

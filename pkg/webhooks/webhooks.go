@@ -31,8 +31,8 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
 
-// SetupWithManager registers the defaulting and validating webhooks of all
-// four kinds with the manager's webhook server.
+// SetupWithManager registers the defaulting and validating webhooks of
+// every kind with the manager's webhook server.
 func SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtCluster{}).
 		WithDefaulter(KubevirtCluster{}).WithValidator(KubevirtCluster{}).Complete(); err != nil {
@@ -46,8 +46,16 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		WithDefaulter(KubevirtMachine{}).WithValidator(KubevirtMachine{}).Complete(); err != nil {
 		return err
 	}
-	return ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachineTemplate{}).
-		WithDefaulter(KubevirtMachineTemplate{}).WithValidator(KubevirtMachineTemplate{}).Complete()
+	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachineTemplate{}).
+		WithDefaulter(KubevirtMachineTemplate{}).WithValidator(KubevirtMachineTemplate{}).Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtRemediation{}).
+		WithDefaulter(KubevirtRemediation{}).WithValidator(KubevirtRemediation{}).Complete(); err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtRemediationTemplate{}).
+		WithDefaulter(KubevirtRemediationTemplate{}).WithValidator(KubevirtRemediationTemplate{}).Complete()
 }
 
 // invalid turns a field error list into the API error the server returns.

@@ -26,9 +26,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -170,6 +173,75 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		Eventually(func() []string { return workerNames(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
 			Should(SatisfyAll(HaveLen(1), Not(ContainElements(old))), func() string { return describe(ctx, ns) })
 		expectWorkers(ctx, ns, 1)
+	})
+
+	It("restarts the VM of an unhealthy worker instead of replacing it, and replaces it when restarts do not help", func() {
+		if w == nil {
+			Skip("a tenant Node can only be made unhealthy in the simulated world")
+		}
+		// Reboot-style remediation as docs/remediation.md sets it up.
+		tmpl := &infrav1.KubevirtRemediationTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restart-first"},
+			Spec: infrav1.KubevirtRemediationTemplateSpec{Template: infrav1.KubevirtRemediationTemplateResource{
+				Spec: infrav1.KubevirtRemediationSpec{RetryLimit: 1, TimeoutSeconds: 60}}}}
+		Expect(c.Create(ctx, tmpl)).To(Succeed())
+		patchHealthCheck(ctx, ns, "demo-md-0", func(mhc *clusterv1.MachineHealthCheck) {
+			mhc.Spec.Remediation.TemplateRef = clusterv1.MachineHealthCheckRemediationTemplateReference{
+				APIVersion: infrav1.GroupVersion.String(), Kind: "KubevirtRemediationTemplate", Name: tmpl.Name}
+			for i := range mhc.Spec.Checks.UnhealthyNodeConditions {
+				mhc.Spec.Checks.UnhealthyNodeConditions[i].TimeoutSeconds = ptr.To[int32](5)
+			}
+		})
+		DeferCleanup(func() {
+			patchHealthCheck(ctx, ns, "demo-md-0", func(mhc *clusterv1.MachineHealthCheck) {
+				mhc.Spec.Remediation.TemplateRef = clusterv1.MachineHealthCheckRemediationTemplateReference{}
+			})
+		})
+		names := workerNames(ctx, ns)
+		Expect(names).To(HaveLen(1))
+		worker := &clusterv1.Machine{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names[0]}, worker)).To(Succeed())
+		before := vmOf(ctx, ns, worker.Spec.InfrastructureRef.Name).UID
+		remediation := client.ObjectKey{Namespace: ns, Name: worker.Name}
+
+		By("a guest that stopped answering is restarted: the same Machine, a new VM instance, a Ready Node again")
+		Expect(w.Workloads.NodeLost(ctx, types.NamespacedName{Namespace: ns, Name: "demo"}, worker.Status.NodeRef.Name)).To(Succeed())
+		Eventually(func() error { return c.Get(ctx, remediation, &infrav1.KubevirtRemediation{}) }).
+			WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), "the MachineHealthCheck creates the remediation")
+		Eventually(func() bool {
+			vmi := &kubevirtv1.VirtualMachineInstance{}
+			return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: worker.Spec.InfrastructureRef.Name}, vmi) == nil &&
+				vmi.UID != before && vmi.Status.Phase == kubevirtv1.Running
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(BeTrue(), func() string { return describe(ctx, ns) })
+		Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, remediation, &infrav1.KubevirtRemediation{})) }).
+			WithTimeout(timeout).WithPolling(time.Second).Should(BeTrue(), "the MachineHealthCheck finds the Machine healthy and deletes the remediation")
+		Expect(workerNames(ctx, ns)).To(Equal([]string{worker.Name}))
+		expectWorkers(ctx, ns, 1)
+
+		By("a worker the restart does not cure goes back to its MachineSet, which replaces it")
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			t := &infrav1.KubevirtRemediationTemplate{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(tmpl), t); err != nil {
+				return err
+			}
+			t.Spec.Template.Spec.TimeoutSeconds = 5
+			return c.Update(ctx, t)
+		})).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			m := &clusterv1.Machine{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(worker), m); err != nil {
+				return err
+			}
+			if m.Annotations == nil {
+				m.Annotations = map[string]string{}
+			}
+			m.Annotations[clusterv1.RemediateMachineAnnotation] = ""
+			return c.Update(ctx, m)
+		})).To(Succeed())
+		Eventually(func() []string { return workerNames(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
+			Should(SatisfyAll(HaveLen(1), Not(ContainElement(worker.Name))), func() string { return describe(ctx, ns) })
+		expectWorkers(ctx, ns, 1)
+		Expect(remediationEventReasons(ctx, ns, worker.Name)).To(ContainElements(
+			infrav1.RestartedVirtualMachineReason, infrav1.RetryLimitReachedReason))
 	})
 
 	It("replaces the machines of an infra node that dies, and the control plane keeps its quorum", func() {
@@ -346,6 +418,20 @@ func describe(ctx context.Context, ns string) string {
 		fmt.Fprintf(&b, "provider log (tail):\n%s\n", logs[max(0, len(logs)-4000):])
 	}
 	return b.String()
+}
+
+// remediationEventReasons lists the reasons of the Events recorded on the
+// KubevirtRemediations of a name, also after they are gone.
+func remediationEventReasons(ctx context.Context, ns, name string) []string {
+	events := &eventsv1.EventList{}
+	Expect(c.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	var reasons []string
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "KubevirtRemediation" && e.Regarding.Name == name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
 }
 
 // patchHealthCheck changes a MachineHealthCheck of the cluster.

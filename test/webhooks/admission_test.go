@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -124,7 +125,7 @@ const (
 	dvt      = vmSpec + ".dataVolumeTemplates[0]"
 )
 
-// TestAdmissionRejectsInvalidObjects sends invalid objects of all four kinds
+// TestAdmissionRejectsInvalidObjects sends invalid objects of every kind
 // to the real API server and checks each is refused with the field path of
 // the mistake.
 func TestAdmissionRejectsInvalidObjects(t *testing.T) {
@@ -374,6 +375,20 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 		{"cluster template infra reference without name", clusterTemplate(func(t *infrav1.KubevirtClusterTemplate) {
 			t.Spec.Template.Spec.InfraClusterSecretRef = &corev1.ObjectReference{}
 		}), "spec.template.spec.infraClusterSecretRef.name"},
+		{"remediation retry limit above 10", &infrav1.KubevirtRemediation{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: testNamespace},
+			Spec:       infrav1.KubevirtRemediationSpec{RetryLimit: 11},
+		}, "spec.retryLimit"},
+		{"remediation template negative timeout", &infrav1.KubevirtRemediationTemplate{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: testNamespace},
+			Spec: infrav1.KubevirtRemediationTemplateSpec{Template: infrav1.KubevirtRemediationTemplateResource{
+				Spec: infrav1.KubevirtRemediationSpec{TimeoutSeconds: -5}}},
+		}, "spec.template.spec.timeoutSeconds"},
+		{"remediation template metadata label invalid", &infrav1.KubevirtRemediationTemplate{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: testNamespace},
+			Spec: infrav1.KubevirtRemediationTemplateSpec{Template: infrav1.KubevirtRemediationTemplateResource{
+				ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"-bad": "x"}}}},
+		}, "spec.template.metadata.labels"},
 	}
 	if len(cases) < 30 {
 		t.Fatalf("only %d cases", len(cases))
