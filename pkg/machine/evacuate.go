@@ -92,7 +92,8 @@ func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtua
 					return 0, err
 				}
 			}
-			return 0, s.finishEvacuation(ctx, sc, "KubeVirt no longer asks the VM to leave "+ev.InfraNodeName)
+			s.finishEvacuation(sc, "KubeVirt no longer asks the VM to leave "+ev.InfraNodeName)
+			return 0, nil
 		}
 		drained, wait, err := s.drainTenantNode(ctx, sc, ev)
 		if err != nil || !drained {
@@ -111,7 +112,8 @@ func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtua
 			return 0, err
 		}
 	}
-	return 0, s.finishEvacuation(ctx, sc, fmt.Sprintf("the VM left infra node %s and runs on %s", ev.InfraNodeName, vmi.Status.NodeName))
+	s.finishEvacuation(sc, fmt.Sprintf("the VM left infra node %s and runs on %s", ev.InfraNodeName, vmi.Status.NodeName))
+	return 0, nil
 }
 
 // leave deletes the instance so that KubeVirt starts the VM on another
@@ -243,14 +245,13 @@ func (s *Service) uncordonWhenReady(ctx context.Context, sc *Scope, name string)
 
 // finishEvacuation ends the evacuation and gives the control plane's turn
 // to the next machine.
-func (s *Service) finishEvacuation(_ context.Context, sc *Scope, message string) error {
+func (s *Service) finishEvacuation(sc *Scope, message string) {
 	km := sc.KubevirtMachine
 	km.Status.Evacuation = nil
 	setEvacuating(s, km, metav1.ConditionFalse, infrav1.EvacuatedReason, message)
 	if sc.Cluster != nil {
 		s.releaseTurn(client.ObjectKeyFromObject(sc.Cluster), km.Name)
 	}
-	return nil
 }
 
 // setEvacuating sets the Evacuating condition, with an Event when its
