@@ -184,12 +184,15 @@ const (
 	// WaitingForControlPlaneTurnReason: another machine of the same
 	// control plane is being evacuated; this one waits its turn.
 	WaitingForControlPlaneTurnReason = "WaitingForControlPlaneTurn"
+	// LiveMigratingReason: the provider live migrates the VM first; the
+	// message names the migration and when it stops waiting for it.
+	LiveMigratingReason = "LiveMigrating"
 	// DrainingTenantNodeReason: the tenant Node is cordoned and its pods
 	// are being evicted.
 	DrainingTenantNodeReason = "DrainingTenantNode"
 	// TenantDrainBlockedReason: some pods of the tenant Node cannot be
-	// evicted yet (a PodDisruptionBudget); the message names them and
-	// says when the provider stops waiting.
+	// evicted yet; the message names them, the PodDisruptionBudget that
+	// holds them, and when the provider stops waiting.
 	TenantDrainBlockedReason = "TenantDrainBlocked"
 	// RestartingVMReason: the instance was deleted so that KubeVirt starts
 	// the VM on another infra node.

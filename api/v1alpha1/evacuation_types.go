@@ -55,6 +55,15 @@ type EvacuationSpec struct {
 	// +kubebuilder:default=600
 	// +optional
 	TenantDrainTimeoutSeconds *int32 `json:"tenantDrainTimeoutSeconds,omitempty"`
+
+	// liveMigrationTimeoutSeconds is how long the provider lets a live
+	// migration of a LiveMigratable VM try first, before it cancels the
+	// migration and falls back to draining the tenant Node. A VM that is
+	// not LiveMigratable is never migrated. 0 never tries live migration.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=600
+	// +optional
+	LiveMigrationTimeoutSeconds *int32 `json:"liveMigrationTimeoutSeconds,omitempty"`
 }
 
 // EvacuationStatus records an evacuation in progress, so that it survives
@@ -75,4 +84,17 @@ type EvacuationStatus struct {
 	// instanceDeleted is true once the provider deleted the instance (or
 	// the Machine).
 	InstanceDeleted bool `json:"instanceDeleted,omitempty"`
+	// migrationName is the VirtualMachineInstanceMigration the provider
+	// created to live migrate the VM first.
+	// +optional
+	MigrationName string `json:"migrationName,omitempty"`
+	// migrationUID is that migration's UID, as the instance's
+	// status.migrationState reports it.
+	// +optional
+	MigrationUID string `json:"migrationUID,omitempty"`
+	// migrationAbandoned is true once the provider chose the tenant drain
+	// over live migration: the VM could not migrate, live migration is
+	// switched off, or the migration failed or timed out.
+	// +optional
+	MigrationAbandoned bool `json:"migrationAbandoned,omitempty"`
 }

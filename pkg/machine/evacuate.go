@@ -28,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -55,9 +56,10 @@ func evacuationRequested(vmi *kubevirtv1.VirtualMachineInstance) bool {
 }
 
 // evacuate moves a VM with the External eviction strategy off a draining
-// infra node, one step per call: wait for the control plane's turn, cordon
-// and drain the tenant Node, delete the instance (or the Machine), wait for
-// the VM to run again elsewhere, uncordon. status.evacuation keeps the
+// infra node, one step per call: wait for the control plane's turn, live
+// migrate it if it can, else (or when that fails) cordon and drain the
+// tenant Node, delete the instance (or the Machine), wait for the VM to
+// run again elsewhere, uncordon. status.evacuation keeps the
 // progress. It returns when to look again, where no event will say.
 func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) (time.Duration, error) {
 	km := sc.KubevirtMachine
@@ -92,8 +94,17 @@ func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtua
 					return 0, err
 				}
 			}
-			s.finishEvacuation(sc, "KubeVirt no longer asks the VM to leave "+ev.InfraNodeName)
+			msg := "KubeVirt no longer asks the VM to leave " + ev.InfraNodeName
+			if ev.MigrationUID != "" && vmi.Status.NodeName != ev.InfraNodeName {
+				msg = fmt.Sprintf("live migration %s moved the VM from infra node %s to %s", ev.MigrationName, ev.InfraNodeName, vmi.Status.NodeName)
+			}
+			s.finishEvacuation(sc, msg)
 			return 0, nil
+		}
+		if vmi != nil && string(vmi.UID) == ev.InstanceUID {
+			if migrating, wait, err := s.migrateFirst(ctx, sc, vmi, ev); err != nil || migrating {
+				return wait, err
+			}
 		}
 		drained, wait, err := s.drainTenantNode(ctx, sc, ev)
 		if err != nil || !drained {
@@ -183,11 +194,17 @@ func (s *Service) drainTenantNode(ctx context.Context, sc *Scope, ev *infrav1.Ev
 		}
 		ev.CordonedTenantNode = cordoned
 	}
-	uncached, err := s.ClusterCache.GetUncachedClient(ctx, key)
+	// kubectl's drain library speaks client-go; it lists the Node's pods
+	// from the API server, not a cache that would need a pod informer.
+	cfg, err := s.ClusterCache.GetRESTConfig(ctx, key)
 	if err != nil {
 		return false, 0, err
 	}
-	res, err := tenantdrain.Drain(ctx, uncached, ev.TenantNodeName)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false, 0, fmt.Errorf("a client for the tenant cluster of %s: %w", key, err)
+	}
+	res, err := tenantdrain.Drain(ctx, cs, ev.TenantNodeName)
 	if err != nil {
 		return false, 0, err
 	}
@@ -206,7 +223,7 @@ func (s *Service) drainTenantNode(ctx context.Context, sc *Scope, ev *infrav1.Ev
 	}
 	if len(res.Blocked) > 0 {
 		setEvacuating(s, km, metav1.ConditionTrue, infrav1.TenantDrainBlockedReason, fmt.Sprintf(
-			"infra node %s is draining; tenant Node %s is cordoned but a PodDisruptionBudget does not allow evicting %s yet; waiting %s",
+			"infra node %s is draining; tenant Node %s is cordoned but the API does not allow evicting %s yet; waiting %s",
 			ev.InfraNodeName, ev.TenantNodeName, strings.Join(res.Blocked, ", "), until))
 	} else {
 		setEvacuating(s, km, metav1.ConditionTrue, infrav1.DrainingTenantNodeReason, fmt.Sprintf(
@@ -308,9 +325,11 @@ func (s *Service) controlPlaneTurnTaken(ctx context.Context, sc *Scope) (string,
 		client.MatchingLabels{clusterv1.ClusterNameLabel: key.Name}, client.HasLabels{clusterv1.MachineControlPlaneLabel}); err != nil {
 		return "", fmt.Errorf("listing the control plane Machines of %s: %w", key, err)
 	}
+	members := map[string]bool{}
 	for i := range machines.Items {
 		m := &machines.Items[i]
 		ref := m.Spec.InfrastructureRef
+		members[ref.Name] = ref.Name != ""
 		if ref.Name == "" || ref.Name == km.Name {
 			continue
 		}
@@ -326,7 +345,7 @@ func (s *Service) controlPlaneTurnTaken(ctx context.Context, sc *Scope) (string,
 			return other.Name, nil
 		}
 	}
-	return s.claimTurn(key, km.Name), nil
+	return s.claimTurn(key, km.Name, members), nil
 }
 
 // turnGrace is how long an in-memory claim on a control plane's turn holds
@@ -344,12 +363,14 @@ type turn struct {
 	since   time.Time
 }
 
-// claimTurn gives the turn to machine unless another machine claimed it
-// recently; it returns that other machine.
-func (s *Service) claimTurn(cluster types.NamespacedName, machine string) string {
+// claimTurn gives the turn to machine unless another member of the
+// control plane claimed it recently; it returns that other machine. A
+// claim by a machine that is no longer a member (it was replaced, and so
+// never finished its evacuation) does not hold.
+func (s *Service) claimTurn(cluster types.NamespacedName, machine string, members map[string]bool) string {
 	s.turns.mu.Lock()
 	defer s.turns.mu.Unlock()
-	if t, ok := s.turns.holders[cluster]; ok && t.machine != machine && time.Since(t.since) < turnGrace {
+	if t, ok := s.turns.holders[cluster]; ok && t.machine != machine && members[t.machine] && time.Since(t.since) < turnGrace {
 		return t.machine
 	}
 	if s.turns.holders == nil {

@@ -14,30 +14,30 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package tenantdrain cordons and drains a tenant cluster's Node through the
-// Eviction API, as kubectl drain does, so that the tenant's
+// Package tenantdrain cordons and drains a tenant cluster's Node with
+// kubectl's drain library, through the Eviction API, so that the tenant's
 // PodDisruptionBudgets are respected before its VM leaves an infra node.
 package tenantdrain
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/drain"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // CordonedAnnotation marks a tenant Node the provider cordoned, so that it
 // uncordons only what it cordoned and never a Node an admin cordoned.
 const CordonedAnnotation = "capkv.io/cordoned-for-evacuation"
-
-// mirrorPodAnnotation marks the kubelet's mirror of a static pod, which
-// the API cannot evict.
-const mirrorPodAnnotation = "kubernetes.io/config.mirror"
 
 // Cordon marks the Node unschedulable; it reports whether it did (false
 // when the Node was already unschedulable, cordoned by someone else).
@@ -77,39 +77,38 @@ type Result struct {
 	// Remaining are the pods still on the Node that a drain must move,
 	// including those shutting down.
 	Remaining []string
-	// Blocked are the pods whose eviction the API refused for now, because
-	// a PodDisruptionBudget allows no disruption.
+	// Blocked are the pods whose eviction the API refused for now, each
+	// with the reason, which names the PodDisruptionBudget.
 	Blocked []string
 }
 
 // Done says whether nothing is left to move.
 func (r Result) Done() bool { return len(r.Remaining) == 0 }
 
-// Drain asks for the eviction of every pod on the Node that a drain moves
-// (see Evictable) and reports what is left. It is called again until Done:
-// each call evicts what it can, as kubectl drain retries.
-func Drain(ctx context.Context, c client.Client, nodeName string) (Result, error) {
-	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.MatchingFields{"spec.nodeName": nodeName}); err != nil {
-		return Result{}, fmt.Errorf("listing the pods of tenant Node %s: %w", nodeName, err)
+// Drain evicts, with kubectl's drain helper, the pods that
+// `kubectl drain --ignore-daemonsets --delete-emptydir-data --force` moves
+// (not DaemonSet pods, not static pods' mirrors), and reports what is
+// left. Unlike kubectl drain it does not wait: it is called again until
+// Done, and each call evicts what it can.
+func Drain(ctx context.Context, cs kubernetes.Interface, nodeName string) (Result, error) {
+	h := &drain.Helper{Ctx: ctx, Client: cs, Force: true, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true,
+		GracePeriodSeconds: -1, Out: io.Discard, ErrOut: io.Discard}
+	list, errs := h.GetPodsForDeletion(nodeName)
+	if len(errs) > 0 {
+		return Result{}, fmt.Errorf("listing the pods to evict from tenant Node %s: %w", nodeName, utilerrors.NewAggregate(errs))
 	}
 	var r Result
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if !Evictable(pod) {
-			continue
-		}
+	for _, pod := range list.Pods() {
 		name := pod.Namespace + "/" + pod.Name
 		r.Remaining = append(r.Remaining, name)
-		if !pod.DeletionTimestamp.IsZero() {
+		if pod.DeletionTimestamp != nil {
 			continue
 		}
-		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-		err := c.SubResource("eviction").Create(ctx, pod, eviction)
+		err := h.EvictPod(pod, policyv1.SchemeGroupVersion)
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
-			r.Blocked = append(r.Blocked, name)
+			r.Blocked = append(r.Blocked, name+" ("+refusal(err)+")")
 		default:
 			return r, fmt.Errorf("evicting pod %s from tenant Node %s: %w", name, nodeName, err)
 		}
@@ -119,16 +118,17 @@ func Drain(ctx context.Context, c client.Client, nodeName string) (Result, error
 	return r, nil
 }
 
-// Evictable says whether a drain moves the pod: not a DaemonSet's (it
-// would come back at once, and tolerates the cordon), not a static pod's
-// mirror, and not finished.
-func Evictable(pod *corev1.Pod) bool {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return false
+// refusal is why the API refused an eviction: the PodDisruptionBudget's
+// own words when a budget refused it ("The disruption budget web needs 2
+// healthy pods and has 2 currently"), else the error.
+func refusal(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		for _, c := range status.Status().Details.Causes {
+			if c.Type == policyv1.DisruptionBudgetCause && c.Message != "" {
+				return c.Message
+			}
+		}
 	}
-	if _, ok := pod.Annotations[mirrorPodAnnotation]; ok {
-		return false
-	}
-	owner := metav1.GetControllerOf(pod)
-	return owner == nil || owner.Kind != "DaemonSet"
+	return err.Error()
 }

@@ -17,33 +17,30 @@ limitations under the License.
 package tenantdrain
 
 import (
+	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
 
-func TestEvictable(t *testing.T) {
-	owned := func(kind string) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{Kind: kind, Name: "x", Controller: ptr.To(true)}}
-	}
+func TestRefusal(t *testing.T) {
+	budget := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	budget.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: policyv1.DisruptionBudgetCause,
+		Message: "The disruption budget web needs 2 healthy pods and has 2 currently"}}
 	for _, tt := range []struct {
 		name string
-		pod  corev1.Pod
-		want bool
+		err  error
+		want string
 	}{
-		{name: "bare pod", pod: corev1.Pod{}, want: true},
-		{name: "ReplicaSet pod", pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owned("ReplicaSet")}}, want: true},
-		{name: "DaemonSet pod", pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owned("DaemonSet")}}, want: false},
-		{name: "mirror pod", pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{mirrorPodAnnotation: "x"}}}, want: false},
-		{name: "succeeded", pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, want: false},
-		{name: "failed", pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed}}, want: false},
-		{name: "running", pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, want: true},
+		{name: "a budget names itself", err: budget, want: "The disruption budget web needs 2 healthy pods and has 2 currently"},
+		{name: "wrapped", err: fmt.Errorf("evicting: %w", budget), want: "The disruption budget web needs 2 healthy pods and has 2 currently"},
+		{name: "no cause", err: apierrors.NewTooManyRequests("Evacuation in progress", 0), want: "Evacuation in progress"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Evictable(&tt.pod); got != tt.want {
-				t.Errorf("Evictable = %v, want %v", got, tt.want)
+			if got := refusal(tt.err); got != tt.want {
+				t.Errorf("refusal = %q, want %q", got, tt.want)
 			}
 		})
 	}

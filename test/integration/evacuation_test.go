@@ -19,6 +19,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantdrain"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
@@ -62,6 +64,8 @@ func TestExternalEvictionDrainsTheTenantNode(t *testing.T) {
 		km.Spec.VirtualMachineTemplate.Spec.Template.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyExternal)
 	}})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
+	// Bridged on the pod network: KubeVirt cannot live migrate it.
+	eventually(t, tc.reason(km, infrav1.LiveMigratableCondition)).Should(Equal(string(kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable)))
 	// The guest's kubelet registered its Node; Cluster API linked it.
 	g.Expect(tenant.Client.Create(ctx, readyNode(km.Name))).To(Succeed())
 	g.Expect(tenant.Client.Create(ctx, readyNode("other"))).To(Succeed())
@@ -90,7 +94,8 @@ func TestExternalEvictionDrainsTheTenantNode(t *testing.T) {
 	// kubectl drain keeps evicting; the budget keeps refusing.
 	g.Consistently(drained).WithTimeout(2 * time.Second).WithPolling(200 * time.Millisecond).ShouldNot(Succeed())
 	eventually(t, tc.reason(km, infrav1.EvacuatingCondition)).Should(Equal(infrav1.TenantDrainBlockedReason))
-	g.Expect(condition(get(t, tc.c, km), infrav1.EvacuatingCondition)).To(ContainSubstring("default/web-a"))
+	g.Expect(condition(get(t, tc.c, km), infrav1.EvacuatingCondition)).To(ContainSubstring(
+		"default/web-a (The disruption budget web needs 2 healthy pods and has 2 currently)"))
 	tenantNode := &corev1.Node{}
 	g.Expect(tenant.Client.Get(ctx, types.NamespacedName{Name: km.Name}, tenantNode)).To(Succeed())
 	g.Expect(tenantNode.Spec.Unschedulable).To(BeTrue())
@@ -126,6 +131,72 @@ func TestExternalEvictionDrainsTheTenantNode(t *testing.T) {
 	g.Expect(cur.UID).To(Equal(km.UID))
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	g.Expect(machineEvents(t, tc, km)).To(ContainElements(infrav1.TenantDrainBlockedReason, infrav1.RestartingVMReason, infrav1.EvacuatedReason))
+}
+
+// TestExternalEvictionLiveMigratesFirst drains the infra node under a VM
+// with the External eviction strategy that can live migrate: the provider
+// asks the real virt-controller for a migration, the simulator plays both
+// virt-handlers, and the VM moves with its instance, its providerID and a
+// tenant Node that is never cordoned.
+func TestExternalEvictionLiveMigratesFirst(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant, err := testenv.Start(testenv.Options{WithoutKubeVirtCRDs: true, WithoutProviderCRDs: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = tenant.Stop() })
+	tc := newTenantCluster(t, nil)
+	connectTenant(t, tc, tenant)
+
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "ext-mig-0", Mutate: migratable(kubevirtv1.EvictionStrategyExternal)})
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	eventually(t, tc.reason(km, infrav1.LiveMigratableCondition)).ShouldNot(Equal("<none>"))
+	g.Expect(condition(get(t, tc.c, km), infrav1.LiveMigratableCondition)).To(HavePrefix("True"))
+	g.Expect(tenant.Client.Create(ctx, readyNode(km.Name))).To(Succeed())
+	setNodeRef(t, tc, km.Name, km.Name)
+	cordoned := watchCordon(t, tenant.Client, km.Name)
+	providerID := *get(t, tc.c, km).Spec.ProviderID
+
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vmi)).To(Succeed())
+	source, uid := vmi.Status.NodeName, vmi.UID
+	eventually(t, drainInfraNode(t, source)).Should(Succeed())
+
+	eventually(t, tc.reason(km, infrav1.EvacuatingCondition)).Should(Equal(infrav1.EvacuatedReason))
+	cur := get(t, tc.c, km)
+	g.Expect(condition(cur, infrav1.EvacuatingCondition)).To(MatchRegexp(
+		"^False/Evacuated: live migration ext-mig-0-evac-[0-9a-z]+ moved the VM from infra node %s to ", source))
+	g.Expect(condition(cur, infrav1.MigratingCondition)).To(HavePrefix("False/" + infrav1.MigrationSucceededReason))
+	g.Expect(*cur.Spec.ProviderID).To(Equal(providerID))
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vmi)).To(Succeed())
+	g.Expect(vmi.UID).To(Equal(uid), "the same instance, migrated")
+	g.Expect(vmi.Status.NodeName).NotTo(Equal(source))
+	// The migration the provider asked for goes with the instance.
+	migrations := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+	g.Expect(w.Env.Client.List(ctx, migrations, client.InNamespace(tc.ns), client.MatchingLabels{machine.EvacuationMigrationLabel: km.Name})).To(Succeed())
+	g.Expect(migrations.Items).To(HaveLen(1))
+	g.Expect(migrations.Items[0].OwnerReferences).To(ConsistOf(HaveField("UID", uid)))
+	g.Expect(cordoned()).To(BeFalse(), "the tenant Node was never cordoned")
+	g.Expect(machineEvents(t, tc, km)).To(ContainElements(infrav1.LiveMigratingReason, infrav1.EvacuatedReason))
+	g.Expect(machineEvents(t, tc, km)).NotTo(ContainElements(infrav1.DrainingTenantNodeReason, infrav1.TenantDrainBlockedReason, infrav1.RestartingVMReason))
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+}
+
+// watchCordon polls a tenant Node until the test ends; the returned func
+// says whether it was ever seen unschedulable.
+func watchCordon(t *testing.T, c client.Client, name string) func() bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	var seen atomic.Bool
+	go func() {
+		for ctx.Err() == nil {
+			node := &corev1.Node{}
+			if err := c.Get(ctx, types.NamespacedName{Name: name}, node); err == nil && node.Spec.Unschedulable {
+				seen.Store(true)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(cancel)
+	return seen.Load
 }
 
 // connectTenant makes env the tenant cluster of tc, as far as Cluster

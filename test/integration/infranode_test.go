@@ -45,12 +45,7 @@ import (
 func TestLiveMigrateEviction(t *testing.T) {
 	g := NewWithT(t)
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, fixture.MachineOptions{Name: "mig-0", Mutate: func(km *infrav1.KubevirtMachine) {
-		spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
-		spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyLiveMigrate)
-		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
-		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultMasqueradeNetworkInterface()}
-	}})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "mig-0", Mutate: migratable(kubevirtv1.EvictionStrategyLiveMigrate)})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	eventually(t, tc.reason(km, infrav1.LiveMigratableCondition)).ShouldNot(Equal("<none>"))
 	g.Expect(condition(get(t, tc.c, km), infrav1.LiveMigratableCondition)).To(HavePrefix("True"))
@@ -72,6 +67,17 @@ func TestLiveMigrateEviction(t *testing.T) {
 	g.Expect(condition(cur, infrav1.EvacuatingCondition)).To(Equal("<none>"), "KubeVirt moved it; the provider did not")
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	g.Expect(get(t, tc.c, km).Status.Addresses).To(ContainElement(clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: vmi.Status.Interfaces[0].IP}))
+}
+
+// migratable gives a machine a VM KubeVirt can live migrate (masquerade
+// on the pod network, no ReadWriteOnce claim) and an eviction strategy.
+func migratable(strategy kubevirtv1.EvictionStrategy) func(*infrav1.KubevirtMachine) {
+	return func(km *infrav1.KubevirtMachine) {
+		spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
+		spec.EvictionStrategy = ptr.To(strategy)
+		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
+		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultMasqueradeNetworkInterface()}
+	}
 }
 
 // drainInfraNode cordons an infra node and returns a poll that evicts its
