@@ -78,6 +78,7 @@ func TestClusterClassPatches(t *testing.T) {
 		"bootstrap":            `{"format":"cloud-config","check":"none"}`,
 		"dns":                  `{}`,
 		"evictionStrategy":     `"External"`,
+		"evacuation":           `{"workerAction":"RestartVM","tenantDrainTimeoutSeconds":600,"liveMigrationTimeoutSeconds":600}`,
 		"placement":            `{}`,
 	}
 	placed := maps.Clone(defaults)
@@ -95,6 +96,7 @@ func TestClusterClassPatches(t *testing.T) {
 		"failureDomains":       `[{"name":"zone-a","controlPlane":true,"nodeSelector":{"topology.kubernetes.io/zone":"zone-a"}}]`,
 		"dns":                  `{"policy":"None","config":{"nameservers":["192.0.2.53"],"searches":["tenant.example"]}}`,
 		"evictionStrategy":     `"External"`,
+		"evacuation":           `{"workerAction":"ReplaceMachine","tenantDrainTimeoutSeconds":0,"liveMigrationTimeoutSeconds":120}`,
 		"dataDisks":            `[{"name":"data","diskSize":"10Gi"}]`,
 	}
 	for _, tt := range []struct {
@@ -110,6 +112,10 @@ func TestClusterClassPatches(t *testing.T) {
 			case role.name == "kubevirt-default-worker":
 				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "image", "http", "url")).To(Equal("https://images.example.com/node.qcow2"))
 				g.Expect(field(u, "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "cpu", "cores")).To(BeEquivalentTo(2))
+				g.Expect(field(u, "spec", "template", "spec", "evacuation")).To(Equal(map[string]any{
+					"action": "RestartVM", "tenantDrainTimeoutSeconds": int64(600), "liveMigrationTimeoutSeconds": int64(600)}))
+			case role.name == "kubevirt-control-plane" && u.GetKind() == "KubevirtMachineTemplate":
+				g.Expect(field(u, "spec", "template", "spec", "evacuation", "action")).To(Equal("ReplaceMachine"))
 			}
 		}},
 		{"every variable set", everything, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
@@ -140,6 +146,9 @@ func TestClusterClassPatches(t *testing.T) {
 				g.Expect(field(u, "spec", "template", "spec", "dataDisks")).To(HaveLen(1))
 				g.Expect(field(u, "spec", "template", "spec", "virtualMachineBootstrapCheck", "checkStrategy")).To(Equal("guest-agent"))
 				g.Expect(field(u, append(vm, "template", "spec", "evictionStrategy")...)).To(Equal("External"))
+				g.Expect(field(u, "spec", "template", "spec", "evacuation", "action")).To(Equal("ReplaceMachine"))
+				g.Expect(field(u, "spec", "template", "spec", "evacuation", "tenantDrainTimeoutSeconds")).To(BeEquivalentTo(0))
+				g.Expect(field(u, "spec", "template", "spec", "evacuation", "liveMigrationTimeoutSeconds")).To(BeEquivalentTo(120))
 			}
 		}},
 		{"placement and preset", placed, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
