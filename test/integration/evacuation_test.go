@@ -85,6 +85,7 @@ func TestExternalEvictionDrainsTheTenantNode(t *testing.T) {
 	}).Should(BeEquivalentTo(2))
 	stopKubelet := playTenantKubelet(t, tenant.Client)
 	defer stopKubelet()
+	providerID := *get(t, tc.c, km).Spec.ProviderID
 
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vmi)).To(Succeed())
@@ -129,6 +130,7 @@ func TestExternalEvictionDrainsTheTenantNode(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(tenant.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "web-a"}, &corev1.Pod{}))).To(BeTrue())
 	cur := get(t, tc.c, km)
 	g.Expect(cur.UID).To(Equal(km.UID))
+	g.Expect(*cur.Spec.ProviderID).To(Equal(providerID), "the same machine, restarted elsewhere")
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	g.Expect(machineEvents(t, tc, km)).To(ContainElements(infrav1.TenantDrainBlockedReason, infrav1.RestartingVMReason, infrav1.EvacuatedReason))
 }
