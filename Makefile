@@ -147,8 +147,17 @@ kube-binaries: ## Build kube-apiserver, kube-scheduler, kube-controller-manager 
 tools: ## Build every pinned tool into bin/: the kube binaries, clusterctl, cert-manager, kustomize, KubeVirt's virt-api and virt-controller (once per pin).
 	@hack/build-tools.sh
 
+.PHONY: verify-history
+verify-history: ## Fail at once when the git history lacks the earlier release the upgrade suite builds (a shallow clone).
+	@commit=$$(sed -n 's/^const previousCommit = "\([0-9a-f]*\)"/\1/p' test/upgrade/upgrade_test.go); \
+	if ! git cat-file -e "$$commit^{commit}" 2>/dev/null; then \
+		echo "make test needs the git history back to commit $$commit: the upgrade suite builds that release from it with git archive." >&2; \
+		echo "This clone lacks it (shallow: $$(git rev-parse --is-shallow-repository 2>/dev/null)); run 'git fetch --unshallow' (or clone without --depth) and try again." >&2; \
+		exit 1; \
+	fi
+
 .PHONY: test
-test: verify-gen verify-boilerplate tools build release-manifests ## Run every test: generation and licence header checks, unit tests, then the test module's suites on a real API server (e2e installs bin/manager with clusterctl).
+test: verify-history verify-gen verify-boilerplate tools build release-manifests ## Run every test: generation and licence header checks, unit tests, then the test module's suites on a real API server (e2e installs bin/manager with clusterctl).
 	@echo ">> go vet (product module, then the test module)"
 	go vet ./...
 	cd test && go vet ./...

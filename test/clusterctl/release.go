@@ -44,6 +44,9 @@ func BuildRelease(ctx context.Context, commit, version, dir string) (Release, st
 	if err := os.MkdirAll(src, 0o750); err != nil {
 		return Release{}, "", err
 	}
+	if err := exec.CommandContext(ctx, "git", "-C", testenv.RepoRoot(), "cat-file", "-e", commit+"^{commit}").Run(); err != nil { //nolint:gosec // a commit of this repository the test pins
+		return Release{}, "", fmt.Errorf("commit %s is not in this clone's git history (a shallow clone? run git fetch --unshallow): %w", commit, err)
+	}
 	archive := exec.CommandContext(ctx, "git", "-C", testenv.RepoRoot(), "archive", "--format=tar", commit) //nolint:gosec // a commit of this repository the test pins
 	var tarball bytes.Buffer
 	archive.Stdout = &tarball
