@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
 // EvacuationMigrationLabel marks a VirtualMachineInstanceMigration the
@@ -87,12 +88,8 @@ func nextMigrationStep(ev *infrav1.EvacuationStatus, vmi *kubevirtv1.VirtualMach
 
 // migratable says whether KubeVirt says the instance can live migrate.
 func migratable(vmi *kubevirtv1.VirtualMachineInstance) bool {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == kubevirtv1.VirtualMachineInstanceIsMigratable {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	c, ok := vmstatus.LiveMigratable(vmi)
+	return ok && c.Status == metav1.ConditionTrue
 }
 
 // migrateFirst live migrates a LiveMigratable VM off the draining infra
