@@ -158,6 +158,24 @@ const (
 	SucceededReason = "Succeeded"
 )
 
+// The condition that tells whether the guest joined its workload cluster. It
+// is informational: Ready does not wait for it, since Cluster API finds the
+// Node only once the machine is provisioned (docs/images.md).
+const (
+	// NodeJoinedCondition is True once Cluster API found the machine's
+	// Node in the workload cluster.
+	NodeJoinedCondition = "NodeJoined"
+	// NodeJoinedReason: the Machine has a nodeRef.
+	NodeJoinedReason = "NodeJoined"
+	// WaitingForNodeReason: the VM runs and its Node has not joined yet,
+	// within --node-join-timeout.
+	WaitingForNodeReason = "WaitingForNode"
+	// NodeNotJoinedReason: the VM has run longer than --node-join-timeout
+	// without a Node; the message names the image and the version it must
+	// carry.
+	NodeNotJoinedReason = "NodeNotJoined"
+)
+
 // Conditions and reasons of a KubevirtMachine's life on its infra node:
 // live migration and evacuation (docs/lifecycle.md).
 const (

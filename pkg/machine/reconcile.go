@@ -189,6 +189,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		return vmOutcome, nil
 	}
 	check := s.checkBootstrap(ctx, sc, vmi, state)
+	check = check.After(minRequeue(check.RequeueAfter, s.reportNodeJoin(sc, vmi).RequeueAfter))
 	if !check.IsDone() || !state.Ready {
 		markNotProvisioned(km)
 		if vmOutcome.IsDone() {
@@ -318,6 +319,30 @@ func infraName(infra *infracluster.Infra) string {
 func (s *Service) recordVM(km *infrav1.KubevirtMachine, o outcome.Outcome) outcome.Outcome {
 	outcome.Record(s.Recorder, km, infrav1.VirtualMachineReadyCondition, o)
 	return o
+}
+
+// reportNodeJoin sets NodeJoined from the Machine's nodeRef and how long the
+// instance has run.
+func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) outcome.Outcome {
+	node, version := "", ""
+	if sc.Machine != nil {
+		node, version = sc.Machine.Status.NodeRef.Name, sc.Machine.Spec.Version
+	}
+	timeout := s.NodeJoinTimeout
+	if timeout <= 0 {
+		timeout = DefaultNodeJoinTimeout
+	}
+	o := nodeJoin(node, runningFor(vmi, time.Now()), timeout, imageOf(sc.KubevirtMachine), version)
+	outcome.Record(s.Recorder, sc.KubevirtMachine, infrav1.NodeJoinedCondition, o)
+	return o
+}
+
+// minRequeue is the sooner of two requeue delays, zero meaning none.
+func minRequeue(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 func setBootstrap(km *infrav1.KubevirtMachine, status metav1.ConditionStatus, reason, message string) {

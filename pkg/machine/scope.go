@@ -81,6 +81,9 @@ type Service struct {
 	// InfraNodeLabels are the infra node label keys copied to the tenant
 	// Node of a VM placed there (InfraNodeLabelKeys).
 	InfraNodeLabels []string
+	// NodeJoinTimeout is how long a running VM may go without a Node
+	// before NodeJoined warns; zero is DefaultNodeJoinTimeout.
+	NodeJoinTimeout time.Duration
 
 	// turns lets one control plane machine at a time evacuate.
 	turns turnTable

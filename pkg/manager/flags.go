@@ -40,6 +40,8 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 		"Namespace the manager runs in; isolation lets its pods reach port 22 of tenant VMs for the ssh bootstrap check. Defaults to $POD_NAMESPACE.")
 	fs.DurationVar(&o.GoldenImageRetention, "golden-image-retention", time.Hour,
 		"How long a golden image volume is kept after the last machine or template using it is gone.")
+	fs.DurationVar(&o.NodeJoinTimeout, "node-join-timeout", 10*time.Minute,
+		"How long a running VM may go without its Node joining the workload cluster before its NodeJoined condition warns that the image may lack kubeadm.")
 	fs.IntVar(&o.GoldenImageConcurrency, "goldenimage-concurrency", 2, "Golden image volumes reconciled at once.")
 	fs.DurationVar(&o.RecheckInterval, "recheck-interval", 10*time.Second,
 		"How long to wait before looking again at what no event announces: the ssh bootstrap check, a clone permission, a golden volume the infra cluster refused.")

@@ -119,6 +119,9 @@ type Options struct {
 
 	// GoldenImageRetention is how long an unused golden volume is kept.
 	GoldenImageRetention time.Duration
+	// NodeJoinTimeout is how long a running VM may go without a Node
+	// before NodeJoined warns.
+	NodeJoinTimeout time.Duration
 	// GoldenImageConcurrency is the number of golden volumes reconciled at
 	// once.
 	GoldenImageConcurrency int
@@ -258,7 +261,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Machines: &machine.Service{
 			Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache,
 			SSH: &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
-			InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels),
+			InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels), NodeJoinTimeout: o.NodeJoinTimeout,
 		},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)

@@ -81,7 +81,7 @@ func (cc *Clusterctl) Init(ctx context.Context, m Management, version string) (s
 // WorldVariables are the provider's clusterctl variables for the test
 // world: its infra cluster has no IPv6, and specs count golden volumes,
 // which must not outlive their last user by the default hour.
-var WorldVariables = map[string]string{"CAPKV_ISOLATION_IP_FAMILIES": "IPv4", "CAPKV_GOLDEN_IMAGE_RETENTION": "2s"}
+var WorldVariables = map[string]string{"CAPKV_ISOLATION_IP_FAMILIES": "IPv4", "CAPKV_GOLDEN_IMAGE_RETENTION": "2s", "CAPKV_NODE_JOIN_TIMEOUT": "20s"}
 
 // NewForWorld is New in a new temporary directory, with this build's
 // release artifacts (out/) as version and WorldVariables set.

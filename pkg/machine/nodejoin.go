@@ -1,0 +1,90 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package machine
+
+import (
+	"fmt"
+	"time"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+)
+
+// DefaultNodeJoinTimeout is how long a running VM may go without its Node
+// joining before NodeJoined turns into a warning.
+const DefaultNodeJoinTimeout = 10 * time.Minute
+
+// nodeJoin judges whether the guest of a running VM joined its workload
+// cluster: Cluster API found a Node with the machine's providerID (node is
+// its name), or, after timeout, why it may never: a guest without kubeadm,
+// kubelet and a container runtime of the machine's version boots and never
+// joins, and nothing but this tells the user. The wait is a real clock, so
+// the outcome requeues for when it ends.
+func nodeJoin(node string, runningFor, timeout time.Duration, image, version string) outcome.Outcome {
+	if node != "" {
+		return outcome.Ready(infrav1.NodeJoinedReason, fmt.Sprintf("Node %s joined the workload cluster", node))
+	}
+	if runningFor < timeout {
+		return outcome.Wait(infrav1.WaitingForNodeReason, "the VM runs; waiting for its guest to join the workload cluster").
+			After(timeout - runningFor)
+	}
+	want := "the machine's Kubernetes version"
+	if version != "" {
+		want = version
+	}
+	return outcome.Fail(infrav1.NodeNotJoinedReason, fmt.Sprintf(
+		"no Node has joined the workload cluster within %s of the VM running: image %s must carry kubeadm, kubelet and a container runtime for %s, "+
+			"or the bootstrap data must install them (docs/images.md); cloud-init or Ignition output is on the VM's serial console (virtctl console)",
+		timeout, image, want))
+}
+
+// imageOf names the image a machine boots, for messages.
+func imageOf(km *infrav1.KubevirtMachine) string {
+	if rd := km.Spec.RootDisk; rd != nil {
+		src := rd.Image
+		switch {
+		case src.HTTP != nil:
+			return src.HTTP.URL
+		case src.Registry != nil:
+			return src.Registry.URL
+		case src.PVC != nil:
+			return "PVC " + src.PVC.Name
+		case src.DataSource != nil:
+			return "DataSource " + src.DataSource.Name
+		}
+	}
+	if t := km.Spec.VirtualMachineTemplate.Spec.Template; t != nil {
+		for _, v := range t.Spec.Volumes {
+			if v.ContainerDisk != nil {
+				return v.ContainerDisk.Image
+			}
+		}
+	}
+	return "(unknown)"
+}
+
+// runningFor is how long the instance has been running.
+func runningFor(vmi *kubevirtv1.VirtualMachineInstance, now time.Time) time.Duration {
+	for _, t := range vmi.Status.PhaseTransitionTimestamps {
+		if t.Phase == kubevirtv1.Running {
+			return now.Sub(t.PhaseTransitionTimestamp.Time)
+		}
+	}
+	return 0
+}
