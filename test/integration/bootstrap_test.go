@@ -102,7 +102,7 @@ func TestCloudConfigOnConfigDrive(t *testing.T) {
 func TestIgnition(t *testing.T) {
 	g := NewWithT(t)
 	tc := newTenantCluster(t, nil)
-	km := tc.newMachine(t, fixture.MachineOptions{Name: "flatcar-0", Format: "ignition", Data: ignitionConfig})
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "flatcar-0", Format: "ignition", Data: ignitionConfig, Mutate: bootFlatcar})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 	// The simulated guest parsed it with Ignition's own parser.
 	eventually(t, guestOutcome(w.Env.Client, tc.ns, km.Name)).Should(Equal("joined"))
@@ -115,11 +115,24 @@ func TestIgnition(t *testing.T) {
 
 	// Spec 2.3 with the ssh check: the provider's additions are a parent
 	// config that appends the user's, which Flatcar's parser accepts.
-	v2 := tc.newMachine(t, fixture.MachineOptions{Name: "flatcar-1", Format: "ignition", Data: ignitionV2Config, Mutate: withCheck(infrav1.CheckStrategySSH)})
+	v2 := tc.newMachine(t, fixture.MachineOptions{Name: "flatcar-1", Format: "ignition", Data: ignitionV2Config, Mutate: func(km *infrav1.KubevirtMachine) {
+		bootFlatcar(km)
+		withCheck(infrav1.CheckStrategySSH)(km)
+	}})
 	eventually(t, tc.provisioned(v2)).Should(Succeed())
 	eventually(t, guestOutcome(w.Env.Client, tc.ns, v2.Name)).Should(Equal("joined"))
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, "flatcar-1-userdata", secret)).To(Succeed())
 	g.Expect(string(secret.Data["userdata"])).To(ContainSubstring(`"append"`))
+}
+
+// bootFlatcar boots the machine from a Flatcar image with Kubernetes, named
+// as image-builder names it: an Ubuntu image reads no Ignition.
+func bootFlatcar(km *infrav1.KubevirtMachine) {
+	for i := range km.Spec.VirtualMachineTemplate.Spec.Template.Spec.Volumes {
+		if v := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec.Volumes[i]; v.ContainerDisk != nil {
+			v.ContainerDisk.Image = "registry.example/flatcar-stable-kube-v1.34.1:4230.2.0"
+		}
+	}
 }
 
 func TestInvalidIgnitionIsReported(t *testing.T) {

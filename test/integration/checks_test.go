@@ -74,7 +74,10 @@ func TestCheckSSH(t *testing.T) {
 	tc := newTenantCluster(t, nil)
 	good := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-0", Mutate: withCheck(infrav1.CheckStrategySSH)})
 	bad := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-1", Data: brokenCloudConfig, Mutate: withCheck(infrav1.CheckStrategySSH)})
-	ign := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-2", Format: "ignition", Data: ignitionConfig, Mutate: withCheck(infrav1.CheckStrategySSH)})
+	ign := tc.newMachine(t, fixture.MachineOptions{Name: "ssh-2", Format: "ignition", Data: ignitionConfig, Mutate: func(km *infrav1.KubevirtMachine) {
+		bootFlatcar(km)
+		withCheck(infrav1.CheckStrategySSH)(km)
+	}})
 	eventually(t, tc.provisioned(good)).Should(Succeed())
 	eventually(t, tc.provisioned(ign)).Should(Succeed())
 	g.Expect(condition(get(t, tc.c, good), infrav1.BootstrapSucceededCondition)).To(ContainSubstring("verified host key"))

@@ -258,7 +258,7 @@ func (s *Simulator) complete(ctx context.Context, dv *cdiv1.DataVolume, pvc *cor
 	if pvc.Annotations == nil {
 		pvc.Annotations = map[string]string{}
 	}
-	pvc.Annotations[annContent] = content
+	pvc.Annotations[ContentAnnotation] = content
 	if err := s.client.Patch(ctx, pvc, patch); err != nil {
 		return err
 	}

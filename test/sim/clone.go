@@ -141,13 +141,13 @@ func (s *Simulator) clone(ctx context.Context, dv *cdiv1.DataVolume, target *cor
 		}
 		dv.Status = status
 	}
-	return reconcile.Result{}, s.complete(ctx, dv, target, source.Annotations[annContent])
+	return reconcile.Result{}, s.complete(ctx, dv, target, source.Annotations[ContentAnnotation])
 }
 
 // populated: a claim made by CDI holds data once its DataVolume finished;
 // any other bound claim is taken as it is.
 func populated(pvc *corev1.PersistentVolumeClaim) bool {
-	if _, ok := pvc.Annotations[annContent]; ok {
+	if _, ok := pvc.Annotations[ContentAnnotation]; ok {
 		return true
 	}
 	owner := metav1.GetControllerOf(pvc)

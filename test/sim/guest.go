@@ -53,6 +53,11 @@ type Bootstrap struct {
 	Format string
 	// Data is the user data as the guest read it.
 	Data []byte
+	// Kubelet is the version of the kubeadm and kubelet the guest runs,
+	// from its image or installed by the data.
+	Kubelet string
+	// Init says the data runs "kubeadm init" rather than "kubeadm join".
+	Init bool
 }
 
 // Joiner makes a booted guest join its workload cluster: a Node with its
@@ -80,25 +85,58 @@ func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	outcome := "joined"
-	if data == nil {
-		outcome = "no-bootstrap-data"
-	} else {
-		if verr := validateUserData(data); verr != nil {
-			outcome = "bootstrap-failed: " + verr.Error()
-			s.Counters.Add(GuestBootFailures, 1)
-		} else if s.Joiner != nil {
-			if err := s.Joiner.Join(ctx, vmi, *data); err != nil {
-				return reconcile.Result{}, fmt.Errorf("guest of %s joining its cluster: %w", vmi.Name, err)
-			}
-			s.Counters.Add(GuestsJoined, 1)
-		}
+	ref, err := s.rootImage(ctx, vmi)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	img, known := s.Images.Lookup(ref)
+	outcome, err := s.runBootstrap(ctx, vmi, data, ref, img, known)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	// The guest's sshd comes up with the keys its user data installed.
 	s.startSSH(vmi, data, outcome)
 	s.booted.Store(vmi.UID, outcome)
-	s.probes.Store(vmi.UID, answersProbe(vmi, outcome))
+	s.agents.Store(vmi.UID, known && img.GuestAgent)
+	s.probes.Store(vmi.UID, answersProbe(vmi, outcome, known && img.GuestAgent))
 	return s.reportBoot(ctx, vmi, outcome)
+}
+
+// runBootstrap runs the bootstrap data as the guest would and returns the
+// outcome: a guest whose data runs kubeadm joins its cluster only when
+// kubeadm and a container runtime are there (in the image, or installed by
+// the data) and kubeadm accepts the version skew; otherwise it boots and
+// never joins (docs/simulator.md#the-image-catalog).
+func (s *Simulator) runBootstrap(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, data *Bootstrap, ref string, img Image, known bool) (string, error) {
+	if data == nil {
+		return "no-bootstrap-data", nil
+	}
+	if verr := validateUserData(data); verr != nil {
+		s.Counters.Add(GuestBootFailures, 1)
+		return "bootstrap-failed: " + verr.Error(), nil
+	}
+	text := bootstrapText(data)
+	if !runsKubeadm(text) {
+		return "booted", nil
+	}
+	kubelet, err := guestKubeadm(ref, img, known, data, text)
+	if err == nil && s.Joiner != nil {
+		withKubelet := *data
+		withKubelet.Kubelet, withKubelet.Init = kubelet, strings.Contains(text, "kubeadm init")
+		err = s.Joiner.Join(ctx, vmi, withKubelet)
+		if err == nil {
+			s.Counters.Add(GuestsJoined, 1)
+		}
+	}
+	var refusal *KubeadmRefusedError
+	if errors.As(err, &refusal) {
+		s.Counters.Add(GuestBootFailures, 1)
+		return "bootstrap-failed: " + refusal.Reason, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("guest of %s joining its cluster: %w", vmi.Name, err)
+	}
+	return "joined", nil
 }
 
 // reportBoot records the guest's outcome on the VMI and the guest agent's
@@ -110,7 +148,9 @@ func (s *Simulator) reportBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 		vmi.Annotations = map[string]string{}
 	}
 	vmi.Annotations[GuestAnnotation] = outcome
-	setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue})
+	if agent, _ := s.agents.Load(vmi.UID); agent == true {
+		setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue})
+	}
 	if err := s.handler.Update(ctx, vmi); apierrors.IsConflict(err) {
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	} else if err != nil {
@@ -120,11 +160,12 @@ func (s *Simulator) reportBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 }
 
 // answersProbe says whether a booted guest passes its VMI's readiness
-// probe: the guest agent answers a ping; an exec probe (a kubelet health
-// check) passes only on a guest that joined its cluster.
-func answersProbe(vmi *kubevirtv1.VirtualMachineInstance, outcome string) bool {
+// probe, both of which KubeVirt runs through the guest agent: the agent
+// answers a ping; an exec probe (a kubelet health check) passes only on a
+// guest that joined its cluster.
+func answersProbe(vmi *kubevirtv1.VirtualMachineInstance, outcome string, agent bool) bool {
 	p := vmi.Spec.ReadinessProbe
-	return p != nil && (p.GuestAgentPing != nil || p.Exec != nil && outcome == "joined")
+	return p != nil && agent && (p.GuestAgentPing != nil || p.Exec != nil && outcome == "joined")
 }
 
 // probeLauncher has the kubelet run the launcher pod's readiness probe
@@ -150,10 +191,12 @@ func (s *Simulator) resumeGuest(ctx context.Context, vmi *kubevirtv1.VirtualMach
 	if _, seen := s.booted.LoadOrStore(vmi.UID, outcome); seen {
 		return nil
 	}
-	s.probes.Store(vmi.UID, answersProbe(vmi, outcome))
+	agent := vmiConditionTrue(vmi, kubevirtv1.VirtualMachineInstanceAgentConnected)
+	s.agents.Store(vmi.UID, agent)
+	s.probes.Store(vmi.UID, answersProbe(vmi, outcome, agent))
 	data, err := s.userData(ctx, vmi)
 	if err == nil && data != nil && outcome == "joined" && s.Joiner != nil {
-		err = s.Joiner.Join(ctx, vmi, *data)
+		err = s.rejoin(ctx, vmi, data)
 	}
 	if err != nil {
 		s.booted.Delete(vmi.UID)
@@ -161,6 +204,24 @@ func (s *Simulator) resumeGuest(ctx context.Context, vmi *kubevirtv1.VirtualMach
 	}
 	s.startSSH(vmi, data, outcome)
 	return nil
+}
+
+// rejoin puts a guest that joined under an earlier simulator back into its
+// cluster with the kubelet it had.
+func (s *Simulator) rejoin(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, data *Bootstrap) error {
+	ref, err := s.rootImage(ctx, vmi)
+	if err != nil {
+		return err
+	}
+	img, known := s.Images.Lookup(ref)
+	text := bootstrapText(data)
+	kubelet, err := guestKubeadm(ref, img, known, data, text)
+	if err != nil {
+		return err
+	}
+	withKubelet := *data
+	withKubelet.Kubelet, withKubelet.Init = kubelet, strings.Contains(text, "kubeadm init")
+	return s.Joiner.Join(ctx, vmi, withKubelet)
 }
 
 func runningSince(vmi *kubevirtv1.VirtualMachineInstance) time.Time {

@@ -202,3 +202,12 @@ func setVMICondition(vmi *kubevirtv1.VirtualMachineInstance, c kubevirtv1.Virtua
 	c.LastTransitionTime = metav1.Now()
 	vmi.Status.Conditions = append(vmi.Status.Conditions, c)
 }
+
+func vmiConditionTrue(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) bool {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -75,6 +75,8 @@ type Simulator struct {
 	log      logr.Logger
 	Counters *Counters
 	ips      *ipAllocator
+	// Images says what each node image holds; tests add their own.
+	Images *Catalog
 	// Joiner makes a guest with valid bootstrap data join its cluster; nil
 	// means guests boot but join nothing.
 	Joiner Joiner
@@ -86,6 +88,8 @@ type Simulator struct {
 	// booted holds, by VMI UID, the outcome of each guest this simulator
 	// booted or resumed.
 	booted sync.Map
+	// agents says, by VMI UID, whether the guest runs the guest agent.
+	agents sync.Map
 	// probes says, by VMI UID, whether the guest answers its readiness
 	// probe.
 	probes sync.Map
@@ -100,7 +104,7 @@ type Simulator struct {
 
 // New returns a simulator; call SetupWithManager to run it.
 func New(opts Options) *Simulator {
-	return &Simulator{opts: opts, Counters: NewCounters(), ips: newIPAllocator(opts.PodCIDR, opts.MultusCIDR), lb: newLoadBalancer(),
+	return &Simulator{opts: opts, Counters: NewCounters(), ips: newIPAllocator(opts.PodCIDR, opts.MultusCIDR), lb: newLoadBalancer(), Images: NewCatalog(),
 		kubeletResync: make(chan event.GenericEvent)}
 }
 

@@ -46,7 +46,7 @@ func readCredentials(data *Bootstrap) guestCredentials {
 	if data.Format == "ignition" {
 		creds.readIgnition(data.Data, 0)
 	} else {
-		creds.readCloudInit(data.Data, "", nil, 0)
+		creds.readCloudInit(data.Data)
 	}
 	return creds
 }
@@ -72,16 +72,15 @@ func (c *guestCredentials) setHostKey(pemData []byte) {
 	}
 }
 
-// readCloudInit reads one MIME entity: multipart documents part by part
-// (nested ones too), cloud-config parts for ssh_keys and users. An empty
-// contentType means bare user data, classified by its start as cloud-init
-// does.
-func (c *guestCredentials) readCloudInit(body []byte, contentType string, params map[string]string, depth int) {
+// walkCloudInit visits the documents of cloud-init user data: multipart
+// documents part by part (nested ones too, base64 parts decoded), each
+// leaf with its content type. An empty contentType means bare user data,
+// classified by its start as cloud-init does.
+func walkCloudInit(body []byte, contentType string, params map[string]string, depth int, visit func(body []byte, contentType string)) {
 	if depth > maxUserDataDepth {
 		return
 	}
 	start := strings.ToLower(strings.TrimLeft(string(body), " \t\r\n"))
-	sniffed := contentType == "" || contentType == "text/x-not-multipart" || contentType == "text/plain"
 	switch {
 	case strings.HasPrefix(contentType, "multipart/"):
 		r := multipart.NewReader(bytes.NewReader(body), params["boundary"])
@@ -93,11 +92,9 @@ func (c *guestCredentials) readCloudInit(body []byte, contentType string, params
 			}
 			ct, ps, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
 			if b, err := decodeTransfer(part.Header.Get("Content-Transfer-Encoding"), part); err == nil {
-				c.readCloudInit(b, ct, ps, depth+1)
+				walkCloudInit(b, ct, ps, depth+1, visit)
 			}
 		}
-	case contentType == "text/cloud-config" || sniffed && strings.HasPrefix(start, "#cloud-config"):
-		c.readCloudConfig(body)
 	case contentType == "" && (strings.HasPrefix(start, "content-type:") || strings.HasPrefix(start, "mime-version:")):
 		msg, err := mail.ReadMessage(bytes.NewReader(body))
 		if err != nil {
@@ -105,9 +102,23 @@ func (c *guestCredentials) readCloudInit(body []byte, contentType string, params
 		}
 		ct, ps, _ := mime.ParseMediaType(msg.Header.Get("Content-Type"))
 		if b, err := decodeTransfer(msg.Header.Get("Content-Transfer-Encoding"), msg.Body); err == nil && ct != "" {
-			c.readCloudInit(b, ct, ps, depth+1)
+			walkCloudInit(b, ct, ps, depth+1, visit)
 		}
+	default:
+		visit(body, contentType)
 	}
+}
+
+// readCloudInit reads the cloud-config documents of user data for
+// ssh_keys and users.
+func (c *guestCredentials) readCloudInit(body []byte) {
+	walkCloudInit(body, "", nil, 0, func(doc []byte, contentType string) {
+		start := strings.ToLower(strings.TrimLeft(string(doc), " \t\r\n"))
+		sniffed := contentType == "" || contentType == "text/x-not-multipart" || contentType == "text/plain"
+		if contentType == "text/cloud-config" || sniffed && strings.HasPrefix(start, "#cloud-config") {
+			c.readCloudConfig(doc)
+		}
+	})
 }
 
 func decodeTransfer(encoding string, r io.Reader) ([]byte, error) {

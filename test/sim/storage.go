@@ -41,11 +41,15 @@ const (
 	annSelectedNode       = "volume.kubernetes.io/selected-node"
 	annProvisionedBy      = "pv.kubernetes.io/provisioned-by"
 	annDefaultClass       = "storageclass.kubernetes.io/is-default-class"
-	annContent            = "sim.capkv.io/content"
 	annCloneType          = "cdi.kubevirt.io/cloneType"
 	annCloneFallback      = "cdi.kubevirt.io/cloneFallbackReason"
 	volumeSnapshotClasses = "volumesnapshotclasses"
 )
+
+// ContentAnnotation records on a claim what it was filled with: the source
+// of an import (its URL), copied by every clone, or "blank". A claim made
+// outside CDI can carry it to say which image it holds.
+const ContentAnnotation = "sim.capkv.io/content"
 
 var volumeSnapshotClassGVK = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotClassList"}
 

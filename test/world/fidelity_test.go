@@ -189,23 +189,33 @@ func TestSchedulingByTheRealScheduler(t *testing.T) {
 	g.Expect(perNode).To(Equal(map[string]int{"infra-a": 2, "infra-b": 2, "infra-c": 2}))
 }
 
-// TestGuestBootstrap checks a valid cloud-config boots and an invalid one
-// leaves a running VM that never joins.
+// TestGuestBootstrap checks a valid cloud-config boots and joins, and that an
+// invalid one, or kubeadm missing from the image, leaves a running VM that
+// never joins.
 func TestGuestBootstrap(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
-	withUserData := func(name, data string) *kubevirtv1.VirtualMachine {
+	withUserData := func(name, data string, image func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-userdata", Namespace: ns}, Data: map[string][]byte{"userdata": []byte(data)}}
 		g.Expect(w.Env.Client.Create(context.Background(), secret)).To(Succeed())
 		v := vm(ns, name, func(v *kubevirtv1.VirtualMachine) {
+			if image != nil {
+				image(v)
+			}
 			v.Spec.Template.Spec.Volumes = append(v.Spec.Template.Spec.Volumes, kubevirtv1.Volume{Name: "cloudinit", VolumeSource: kubevirtv1.VolumeSource{
 				CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserDataSecretRef: &corev1.LocalObjectReference{Name: secret.Name}}}})
 		})
 		g.Expect(w.Env.Client.Create(context.Background(), v)).To(Succeed())
 		return v
 	}
-	good := withUserData("good", "#cloud-config\nruncmd:\n- kubeadm join\n")
-	bad := withUserData("bad", "#cloud-config\nruncmd: [unclosed\n")
+	good := withUserData("good", "#cloud-config\nruncmd:\n- kubeadm join\n", withKubernetesImage)
+	bad := withUserData("bad", "#cloud-config\nruncmd: [unclosed\n", withKubernetesImage)
+	// vm's stock Ubuntu image carries no Kubernetes: kubeadm is missing
+	// unless the data installs it.
+	stock := withUserData("stock", "#cloud-config\nruncmd:\n- kubeadm join\n", nil)
+	installs := withUserData("installs", "#cloud-config\nruncmd:\n"+
+		"- echo 'deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/v1.34/deb/ /' > /etc/apt/sources.list.d/kubernetes.list\n"+
+		"- apt-get update && apt-get install -y containerd kubelet=1.34.1-1.1 kubeadm=1.34.1-1.1\n- kubeadm join\n", nil)
 	guest := func(v *kubevirtv1.VirtualMachine) func() string {
 		return func() string {
 			vmi := vmiOf(g, v)()
@@ -218,6 +228,17 @@ func TestGuestBootstrap(t *testing.T) {
 	g.Eventually(guest(good), 30*time.Second).Should(Equal("joined"))
 	g.Eventually(guest(bad), 30*time.Second).Should(HavePrefix("bootstrap-failed: cloud-config is not valid YAML"))
 	g.Expect(vmiOf(g, bad)()).To(phase(kubevirtv1.Running), "a guest with bad data still runs")
+	g.Eventually(guest(stock), 30*time.Second).Should(HavePrefix("bootstrap-failed: kubeadm: command not found"))
+	g.Expect(vmiOf(g, stock)()).To(phase(kubevirtv1.Running), "a guest without kubeadm still runs")
+	g.Expect(vmiOf(g, stock)().Status.Conditions).NotTo(ContainElement(HaveField("Type", kubevirtv1.VirtualMachineInstanceAgentConnected)),
+		"the stock image has no guest agent")
+	g.Eventually(guest(installs), 30*time.Second).Should(Equal("joined"), "the data installs kubeadm and a runtime")
+}
+
+// withKubernetesImage boots a VM from an image-builder image with
+// Kubernetes v1.34.1.
+func withKubernetesImage(v *kubevirtv1.VirtualMachine) {
+	v.Spec.Template.Spec.Volumes[0].ContainerDisk.Image = "quay.io/capk/ubuntu-2404-container-disk:v1.34.1"
 }
 
 func dataVolume(ns, name string, storageClass string, source *cdiv1.DataVolumeSource) *cdiv1.DataVolume {

@@ -45,11 +45,19 @@ var (
 )
 
 // Join implements sim.Joiner.
-func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, _ sim.Bootstrap) error {
+func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, data sim.Bootstrap) error {
 	member, ok, err := j.memberOf(ctx, vmi)
 	if err != nil || !ok {
 		// Not a tenant machine: it boots and joins nothing.
 		return err
+	}
+	// kubeadm checks its kubelet against the version Cluster API asked
+	// for; the Node then reports the kubelet the guest really runs.
+	if err := sim.CheckVersionSkew(data.Kubelet, member.Version, data.Init); err != nil {
+		return err
+	}
+	if data.Kubelet != "" {
+		member.Version = data.Kubelet
 	}
 	if !j.workloads.Has(member.Cluster) {
 		if err := j.workloads.ensureBehindLoadBalancer(ctx, j.infra, vmi.Namespace, member.Cluster); err != nil {

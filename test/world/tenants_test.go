@@ -96,6 +96,7 @@ func TestGuestOfAnotherProviderJoins(t *testing.T) {
 		Data: map[string][]byte{"userdata": []byte("#cloud-config\nruncmd:\n- kubeadm join\n")}}
 	g.Expect(w.Env.Client.Create(ctx, data)).To(Succeed())
 	g.Expect(w.Env.Client.Create(ctx, vm(ns, "other-vm-0", func(v *kubevirtv1.VirtualMachine) {
+		withKubernetesImage(v)
 		v.Spec.Template.Spec.Volumes = append(v.Spec.Template.Spec.Volumes, kubevirtv1.Volume{Name: "cloudinit", VolumeSource: kubevirtv1.VolumeSource{
 			CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserDataSecretRef: &corev1.LocalObjectReference{Name: data.Name}}}})
 	}))).To(Succeed())
@@ -105,5 +106,5 @@ func TestGuestOfAnotherProviderJoins(t *testing.T) {
 	}, 30*time.Second).Should(Succeed())
 	node, err := w.Workloads.Node(ctx, key, "other-vm-0")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(node.Status.NodeInfo.KubeletVersion).To(Equal("v1.34.1"), "the version comes from the Machine")
+	g.Expect(node.Status.NodeInfo.KubeletVersion).To(Equal("v1.34.1"), "the kubelet of the image")
 }
