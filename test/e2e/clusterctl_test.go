@@ -36,6 +36,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -221,26 +222,58 @@ var _ = Describe("clusterctl describe", func() {
 
 	It("shows why a machine waits for a bad image, on its KubevirtMachine", func() {
 		ns := newNamespace(ctx, "e2e-bad-image-")
-		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE_URL": "https://images.example.com/" + sim.FailBadImage + ".qcow2"},
+		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE": "docker://images.example.com/" + sim.FailBadImage + ":v1.34.1"},
 			"generate", "cluster", "bad", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 		km := &infrav1.KubevirtMachine{}
-		Eventually(func() string {
-			kms := &infrav1.KubevirtMachineList{}
-			Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
-			if len(kms.Items) == 0 {
-				return ""
-			}
-			*km = kms.Items[0]
-			return conditions.GetMessage(km, infrav1.VirtualMachineReadyCondition)
-		}).WithTimeout(timeout).WithPolling(time.Second).Should(ContainSubstring("unknown image format"))
+		Eventually(firstMachine(ctx, ns, km, func() string { return conditions.GetMessage(km, infrav1.VirtualMachineReadyCondition) })).
+			WithTimeout(timeout).WithPolling(time.Second).Should(ContainSubstring("unknown image format"))
 		out, err = cc.Run(ctx, "describe", "cluster", "bad", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
 		Expect(err).NotTo(HaveOccurred())
 		expectDescribed(out, "KubevirtMachine "+ns+"/"+km.Name, km.Status.Conditions, infrav1.VirtualMachineReadyCondition)
 		deleteCluster(ctx, ns, "bad")
 	})
+
+	It("shows why a stock cloud image without Kubernetes never joins", func() {
+		const stock = "docker://quay.io/containerdisks/ubuntu:24.04"
+		ns := newNamespace(ctx, "e2e-stock-image-")
+		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE": stock},
+			"generate", "cluster", "stock", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		km := &infrav1.KubevirtMachine{}
+		Eventually(firstMachine(ctx, ns, km, func() string { return conditions.GetReason(km, infrav1.NodeJoinedCondition) })).
+			WithTimeout(timeout).WithPolling(time.Second).Should(Equal(infrav1.NodeNotJoinedReason), func() string { return describe(ctx, ns) })
+		Expect(conditions.GetMessage(km, infrav1.NodeJoinedCondition)).To(SatisfyAll(ContainSubstring(stock), ContainSubstring("v1.34.1"),
+			ContainSubstring("docs/images.md")), "the message names the image and the version it must carry")
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vmi)).To(Succeed())
+		Expect(vmi.Annotations[sim.GuestAnnotation]).To(ContainSubstring("kubeadm: command not found"), "the guest booted and kubeadm was not there")
+		machines := &clusterv1.MachineList{}
+		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		Expect(machines.Items).To(HaveLen(1))
+		Expect(machines.Items[0].Status.NodeRef.IsDefined()).To(BeFalse(), "no Node ever joined")
+		out, err = cc.Run(ctx, "describe", "cluster", "stock", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
+		Expect(err).NotTo(HaveOccurred())
+		expectDescribed(out, "KubevirtMachine "+ns+"/"+km.Name, km.Status.Conditions, infrav1.NodeJoinedCondition)
+		deleteCluster(ctx, ns, "stock")
+	})
 })
+
+// firstMachine reads the namespace's first KubevirtMachine into km and
+// returns what read says of it, "" while there is none.
+func firstMachine(ctx context.Context, ns string, km *infrav1.KubevirtMachine, read func() string) func() string {
+	return func() string {
+		kms := &infrav1.KubevirtMachineList{}
+		Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
+		if len(kms.Items) == 0 {
+			return ""
+		}
+		*km = kms.Items[0]
+		return read()
+	}
+}
 
 // describedObject is a tree line naming an object; an object named in a
 // condition's message, further right, is not one.

@@ -52,9 +52,18 @@ import (
 
 // goldenVolumes counts the golden image DataVolumes in a namespace.
 func goldenVolumes(ctx context.Context, ns string) int {
+	return len(goldenVolumeNames(ctx, ns))
+}
+
+// goldenVolumeNames names the golden image DataVolumes in a namespace.
+func goldenVolumeNames(ctx context.Context, ns string) []string {
 	dvs := &cdiv1.DataVolumeList{}
 	Expect(c.List(ctx, dvs, client.InNamespace(ns), client.HasLabels{golden.Label})).To(Succeed())
-	return len(dvs.Items)
+	names := make([]string, 0, len(dvs.Items))
+	for _, dv := range dvs.Items {
+		names = append(names, dv.Name)
+	}
+	return names
 }
 
 var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
@@ -139,7 +148,9 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		tmpl := &infrav1.KubevirtMachineTemplate{}
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, tmpl)).To(Succeed())
 		next := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-md-0-v2"}, Spec: tmpl.Spec}
-		next.Spec.Template.Spec.RootDisk.Image.HTTP.URL += "?v2"
+		// The same Kubernetes version on Ubuntu 22.04: another image.
+		image := next.Spec.Template.Spec.RootDisk.Image.Registry
+		image.URL = strings.Replace(image.URL, "ubuntu-2404", "ubuntu-2204", 1)
 		Expect(c.Create(ctx, next)).To(Succeed())
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			md := &clusterv1.MachineDeployment{}

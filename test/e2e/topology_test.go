@@ -42,7 +42,13 @@ import (
 
 var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 	ctx := context.Background()
-	const name = "topo"
+	const (
+		name = "topo"
+		// topologyRepository and topologyVersion make the class's image
+		// reference: the repository tagged with the cluster's version.
+		topologyRepository = "images.example.com/topology-first"
+		topologyVersion    = "v1.34.1"
+	)
 	var (
 		ns        string
 		generated string
@@ -59,9 +65,11 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 		ns = newNamespace(ctx, "e2e-topology-")
 		imports = w.Sim.Counters.Get(sim.Imports)
 		var err error
-		// An image URL of its own, so that the import count is this
-		// cluster's alone.
-		generated, err = cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE_URL": "https://images.example.com/topology-first.qcow2"},
+		// An image repository of its own, so that the import count is
+		// this cluster's alone; its images carry Kubernetes as
+		// image-builder's do.
+		w.Sim.Images.AddVersioned(topologyRepository, sim.Image{OS: "Ubuntu 24.04", Reads: "cloud-init", Runtime: true, GuestAgent: true})
+		generated, err = cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE_REPOSITORY": "docker://" + topologyRepository},
 			"generate", "cluster", name, "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--flavor", "topology", "--worker-machine-count", "1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(generated).To(ContainSubstring("kind: ClusterClass"), "clusterctl adds the class the cluster names")
@@ -81,7 +89,7 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 		Expect(kc.Spec.ControlPlaneServiceTemplate.Spec.Type).To(BeEquivalentTo("LoadBalancer"), "the controlPlaneEndpoint variable's default")
 		Expect(kc.Spec.Isolation.Mode).To(Equal(infrav1.IsolationEnabled), "the isolation variable's default")
 		for _, km := range kubevirtMachines(ctx, ns) {
-			Expect(km.Spec.RootDisk.Image.HTTP.URL).To(Equal("https://images.example.com/topology-first.qcow2"))
+			Expect(km.Spec.RootDisk.Image.Registry.URL).To(Equal("docker://"+topologyRepository+":"+topologyVersion), "the repository tagged with the version")
 			Expect(km.Spec.VirtualMachineTemplate.Spec.Template.Spec.EvictionStrategy).To(HaveValue(BeEquivalentTo("External")))
 		}
 		kept = topologyUIDs(ctx, ns)
@@ -93,11 +101,28 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 		Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(1), "three machines, one image, one import")
 	})
 
+	It("upgrades Kubernetes by topology.version alone: control plane first, then workers, each on its version's image", func() {
+		const next = "v1.35.0"
+		before := machineUIDs(ctx, ns)
+		oldGolden := goldenVolumeNames(ctx, ns)
+		Expect(oldGolden).To(HaveLen(1))
+		updateTopology(ctx, ns, name, func(t *clusterv1.Topology) { t.Version = next })
+		expectControlPlaneUpgraded(ctx, ns, next)
+		expectAllReplaced(ctx, ns, before, 3)
+		expectKubelets(ctx, ns, next)
+		for _, km := range kubevirtMachines(ctx, ns) {
+			Expect(km.Spec.RootDisk.Image.Registry.URL).To(Equal("docker://"+topologyRepository+":"+next), "KubevirtMachine %s", km.Name)
+		}
+		Eventually(func() []string { return goldenVolumeNames(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
+			Should(SatisfyAll(HaveLen(1), Not(ContainElements(oldGolden))), "the old version's golden image is collected after its retention")
+		Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(2), "one import per version")
+	})
+
 	It("rolls every machine to new templates when the image and CPU variables change, recreating nothing else", func() {
 		before := machineUIDs(ctx, ns)
 		cpTemplate, mdTemplate := infraTemplates(ctx, ns, name)
 		updateTopology(ctx, ns, name, func(t *clusterv1.Topology) {
-			setVariable(t, "image", `{"http":{"url":"https://images.example.com/topology-second.qcow2"}}`)
+			setVariable(t, "image", `{"http":{"url":"https://images.example.com/topology-second-kube-v1.34.1.qcow2"}}`)
 			setVariable(t, "machine", `{"cpu":3,"memory":"4Gi"}`)
 		})
 		Eventually(func() string {
@@ -111,7 +136,7 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 			tmpl := &infrav1.KubevirtMachineTemplate{}
 			Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tmplName}, tmpl)).To(Succeed())
 			Expect(tmpl.Generation).To(BeEquivalentTo(1), "the provider's templates are replaced, never changed")
-			Expect(tmpl.Spec.Template.Spec.RootDisk.Image.HTTP.URL).To(Equal("https://images.example.com/topology-second.qcow2"))
+			Expect(tmpl.Spec.Template.Spec.RootDisk.Image.HTTP.URL).To(Equal("https://images.example.com/topology-second-kube-v1.34.1.qcow2"))
 		}
 		for _, km := range kubevirtMachines(ctx, ns) {
 			vm := &kubevirtv1.VirtualMachine{}
@@ -119,7 +144,7 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 			Expect(vm.Spec.Template.Spec.Domain.CPU.Cores).To(BeEquivalentTo(3), "VM %s", vm.Name)
 		}
 		Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
-		Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(2), "one import per distinct image")
+		Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(3), "one import per distinct image")
 	})
 
 	It("rebases the cluster onto a second version of the class", func() {

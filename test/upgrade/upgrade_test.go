@@ -101,7 +101,10 @@ var _ = Describe("clusterctl upgrade", Ordered, func() {
 		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-upgrade-"}}
 		Expect(w.Env.Client.Create(ctx, namespace)).To(Succeed())
 		ns = namespace.Name
-		out, err := cc.Run(ctx, "generate", "cluster", "up", "--infrastructure", "kubevirt:"+previousVersion, "-n", ns, "--worker-machine-count", "1")
+		// The previous release's flavor defaults to a stock cloud image,
+		// which never joins; its users set an image with Kubernetes.
+		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE_URL": "https://images.example/ubuntu-2404-kube-v1.34.1.qcow2"},
+			"generate", "cluster", "up", "--infrastructure", "kubevirt:"+previousVersion, "-n", ns, "--worker-machine-count", "1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, w.Env.Client, []byte(out))).To(Succeed())
 	})

@@ -69,7 +69,8 @@ func TestClusterClassPatches(t *testing.T) {
 		{name: "kubevirt-worker", holder: md("spec.template.spec.bootstrap.configRef"), mdClass: "default-worker"},
 	}
 	defaults := map[string]string{
-		"image":                `{"http":{"url":"https://images.example.com/node.qcow2"}}`,
+		"imageRepository":      `"docker://quay.io/capk/ubuntu-2404-container-disk"`,
+		"installKubernetes":    `false`,
 		"rootDisk":             `{"size":"20Gi"}`,
 		"machine":              `{"cpu":2,"memory":"4Gi"}`,
 		"controlPlaneEndpoint": `{"serviceType":"LoadBalancer"}`,
@@ -85,6 +86,9 @@ func TestClusterClassPatches(t *testing.T) {
 	placed["placement"] = `{"podAntiAffinityPreset":"hard","nodeAffinityPreset":{"type":"soft","key":"pool","values":["tenants"]},` +
 		`"topologySpread":{"policy":"Hard","topologyKey":"topology.kubernetes.io/zone"}}`
 	placed["preset"] = `{"name":"density","memoryOvercommitPercent":200}`
+	stockInstall := maps.Clone(defaults)
+	stockInstall["image"] = `{"registry":{"url":"docker://quay.io/containerdisks/ubuntu:24.04"}}`
+	stockInstall["installKubernetes"] = `true`
 	everything := map[string]string{
 		"image":                `{"registry":{"url":"docker://registry.example.com/node:v1.34.1"}}`,
 		"rootDisk":             `{"size":"30Gi","storageClass":"fast"}`,
@@ -110,12 +114,18 @@ func TestClusterClassPatches(t *testing.T) {
 				g.Expect(field(u, "spec", "template", "spec", "controlPlaneServiceTemplate", "spec", "type")).To(Equal("LoadBalancer"))
 				g.Expect(field(u, "spec", "template", "spec", "isolation", "mode")).To(Equal("Enabled"))
 			case role.name == "kubevirt-default-worker":
-				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "image", "http", "url")).To(Equal("https://images.example.com/node.qcow2"))
+				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "image", "registry", "url")).To(Equal("docker://quay.io/capk/ubuntu-2404-container-disk:"+classVersion),
+					"the repository tagged with the MachineDeployment's version")
 				g.Expect(field(u, "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "cpu", "cores")).To(BeEquivalentTo(2))
 				g.Expect(field(u, "spec", "template", "spec", "evacuation")).To(Equal(map[string]any{
 					"action": "RestartVM", "tenantDrainTimeoutSeconds": int64(600), "liveMigrationTimeoutSeconds": int64(600)}))
 			case role.name == "kubevirt-control-plane" && u.GetKind() == "KubevirtMachineTemplate":
 				g.Expect(field(u, "spec", "template", "spec", "evacuation", "action")).To(Equal("ReplaceMachine"))
+				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "image", "registry", "url")).To(Equal("docker://quay.io/capk/ubuntu-2404-container-disk:"+classVersion),
+					"the repository tagged with the control plane's version")
+			case u.GetKind() == "KubeadmConfigTemplate", u.GetKind() == "KubeadmControlPlaneTemplate":
+				g.Expect(field(u, "spec", "template", "spec", "preKubeadmCommands")).To(BeNil(), "nothing is installed by default")
+				g.Expect(field(u, "spec", "template", "spec", "kubeadmConfigSpec", "preKubeadmCommands")).To(BeNil(), "nothing is installed by default")
 			}
 		}},
 		{"every variable set", everything, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
@@ -150,6 +160,24 @@ func TestClusterClassPatches(t *testing.T) {
 				g.Expect(field(u, "spec", "template", "spec", "evacuation", "tenantDrainTimeoutSeconds")).To(BeEquivalentTo(0))
 				g.Expect(field(u, "spec", "template", "spec", "evacuation", "liveMigrationTimeoutSeconds")).To(BeEquivalentTo(120))
 			}
+		}},
+		{"a stock image with Kubernetes installed at first boot", stockInstall, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
+			var commands any
+			switch u.GetKind() {
+			case "KubeadmConfigTemplate":
+				commands = field(u, "spec", "template", "spec", "preKubeadmCommands")
+			case "KubeadmControlPlaneTemplate":
+				commands = field(u, "spec", "template", "spec", "kubeadmConfigSpec", "preKubeadmCommands")
+			case "KubevirtMachineTemplate":
+				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "image", "registry", "url")).To(Equal("docker://quay.io/containerdisks/ubuntu:24.04"))
+				return
+			default:
+				return
+			}
+			g.Expect(commands).To(ContainElements(
+				ContainSubstring("apt-get install -y apt-transport-https ca-certificates curl gpg containerd"),
+				ContainSubstring("https://pkgs.k8s.io/core:/stable:/v1.34/deb/ /"),
+				ContainSubstring("kubelet=1.34.1-1.1 kubeadm=1.34.1-1.1")), "%s installs the machine's version", u.GetKind())
 		}},
 		{"placement and preset", placed, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
 			if u.GetKind() != "KubevirtMachineTemplate" {
@@ -187,14 +215,20 @@ func TestClusterClassPatches(t *testing.T) {
 	}
 }
 
+// classVersion is the Kubernetes version of the control plane and the
+// MachineDeployments the patches are applied for.
+const classVersion = "v1.34.1"
+
 // applyPatch runs one ClusterClass patch through Cluster API's inline
 // generator for a template in its role and applies the JSON patches it
 // returns.
 func applyPatch(g Gomega, patch *clusterv1.ClusterClassPatch, role classTemplate, vars []runtimehooksv1.Variable, u *unstructured.Unstructured) *unstructured.Unstructured {
 	item := runtimehooksv1.GeneratePatchesRequestItem{UID: types.UID("t"), HolderReference: role.holder, Object: runtime.RawExtension{Object: u}}
+	builtin := `{"controlPlane":{"version":"` + classVersion + `"}}`
 	if role.mdClass != "" {
-		item.Variables = []runtimehooksv1.Variable{{Name: "builtin", Value: apiextensionsv1.JSON{Raw: []byte(`{"machineDeployment":{"class":"` + role.mdClass + `"}}`)}}}
+		builtin = `{"controlPlane":{"version":"` + classVersion + `"},"machineDeployment":{"class":"` + role.mdClass + `","version":"` + classVersion + `"}}`
 	}
+	item.Variables = []runtimehooksv1.Variable{{Name: "builtin", Value: apiextensionsv1.JSON{Raw: []byte(builtin)}}}
 	resp, err := inline.NewGenerator(patch).Generate(context.Background(), nil,
 		&runtimehooksv1.GeneratePatchesRequest{Variables: vars, Items: []runtimehooksv1.GeneratePatchesRequestItem{item}})
 	g.Expect(err).NotTo(HaveOccurred(), "patch %s", patch.Name)
