@@ -122,7 +122,7 @@ func checkFlavor(ctx context.Context, flavor string, kc *infrav1.KubevirtCluster
 		Expect(km.Status.GoldenImage).To(BeNil(), "no golden image")
 		dv := &cdiv1.DataVolume{}
 		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name + "-rootdisk"}, dv)).To(Succeed())
-		Expect(dv.Spec.Source.HTTP).NotTo(BeNil(), "the VM imported its own root disk")
+		Expect(dv.Spec.Source.Registry).NotTo(BeNil(), "the VM imported its own root disk, the flavor's container disk")
 	}
 }
 
