@@ -119,14 +119,9 @@ func (s *Simulator) runBootstrap(ctx context.Context, vmi *kubevirtv1.VirtualMac
 	if !runsKubeadm(text) {
 		return "booted", nil
 	}
-	kubelet, err := guestKubeadm(ref, img, known, data, text)
+	err := s.joinWithKubeadm(ctx, vmi, data, ref, img, known)
 	if err == nil && s.Joiner != nil {
-		withKubelet := *data
-		withKubelet.Kubelet, withKubelet.Init = kubelet, strings.Contains(text, "kubeadm init")
-		err = s.Joiner.Join(ctx, vmi, withKubelet)
-		if err == nil {
-			s.Counters.Add(GuestsJoined, 1)
-		}
+		s.Counters.Add(GuestsJoined, 1)
 	}
 	var refusal *KubeadmRefusedError
 	if errors.As(err, &refusal) {
@@ -214,9 +209,16 @@ func (s *Simulator) rejoin(ctx context.Context, vmi *kubevirtv1.VirtualMachineIn
 		return err
 	}
 	img, known := s.Images.Lookup(ref)
+	return s.joinWithKubeadm(ctx, vmi, data, ref, img, known)
+}
+
+// joinWithKubeadm runs kubeadm in the guest as its image and data allow,
+// then has the Joiner (when there is one) make it a Node with the kubelet
+// it runs. A *KubeadmRefusedError says kubeadm could not run or refused.
+func (s *Simulator) joinWithKubeadm(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, data *Bootstrap, ref string, img Image, known bool) error {
 	text := bootstrapText(data)
 	kubelet, err := guestKubeadm(ref, img, known, data, text)
-	if err != nil {
+	if err != nil || s.Joiner == nil {
 		return err
 	}
 	withKubelet := *data

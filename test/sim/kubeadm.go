@@ -18,7 +18,6 @@ package sim
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -145,8 +144,16 @@ func CheckVersionSkew(kubelet, want string, init bool) error {
 func bootstrapText(data *Bootstrap) string {
 	var buf bytes.Buffer
 	if data.Format == "ignition" {
-		buf.Write(data.Data)
-		ignitionFiles(&buf, data.Data, 0)
+		walkIgnition(data.Data, 0, func(cfg *guestIgnition, raw []byte) {
+			buf.Write(raw)
+			for _, f := range cfg.Storage.Files {
+				if b, err := decodeDataURL(f.Contents.Source); err == nil {
+					buf.WriteString("\n")
+					buf.Write(b)
+				}
+			}
+			buf.WriteString("\n")
+		})
 		return buf.String()
 	}
 	walkCloudInit(data.Data, "", nil, 0, func(doc []byte, _ string) {
@@ -154,34 +161,4 @@ func bootstrapText(data *Bootstrap) string {
 		buf.WriteString("\n")
 	})
 	return buf.String()
-}
-
-func ignitionFiles(buf *bytes.Buffer, data []byte, depth int) {
-	type source struct {
-		Source string `json:"source"`
-	}
-	var cfg struct {
-		Ignition struct {
-			Config struct{ Merge, Append []source }
-		}
-		Storage struct {
-			Files []struct{ Contents source }
-		}
-	}
-	if depth > maxUserDataDepth || json.Unmarshal(data, &cfg) != nil {
-		return
-	}
-	for _, f := range cfg.Storage.Files {
-		if b, err := decodeDataURL(f.Contents.Source); err == nil {
-			buf.WriteString("\n")
-			buf.Write(b)
-		}
-	}
-	for _, src := range append(cfg.Ignition.Config.Merge, cfg.Ignition.Config.Append...) {
-		if child, err := decodeDataURL(src.Source); err == nil {
-			buf.WriteString("\n")
-			buf.Write(child)
-			ignitionFiles(buf, child, depth+1)
-		}
-	}
 }

@@ -44,7 +44,7 @@ type guestCredentials struct {
 func readCredentials(data *Bootstrap) guestCredentials {
 	creds := guestCredentials{authorized: map[string]map[string]bool{}}
 	if data.Format == "ignition" {
-		creds.readIgnition(data.Data, 0)
+		creds.readIgnition(data.Data)
 	} else {
 		creds.readCloudInit(data.Data)
 	}
@@ -157,47 +157,60 @@ func (c *guestCredentials) readCloudConfig(body []byte) {
 	}
 }
 
-// readIgnition reads the host key file and the users of an Ignition config
-// and of the configs it merges (spec 3) or appends (spec 2) from data URLs.
-// A guest without network could fetch no other source.
-func (c *guestCredentials) readIgnition(data []byte, depth int) {
-	type source struct {
-		Source string `json:"source"`
+// guestIgnition is the part of an Ignition config (spec 2 or 3) the guest
+// acts on.
+type guestIgnition struct {
+	Ignition struct {
+		Config struct{ Merge, Append []ignitionSource }
 	}
-	var cfg struct {
-		Ignition struct {
-			Config struct{ Merge, Append []source }
-		}
-		Storage struct {
-			Files []struct {
-				Path     string
-				Contents source
-			}
-		}
-		Passwd struct {
-			Users []struct {
-				Name              string
-				SSHAuthorizedKeys []string `json:"sshAuthorizedKeys"`
-			}
+	Storage struct {
+		Files []struct {
+			Path     string
+			Contents ignitionSource
 		}
 	}
+	Passwd struct {
+		Users []struct {
+			Name              string
+			SSHAuthorizedKeys []string `json:"sshAuthorizedKeys"`
+		}
+	}
+}
+
+type ignitionSource struct {
+	Source string `json:"source"`
+}
+
+// walkIgnition visits an Ignition config, then the configs it merges (spec
+// 3) or appends (spec 2) from data URLs, in the order Ignition applies
+// them: merged configs come after their parent, so they win. A guest
+// without network could fetch no other source.
+func walkIgnition(data []byte, depth int, visit func(cfg *guestIgnition, raw []byte)) {
+	var cfg guestIgnition
 	if depth > maxUserDataDepth || json.Unmarshal(data, &cfg) != nil {
 		return
 	}
-	for _, f := range cfg.Storage.Files {
-		if key, err := decodeDataURL(f.Contents.Source); err == nil && f.Path == "/etc/ssh/ssh_host_ed25519_key" {
-			c.setHostKey(key)
-		}
-	}
-	for _, u := range cfg.Passwd.Users {
-		c.authorize(u.Name, u.SSHAuthorizedKeys)
-	}
-	// Merged configs are applied after their parent, so they win.
+	visit(&cfg, data)
 	for _, src := range append(cfg.Ignition.Config.Merge, cfg.Ignition.Config.Append...) {
 		if child, err := decodeDataURL(src.Source); err == nil {
-			c.readIgnition(child, depth+1)
+			walkIgnition(child, depth+1, visit)
 		}
 	}
+}
+
+// readIgnition reads the host key file and the users of an Ignition config
+// and of the configs it merges or appends.
+func (c *guestCredentials) readIgnition(data []byte) {
+	walkIgnition(data, 0, func(cfg *guestIgnition, _ []byte) {
+		for _, f := range cfg.Storage.Files {
+			if key, err := decodeDataURL(f.Contents.Source); err == nil && f.Path == "/etc/ssh/ssh_host_ed25519_key" {
+				c.setHostKey(key)
+			}
+		}
+		for _, u := range cfg.Passwd.Users {
+			c.authorize(u.Name, u.SSHAuthorizedKeys)
+		}
+	})
 }
 
 // decodeDataURL decodes an RFC 2397 data URL: percent-encoded, and base64
