@@ -47,7 +47,7 @@ import (
 func openInfra(ctx context.Context, clients *infracluster.Clients, recorder events.EventRecorder, obj outcome.Object,
 	ref *corev1.ObjectReference, vmNamespace string, user infracluster.User) infracluster.Access {
 	access := clients.Open(ctx, ref, obj.GetNamespace(), vmNamespace, user)
-	outcome.Record(recorder, obj, infrav1.InfraClusterAvailableCondition, access.Outcome)
+	outcome.RecordWarning(recorder, obj, infrav1.InfraClusterAvailableCondition, access.Outcome)
 	return access
 }
 

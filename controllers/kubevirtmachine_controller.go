@@ -29,8 +29,7 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
-	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/paused"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +38,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 )
 
 // KubevirtMachineReconciler reconciles KubevirtMachines.
@@ -70,11 +70,12 @@ type KubevirtMachineReconciler struct {
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Reconcile brings one KubevirtMachine towards its desired state.
-func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
+func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, rerr error) {
 	km := &infrav1.KubevirtMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, km); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Clients.Release(machineUser(req.NamespacedName))
+			r.Machines.ForgetStatus(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -104,32 +105,37 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	if cluster != nil {
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(machineOwner), "Cluster", klog.KObj(cluster)))
-		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, km); err != nil || isPaused || requeue {
-			return ctrl.Result{}, err
-		}
-	}
-	if km.DeletionTimestamp.IsZero() && cluster != nil {
-		if added, err := finalizers.EnsureFinalizer(ctx, r.Client, km, infrav1.MachineFinalizer); err != nil || added {
+		if annotations.IsPaused(cluster, km) {
+			_, _, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, km)
 			return ctrl.Result{}, err
 		}
 	}
 
-	helper, err := patch.NewHelper(km, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	stored := km.DeepCopy()
+	var o outcome.Outcome
 	defer func() {
 		summarize(km)
-		err := helper.Patch(ctx, km, patch.WithOwnedConditions{Conditions: []string{
-			infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition,
-			infrav1.BootstrapSucceededCondition, infrav1.ReadyCondition,
-			infrav1.LiveMigratableCondition, infrav1.MigratingCondition, infrav1.EvacuatingCondition,
-		}})
+		requeue, err := r.writeBack(ctx, stored, km, o)
 		if err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachine: %w", err)
 		}
+		if requeue > 0 && (result.RequeueAfter == 0 || requeue < result.RequeueAfter) {
+			result.RequeueAfter = requeue
+		}
 	}()
-
+	if cluster != nil {
+		markNotPaused(km)
+	}
+	if km.DeletionTimestamp.IsZero() && cluster != nil && controllerutil.AddFinalizer(km, infrav1.MachineFinalizer) {
+		// Nothing is created before the finalizer is stored, so nothing
+		// can outlive the machine. The providerID is known already (the
+		// VM's name), and goes in the same write; Cluster API reads it
+		// only once the machine is provisioned.
+		if km.Spec.ProviderID == nil {
+			km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + km.Name)
+		}
+		return ctrl.Result{}, nil
+	}
 	if !km.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(km, infrav1.MachineFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -145,7 +151,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			return ctrl.Result{}, err
 		}
 	}
-	o, err := r.Machines.Reconcile(ctx, scope)
+	o, err = r.Machines.Reconcile(ctx, scope)
 	return o.Result(), err
 }
 

@@ -85,7 +85,8 @@ func ValidateInfraNodeLabelKey(key string) error {
 // kubelet did not set one (no cloud provider in the tenant), so that Cluster
 // API can match Node and Machine, and the infra node's placement labels
 // (zone, region, the admin's extra keys), so tenant workloads can spread by
-// infra zone. The Node is found by its name, the VM's hostname. Until the
+// infra zone. The Node is found by its name, the VM's hostname, which it
+// returns once the Node carries the providerID. Until the
 // tenant cluster is reachable and the Node exists, this waits for the
 // ClusterCache's events. It looks every time, from the ClusterCache's cache,
 // because a Node that registers again (deleted, or the tenant's control
@@ -94,25 +95,25 @@ func ValidateInfraNodeLabelKey(key string) error {
 // than status.infraNodeName records (the instance's event brings the
 // machine here when it moves) or the tenant Node lost the labels, so a
 // steady state reads nothing more.
-func (s *Service) syncTenantNode(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) error {
+func (s *Service) syncTenantNode(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) (string, error) {
 	km := sc.KubevirtMachine
 	if sc.Cluster == nil || km.Spec.ProviderID == nil {
-		return nil
+		return "", nil
 	}
 	c, err := s.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(sc.Cluster))
 	if errors.Is(err, clustercache.ErrClusterNotConnected) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	hostname := NodeName(km)
 	node := &corev1.Node{}
 	if err := c.Get(ctx, types.NamespacedName{Name: hostname}, node); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil
+			return "", nil
 		}
-		return fmt.Errorf("reading tenant Node %s: %w", hostname, err)
+		return "", fmt.Errorf("reading tenant Node %s: %w", hostname, err)
 	}
 	before := node.DeepCopy()
 	switch node.Spec.ProviderID {
@@ -122,7 +123,7 @@ func (s *Service) syncTenantNode(ctx context.Context, sc *Scope, vmi *kubevirtv1
 	default:
 		// Someone else (a cloud controller manager) chose another ID; leave
 		// it, Cluster API will not match this Node to the Machine.
-		return fmt.Errorf("tenant Node %s has providerID %q, not %q", hostname, node.Spec.ProviderID, *km.Spec.ProviderID)
+		return "", fmt.Errorf("tenant Node %s has providerID %q, not %q", hostname, node.Spec.ProviderID, *km.Spec.ProviderID)
 	}
 	infraNodeName := ""
 	if vmi != nil {
@@ -132,19 +133,19 @@ func (s *Service) syncTenantNode(ctx context.Context, sc *Scope, vmi *kubevirtv1
 	if infraNodeName != "" && (!synced || km.Status.InfraNodeName != infraNodeName) {
 		infraNode, err := s.readInfraNode(ctx, sc, infraNodeName)
 		if err != nil {
-			return err
+			return "", err
 		}
 		applyInfraLabels(node, infraNode, s.InfraNodeLabels)
 	}
 	if !equality.Semantic.DeepEqual(before, node) {
 		if err := c.Patch(ctx, node, client.MergeFrom(before)); err != nil {
-			return fmt.Errorf("updating tenant Node %s: %w", hostname, err)
+			return "", fmt.Errorf("updating tenant Node %s: %w", hostname, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Updated the tenant Node's providerID and infra placement labels", "node", hostname, "infraNode", infraNodeName)
 	}
 	km.Status.InfraNodeName = infraNodeName
 	km.Status.NodeUpdated = true
-	return nil
+	return hostname, nil
 }
 
 // readInfraNode reads an infra node from the API server, not a cache: it is

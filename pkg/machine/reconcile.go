@@ -69,7 +69,7 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
-	if !found && km.Spec.ProviderID != nil {
+	if !found && vmCreated(km) {
 		// The cache may lag behind our own create; ask the API server.
 		if found, err = get(ctx, sc.Infra().APIReader, key, vm); err != nil {
 			return outcome.Outcome{}, err
@@ -95,14 +95,22 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	if km.Spec.ProviderID == nil {
 		km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
 	}
-	if err := s.adoptUserData(ctx, sc, vm); err != nil {
-		return outcome.Outcome{}, err
+	if o, err := s.keepUserData(ctx, sc, vm); err != nil || !o.IsDone() {
+		return s.recordVM(km, o), err
 	}
 	return s.observe(ctx, sc, vm)
 }
 
 func provisioned(km *infrav1.KubevirtMachine) bool {
 	return ptr.Deref(km.Status.Initialization.Provisioned, false)
+}
+
+// vmCreated reports whether the stored status shows that the machine's VM
+// was created: BootstrapSucceeded is set only from then on. Before the
+// status says so, a VM that is not found is created (again): it never
+// provisioned, so no Node can have taken its identity.
+func vmCreated(km *infrav1.KubevirtMachine) bool {
+	return provisioned(km) || conditions.Has(km, infrav1.BootstrapSucceededCondition)
 }
 
 // observe reports the state of an existing VM and runs the bootstrap check.
@@ -189,20 +197,27 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		return vmOutcome, nil
 	}
 	check := s.checkBootstrap(ctx, sc, vmi, state)
-	check = check.After(minRequeue(check.RequeueAfter, s.reportNodeJoin(sc, vmi).RequeueAfter))
 	if !check.IsDone() || !state.Ready {
+		check = check.After(minRequeue(check.RequeueAfter, s.reportNodeJoin(sc, vmi, "").RequeueAfter))
 		markNotProvisioned(km)
 		if vmOutcome.IsDone() {
 			return check, nil
 		}
 		return vmOutcome.After(check.RequeueAfter), nil
 	}
+	if !provisioned(km) {
+		s.Recorder.Eventf(km, vmi, corev1.EventTypeNormal, "Provisioned", "ProvisionVirtualMachine",
+			"VirtualMachine %s/%s runs and its bootstrap succeeded", vm.Namespace, vm.Name)
+	}
 	km.Status.Ready = true
 	km.Status.Initialization.Provisioned = ptr.To(true)
-	if err := s.syncTenantNode(ctx, sc, vmi); err != nil {
+	// The Node is usually there by now (kubeadm join finished before the
+	// bootstrap succeeded), so that NodeJoined goes with the same write.
+	node, err := s.syncTenantNode(ctx, sc, vmi)
+	if err != nil {
 		return outcome.Outcome{}, err
 	}
-	return check, nil
+	return check.After(minRequeue(check.RequeueAfter, s.reportNodeJoin(sc, vmi, node).RequeueAfter)), nil
 }
 
 // fromState is the outcome of a VM state read from KubeVirt and CDI.
@@ -234,7 +249,7 @@ func (sc *Scope) failureDomain() string {
 	return ""
 }
 
-// create writes the user data Secret and the VM, once the golden image,
+// create writes the VM and its user data Secret, once the golden image,
 // the bootstrap data and the clone permission are there. The outcome says
 // what it waits for.
 func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedName) (outcome.Outcome, error) {
@@ -280,8 +295,8 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if err != nil {
 		return outcome.Fail(infrav1.CreateFailedReason, err.Error()), nil
 	}
-	if wait, err := s.ensureUserDataSecret(ctx, sc, data); err != nil || !wait.IsDone() {
-		return wait, err
+	if conflict, err := s.userDataConflict(ctx, sc); err != nil || conflict.State == outcome.Failed {
+		return conflict, err
 	}
 	if err := infra.Client.Create(ctx, vm); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -299,7 +314,13 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		"created VirtualMachine %s on the %s", key, infraName(infra))
 	setBootstrap(km, metav1.ConditionFalse, infrav1.WaitingForBootstrapReason, "waiting for the VM instance to run")
 	markNotProvisioned(km)
-	return outcome.Wait(infrav1.PendingReason, "VirtualMachine created, waiting for KubeVirt"), s.adoptUserData(ctx, sc, vm)
+	// The Secret follows the VM, so that it is created with its owner and
+	// never written twice; the instance's pod mounts it and waits for it
+	// (docs/kubevirt-behaviour.md#cloud-init-secret-keys).
+	if o, err := s.ensureUserDataSecret(ctx, sc, data, vm); err != nil || !o.IsDone() {
+		return o, err
+	}
+	return outcome.Wait(infrav1.PendingReason, "VirtualMachine created, waiting for KubeVirt"), nil
 }
 
 func isControlPlane(m *clusterv1.Machine) bool {
@@ -317,23 +338,27 @@ func infraName(infra *infracluster.Infra) string {
 // recordVM sets the VirtualMachineReady condition from o, with an Event
 // when it changes, and returns o.
 func (s *Service) recordVM(km *infrav1.KubevirtMachine, o outcome.Outcome) outcome.Outcome {
-	outcome.Record(s.Recorder, km, infrav1.VirtualMachineReadyCondition, o)
+	outcome.RecordWarning(s.Recorder, km, infrav1.VirtualMachineReadyCondition, o)
 	return o
 }
 
-// reportNodeJoin sets NodeJoined from the Machine's nodeRef and how long the
-// instance has run.
-func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) outcome.Outcome {
-	node, version := "", ""
+// reportNodeJoin sets NodeJoined from the tenant Node found with the
+// machine's providerID (node, empty when none), else the Machine's nodeRef,
+// and how long the instance has run.
+func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, node string) outcome.Outcome {
+	version := ""
 	if sc.Machine != nil {
-		node, version = sc.Machine.Status.NodeRef.Name, sc.Machine.Spec.Version
+		version = sc.Machine.Spec.Version
+		if node == "" {
+			node = sc.Machine.Status.NodeRef.Name
+		}
 	}
 	timeout := s.NodeJoinTimeout
 	if timeout <= 0 {
 		timeout = DefaultNodeJoinTimeout
 	}
 	o := nodeJoin(node, runningFor(vmi, time.Now()), timeout, imageOf(sc.KubevirtMachine), version)
-	outcome.Record(s.Recorder, sc.KubevirtMachine, infrav1.NodeJoinedCondition, o)
+	outcome.RecordWarning(s.Recorder, sc.KubevirtMachine, infrav1.NodeJoinedCondition, o)
 	return o
 }
 

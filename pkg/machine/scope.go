@@ -84,7 +84,13 @@ type Service struct {
 	// NodeJoinTimeout is how long a running VM may go without a Node
 	// before NodeJoined warns; zero is DefaultNodeJoinTimeout.
 	NodeJoinTimeout time.Duration
+	// StatusSettleTime is how long a provisioning machine's status must
+	// stay at one step before it is written (HoldStatus); zero is
+	// DefaultStatusSettleTime, negative writes every step.
+	StatusSettleTime time.Duration
 
+	// holds keeps back status writes of provisioning machines.
+	holds statusHold
 	// turns lets one control plane machine at a time evacuate.
 	turns turnTable
 }

@@ -116,10 +116,12 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 	return data, outcome.Outcome{}, nil
 }
 
-// ensureUserDataSecret creates the user data Secret beside the VM. An
-// existing one of this machine is kept: bootstrap data of a machine does not
-// change. A same-named Secret of someone else is reported, never reused.
-func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData) (outcome.Outcome, error) {
+// ensureUserDataSecret creates the user data Secret beside its VM, owned by
+// it, so that it goes with the VM even if the provider is not there to
+// delete it. An existing one of this machine is kept (bootstrap data of a
+// machine does not change) and made the VM's; a same-named Secret of
+// someone else is reported, never reused.
+func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -129,7 +131,8 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 				infrav1.KubevirtMachineLabel:          km.Name,
 				infrav1.KubevirtMachineNamespaceLabel: km.Namespace,
 			},
-			Annotations: map[string]string{infrav1.OwnerAnnotation: vmbuilder.OwnerOf(km.Namespace, km.Name)},
+			Annotations:     map[string]string{infrav1.OwnerAnnotation: vmbuilder.OwnerOf(km.Namespace, km.Name)},
+			OwnerReferences: []metav1.OwnerReference{vmOwnerReference(vm)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{userDataKey: data.userData},
@@ -145,7 +148,6 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	if data.hostPublicKey != "" {
 		secret.Data[hostPublicKeyKey] = []byte(data.hostPublicKey)
 	}
-	created := outcome.Ready("", "")
 	err := sc.Infra().Client.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
 		existing := &corev1.Secret{}
@@ -153,24 +155,32 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 			return outcome.Outcome{}, err
 		}
 		if !s.ours(km, existing) {
-			return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-				"Secret %s/%s exists but was not created for this KubevirtMachine; rename or remove it", secret.Namespace, secret.Name)), nil
+			return nameConflict(secret), nil
 		}
-		return created, nil
+		return outcome.Ready("", ""), s.adoptUserData(ctx, sc, existing, vm)
 	}
 	if err != nil {
 		return outcome.Outcome{}, fmt.Errorf("creating user data Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
-	return created, nil
+	return outcome.Ready("", ""), nil
 }
 
-// adoptUserData makes the VM own its user data Secret, so that it goes
-// with the VM even if the provider is not there to delete it. On the
-// management cluster it reads the Secret's metadata from the manager's
+func nameConflict(secret client.Object) outcome.Outcome {
+	return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+		"Secret %s/%s exists but was not created for this KubevirtMachine; rename or remove it", secret.GetNamespace(), secret.GetName()))
+}
+
+func vmOwnerReference(vm *kubevirtv1.VirtualMachine) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID,
+		BlockOwnerDeletion: ptr.To(false)}
+}
+
+// existingUserData reads the metadata of the machine's user data Secret, nil
+// when there is none. On the management cluster it reads the manager's
 // cache, which watches Secret metadata anyway, so that a reconcile costs no
 // request; an external infra cluster is read directly, as the provider may
 // not be allowed to watch Secrets there.
-func (s *Service) adoptUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) error {
+func existingUserData(ctx context.Context, sc *Scope) (client.Object, error) {
 	var secret client.Object = &corev1.Secret{}
 	reader := sc.Infra().APIReader
 	if !sc.Infra().External {
@@ -178,20 +188,62 @@ func (s *Service) adoptUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.V
 		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		secret, reader = meta, sc.Infra().Cache
 	}
-	found, err := get(ctx, reader, types.NamespacedName{Namespace: vm.Namespace, Name: sc.UserDataSecretName()}, secret)
-	if err != nil || !found || !s.ours(sc.KubevirtMachine, secret) {
-		return err
+	found, err := get(ctx, reader, types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.UserDataSecretName()}, secret)
+	if err != nil || !found {
+		return nil, err
 	}
+	return secret, nil
+}
+
+// userDataConflict checks, before the VM is created, that no one else's
+// Secret has the name of the machine's user data: the VM would boot with it.
+func (s *Service) userDataConflict(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+	secret, err := existingUserData(ctx, sc)
+	if err != nil || secret == nil || s.ours(sc.KubevirtMachine, secret) {
+		return outcome.Ready("", ""), err
+	}
+	return nameConflict(secret), nil
+}
+
+// keepUserData makes sure the VM of a machine still provisioning has its
+// user data Secret: one whose create failed after the VM's is created now,
+// and one written by an earlier version without an owner is given the VM.
+func (s *Service) keepUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
+	secret, err := existingUserData(ctx, sc)
+	switch {
+	case err != nil:
+		return outcome.Outcome{}, err
+	case secret != nil:
+		if !s.ours(sc.KubevirtMachine, secret) {
+			return outcome.Ready("", ""), nil
+		}
+		return outcome.Ready("", ""), s.adoptUserData(ctx, sc, secret, vm)
+	case provisioned(sc.KubevirtMachine) || sc.Machine == nil:
+		return outcome.Ready("", ""), nil
+	}
+	// The Secret was created right after the VM, and the cache may not
+	// have seen it yet when the VM's event brings the machine here.
+	found, err := get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.UserDataSecretName()}, &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}})
+	if err != nil || found {
+		return outcome.Ready("", ""), err
+	}
+	data, wait, err := s.userData(ctx, sc)
+	if err != nil || data == nil {
+		return wait, err
+	}
+	return s.ensureUserDataSecret(ctx, sc, data, vm)
+}
+
+// adoptUserData makes the VM own its user data Secret where it does not yet.
+func (s *Service) adoptUserData(ctx context.Context, sc *Scope, secret client.Object, vm *kubevirtv1.VirtualMachine) error {
 	for _, o := range secret.GetOwnerReferences() {
 		if o.UID == vm.UID {
 			return nil
 		}
 	}
 	before := secret.DeepCopyObject().(client.Object)
-	secret.SetOwnerReferences(append(secret.GetOwnerReferences(), metav1.OwnerReference{
-		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID,
-		BlockOwnerDeletion: ptr.To(false),
-	}))
+	secret.SetOwnerReferences(append(secret.GetOwnerReferences(), vmOwnerReference(vm)))
 	// The copy may come from the cache: a stale one must not replace
 	// owners added since, so the patch carries its resourceVersion.
 	if err := sc.Infra().Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {

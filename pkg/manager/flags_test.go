@@ -53,3 +53,21 @@ func TestAddFlags(t *testing.T) {
 		t.Errorf("parsed %+v\nwant   %+v", o, want)
 	}
 }
+
+func TestScaleFlagDefaults(t *testing.T) {
+	var o Options
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	AddFlags(fs, &o)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if o.KubeAPIQPS != 100 || o.KubeAPIBurst != 200 || o.StatusSettleTime != 10*time.Second {
+		t.Errorf("defaults: qps %v, burst %d, status settle time %s; want 100, 200, 10s", o.KubeAPIQPS, o.KubeAPIBurst, o.StatusSettleTime)
+	}
+	if err := fs.Parse([]string{"--kube-api-qps=50", "--kube-api-burst=80", "--status-settle-time=-1s"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.KubeAPIQPS != 50 || o.KubeAPIBurst != 80 || o.StatusSettleTime != -time.Second {
+		t.Errorf("parsed: qps %v, burst %d, status settle time %s", o.KubeAPIQPS, o.KubeAPIBurst, o.StatusSettleTime)
+	}
+}

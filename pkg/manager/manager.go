@@ -125,6 +125,15 @@ type Options struct {
 	// GoldenImageConcurrency is the number of golden volumes reconciled at
 	// once.
 	GoldenImageConcurrency int
+	// StatusSettleTime is how long a provisioning machine's status must
+	// stay at one step before it is written; zero is the default (10s),
+	// negative writes every step.
+	StatusSettleTime time.Duration
+	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the
+	// management cluster and to each external infra cluster; zero keeps
+	// the client's own limits.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 
 	// RecheckInterval is how long to wait before looking again at what no
 	// event announces: the ssh bootstrap check, a clone permission, a golden
@@ -154,6 +163,8 @@ type InProcess struct {
 // New builds a manager with every CAPKV controller, webhook and health check
 // registered. It does not start it.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	setRateLimits(cfg, o)
 	s := scheme.New()
 	var defaultNamespaces map[string]cache.Config
 	if o.Namespace != "" {
@@ -228,7 +239,12 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	clients := infracluster.NewClients(mgr, checker)
-	clients.WrapConfig = o.InProcess.WrapInfraConfig
+	clients.WrapConfig = func(c *rest.Config) {
+		setRateLimits(c, o)
+		if o.InProcess.WrapInfraConfig != nil {
+			o.InProcess.WrapInfraConfig(c)
+		}
+	}
 	clusterCache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 		SecretClient:     mgr.GetClient(),
 		WatchFilterValue: o.WatchFilterValue,
@@ -262,6 +278,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache,
 			SSH: &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
 			InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels), NodeJoinTimeout: o.NodeJoinTimeout,
+			StatusSettleTime: o.StatusSettleTime,
 		},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
@@ -314,4 +331,17 @@ func ipFamilies(names []string) ([]corev1.IPFamily, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// setRateLimits applies the client rate limits of o to cfg. The client's
+// defaults (5 requests a second, bursts of 10, or controller-runtime's 20
+// and 30) queue a provider reconciling hundreds of machines behind its own
+// limiter; Cluster API's managers default to 100 and 200 for that reason.
+func setRateLimits(cfg *rest.Config, o Options) {
+	if o.KubeAPIQPS > 0 {
+		cfg.QPS = o.KubeAPIQPS
+	}
+	if o.KubeAPIBurst > 0 {
+		cfg.Burst = o.KubeAPIBurst
+	}
 }

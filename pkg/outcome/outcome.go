@@ -17,8 +17,8 @@ limitations under the License.
 // Package outcome is how a service tells its controller what a reconcile
 // achieved: done, waiting for something with a reason, waiting for a time,
 // or failed until the user acts. The controller turns it into a result and
-// never reads conditions back to find out. Record is the one place that sets
-// a condition from an outcome and records an Event when it changes.
+// never reads conditions back to find out. Record and RecordWarning are the
+// one place that sets a condition from an outcome and records its Events.
 package outcome
 
 import (
@@ -103,13 +103,26 @@ type Object interface {
 // condition's status or reason changes: a Warning for a failure, else
 // Normal. Messages carry no Secret content, so they are safe in Events.
 func Record(recorder events.EventRecorder, obj Object, t string, o Outcome) {
+	record(recorder, obj, t, o, true)
+}
+
+// RecordWarning is Record for steps whose progress only the condition
+// tells: it records an Event only when the step fails. An Event for every
+// step of every machine is a write each, where a person looks for the
+// failures (and for the few transitions the caller records itself).
+func RecordWarning(recorder events.EventRecorder, obj Object, t string, o Outcome) {
+	record(recorder, obj, t, o, false)
+}
+
+func record(recorder events.EventRecorder, obj Object, t string, o Outcome, normal bool) {
 	c := o.Condition(t)
 	if prev := conditions.Get(obj, t); prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {
-		eventType := corev1.EventTypeNormal
-		if o.State == Failed {
-			eventType = corev1.EventTypeWarning
+		switch {
+		case o.State == Failed:
+			recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Reconcile"+t, "%s", c.Message)
+		case normal:
+			recorder.Eventf(obj, nil, corev1.EventTypeNormal, c.Reason, "Reconcile"+t, "%s", c.Message)
 		}
-		recorder.Eventf(obj, nil, eventType, c.Reason, "Reconcile"+t, "%s", c.Message)
 	}
 	conditions.Set(obj, c)
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package outcome
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -79,5 +80,26 @@ func TestRecordSetsTheConditionAndAnEventOnChange(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("event %d = %q, want %q", i, got[i], want[i])
 		}
+	}
+}
+
+func TestRecordWarningRecordsOnlyFailures(t *testing.T) {
+	km := &infrav1.KubevirtMachine{}
+	recorder := events.NewFakeRecorder(10)
+	RecordWarning(recorder, km, "Thing", Wait("Waiting", "for the thing"))
+	RecordWarning(recorder, km, "Thing", Fail("Broken", "the thing broke"))
+	RecordWarning(recorder, km, "Thing", Fail("Broken", "the thing broke again"))
+	RecordWarning(recorder, km, "Thing", Ready("Fine", "the thing works"))
+
+	if c := conditions.Get(km, "Thing"); c == nil || c.Reason != "Fine" {
+		t.Fatalf("condition = %+v, want reason Fine", c)
+	}
+	close(recorder.Events)
+	var got []string
+	for e := range recorder.Events {
+		got = append(got, e)
+	}
+	if want := []string{"Warning Broken the thing broke"}; !slices.Equal(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
 	}
 }

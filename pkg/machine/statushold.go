@@ -1,0 +1,121 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package machine
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+)
+
+// DefaultStatusSettleTime is how long a provisioning machine's status must
+// stay at one step before it is written.
+const DefaultStatusSettleTime = 10 * time.Second
+
+// statusHold keeps back the status writes of machines that are still
+// provisioning. A VM passes through many steps on its way (root disk
+// cloning, scheduled, running, booting) and most last a moment; writing
+// each costs the management cluster a write per step and machine, and
+// nobody acts on a step that is over before they look. A step is written
+// once it has lasted the settle time, so a machine stuck at any step still
+// says why; a failure, provisioning itself and anything after it are
+// written at once. What it holds is in memory only: a restarted provider
+// simply writes what it finds.
+type statusHold struct {
+	mu      sync.Mutex
+	pending map[types.NamespacedName]pendingStatus
+}
+
+// pendingStatus is the step a machine's unwritten status shows and since
+// when: first seen, or last written.
+type pendingStatus struct {
+	step  string
+	since time.Time
+}
+
+// HoldStatus reports how long to keep back the status computed for km
+// (zero: write it now), given the status last written (stored) and the
+// outcome of the reconcile. Holding requeues the machine for when the
+// settle time ends, so a held step is written even if nothing else
+// happens.
+func (s *Service) HoldStatus(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, now time.Time) time.Duration {
+	key := types.NamespacedName{Namespace: km.Namespace, Name: km.Name}
+	settle := s.StatusSettleTime
+	if settle == 0 {
+		settle = DefaultStatusSettleTime
+	}
+	if settle < 0 || !km.DeletionTimestamp.IsZero() || provisioned(stored) || provisioned(km) || o.State == outcome.Failed {
+		s.holds.forget(key)
+		return 0
+	}
+	if equality.Semantic.DeepEqual(stored.Status, km.Status) {
+		s.holds.forget(key)
+		return 0
+	}
+	return s.holds.decide(key, stepOf(km), now, settle)
+}
+
+// ForgetStatus drops what is held for a machine that is gone.
+func (s *Service) ForgetStatus(key types.NamespacedName) { s.holds.forget(key) }
+
+func (h *statusHold) forget(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.pending, key)
+}
+
+func (h *statusHold) decide(key types.NamespacedName, step string, now time.Time, settle time.Duration) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pending == nil {
+		h.pending = map[types.NamespacedName]pendingStatus{}
+	}
+	p, ok := h.pending[key]
+	next, wait := settleStep(p, ok, step, now, settle)
+	h.pending[key] = next
+	return wait
+}
+
+// settleStep decides on one status change: a new step is held for the
+// settle time; a step seen for that long is written (wait zero), and
+// later changes within the same step, such as progress messages, wait
+// another settle time.
+func settleStep(p pendingStatus, seen bool, step string, now time.Time, settle time.Duration) (pendingStatus, time.Duration) {
+	if !seen || p.step != step {
+		return pendingStatus{step: step, since: now}, settle
+	}
+	if lasted := now.Sub(p.since); lasted < settle {
+		return p, settle - lasted
+	}
+	return pendingStatus{step: step, since: now}, 0
+}
+
+// stepOf names the step a machine's status shows: the status and reason of
+// each condition. Messages are left out, as they carry progress.
+func stepOf(km *infrav1.KubevirtMachine) string {
+	var b strings.Builder
+	for _, c := range km.Status.Conditions {
+		b.WriteString(c.Type + "=" + string(c.Status) + "/" + c.Reason + ";")
+	}
+	return b.String()
+}

@@ -1,0 +1,120 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package machine
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+)
+
+func TestSettleStep(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	settle := 10 * time.Second
+	tests := []struct {
+		name      string
+		pending   pendingStatus
+		seen      bool
+		step      string
+		now       time.Time
+		wantWait  time.Duration
+		wantSince time.Time
+	}{
+		{name: "a first step is held for the settle time", step: "a", now: t0, wantWait: settle, wantSince: t0},
+		{name: "a new step starts over", pending: pendingStatus{step: "a", since: t0}, seen: true, step: "b",
+			now: t0.Add(9 * time.Second), wantWait: settle, wantSince: t0.Add(9 * time.Second)},
+		{name: "the same step waits for the rest", pending: pendingStatus{step: "a", since: t0}, seen: true, step: "a",
+			now: t0.Add(4 * time.Second), wantWait: 6 * time.Second, wantSince: t0},
+		{name: "a step that lasted is written and waits again for later changes", pending: pendingStatus{step: "a", since: t0}, seen: true, step: "a",
+			now: t0.Add(settle), wantWait: 0, wantSince: t0.Add(settle)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next, wait := settleStep(tt.pending, tt.seen, tt.step, tt.now, settle)
+			if wait != tt.wantWait || !next.since.Equal(tt.wantSince) || next.step != tt.step {
+				t.Errorf("settleStep = (%+v, %s), want wait %s since %s", next, wait, tt.wantWait, tt.wantSince)
+			}
+		})
+	}
+}
+
+func TestHoldStatus(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	machine := func(reason string, mutate ...func(*infrav1.KubevirtMachine)) *infrav1.KubevirtMachine {
+		km := &infrav1.KubevirtMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}}
+		if reason != "" {
+			conditions.Set(km, metav1.Condition{Type: infrav1.VirtualMachineReadyCondition, Status: metav1.ConditionFalse, Reason: reason})
+		}
+		for _, m := range mutate {
+			m(km)
+		}
+		return km
+	}
+	isProvisioned := func(km *infrav1.KubevirtMachine) { km.Status.Initialization.Provisioned = ptr.To(true) }
+	deleting := func(km *infrav1.KubevirtMachine) { km.DeletionTimestamp = &metav1.Time{Time: now} }
+	tests := []struct {
+		name   string
+		stored *infrav1.KubevirtMachine
+		now    *infrav1.KubevirtMachine
+		o      outcome.Outcome
+		held   bool
+	}{
+		{name: "a provisioning step is held", stored: machine(""), now: machine(infrav1.PendingReason), o: outcome.Wait(infrav1.PendingReason, ""), held: true},
+		{name: "a failure is written at once", stored: machine(infrav1.PendingReason), now: machine(infrav1.UnschedulableReason),
+			o: outcome.Fail(infrav1.UnschedulableReason, "")},
+		{name: "provisioning is written at once", stored: machine(infrav1.PendingReason), now: machine(infrav1.PendingReason, isProvisioned), o: outcome.Ready("", "")},
+		{name: "a provisioned machine's changes are written at once", stored: machine(infrav1.PendingReason, isProvisioned),
+			now: machine(infrav1.BootingReason, isProvisioned), o: outcome.Wait(infrav1.BootingReason, "")},
+		{name: "a deleting machine's changes are written at once", stored: machine(infrav1.PendingReason),
+			now: machine(infrav1.DeletingReason, deleting), o: outcome.Wait(infrav1.DeletingReason, "")},
+		{name: "nothing changed, nothing held", stored: machine(infrav1.PendingReason), now: machine(infrav1.PendingReason), o: outcome.Wait(infrav1.PendingReason, "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Service{StatusSettleTime: 10 * time.Second}
+			if got := s.HoldStatus(tt.stored, tt.now, tt.o, now); (got > 0) != tt.held {
+				t.Errorf("HoldStatus = %s, want held %v", got, tt.held)
+			}
+		})
+	}
+	t.Run("a step held for the settle time is written", func(t *testing.T) {
+		s := &Service{StatusSettleTime: 10 * time.Second}
+		stored, km := machine(""), machine(infrav1.BootingReason)
+		o := outcome.Wait(infrav1.BootingReason, "")
+		if got := s.HoldStatus(stored, km, o, now); got != 10*time.Second {
+			t.Fatalf("first look: HoldStatus = %s, want 10s", got)
+		}
+		if got := s.HoldStatus(stored, km, o, now.Add(3*time.Second)); got != 7*time.Second {
+			t.Fatalf("3s later: HoldStatus = %s, want 7s", got)
+		}
+		if got := s.HoldStatus(stored, km, o, now.Add(10*time.Second)); got != 0 {
+			t.Fatalf("10s later: HoldStatus = %s, want 0 (write)", got)
+		}
+	})
+	t.Run("a negative settle time writes every step", func(t *testing.T) {
+		s := &Service{StatusSettleTime: -1}
+		if got := s.HoldStatus(machine(""), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got != 0 {
+			t.Errorf("HoldStatus = %s, want 0", got)
+		}
+	})
+}
