@@ -126,23 +126,26 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if cluster != nil {
 		markNotPaused(km)
 	}
-	if km.DeletionTimestamp.IsZero() && cluster != nil && controllerutil.AddFinalizer(km, infrav1.MachineFinalizer) {
-		// Nothing is created before the finalizer is stored, so nothing
-		// can outlive the machine. The providerID is known already (the
-		// VM's name), and goes in the same write; Cluster API reads it
-		// only once the machine is provisioned.
+	finalizerStored := controllerutil.ContainsFinalizer(km, infrav1.MachineFinalizer)
+	if km.DeletionTimestamp.IsZero() && cluster != nil && !finalizerStored {
+		// The service creates no VM before the finalizer is stored, so
+		// nothing can outlive the machine, but it reports what the machine
+		// waits for in the same writes. The providerID is known already
+		// (the VM's name); Cluster API reads it only once the machine is
+		// provisioned.
+		controllerutil.AddFinalizer(km, infrav1.MachineFinalizer)
 		if km.Spec.ProviderID == nil {
 			km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + km.Name)
 		}
-		return ctrl.Result{}, nil
 	}
-	if !km.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(km, infrav1.MachineFinalizer) {
+	if !km.DeletionTimestamp.IsZero() && !finalizerStored {
 		return ctrl.Result{}, nil
 	}
 	scope, err := r.scope(ctx, km, machineOwner, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	scope.FinalizerStored = finalizerStored
 	if !km.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, scope)
 	}

@@ -258,8 +258,24 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	// The import starts before bootstrap data exists: workers get theirs
 	// only once the control plane is up, and the download need not wait.
 	goldenVolume, wait, err := s.goldenVolume(ctx, sc)
-	if err != nil || goldenVolume == nil && golden.Needed(km.Spec.RootDisk) {
+	if err != nil {
 		return wait, err
+	}
+	if goldenVolume == nil && golden.Needed(km.Spec.RootDisk) {
+		// A worker waits for its control plane longer than for the
+		// import: that is the wait to show, unless the import failed.
+		if sc.Machine.Spec.Bootstrap.DataSecretName == nil && wait.State != outcome.Failed {
+			return waitingForBootstrapData(), nil
+		}
+		return wait, nil
+	}
+	if !sc.FinalizerStored {
+		// Nothing that could outlive the machine is created before its
+		// finalizer is stored; the write of the finalizer brings it back.
+		if sc.Machine.Spec.Bootstrap.DataSecretName == nil {
+			return waitingForBootstrapData(), nil
+		}
+		return outcome.Wait(infrav1.PendingReason, "the VirtualMachine is created once the machine's finalizer is stored"), nil
 	}
 	data, wait, err := s.userData(ctx, sc)
 	if err != nil || data == nil {

@@ -44,6 +44,9 @@ type Scope struct {
 	KubevirtCluster *infrav1.KubevirtCluster
 	// Access is the machine's infra cluster and whether it can be used.
 	Access infracluster.Access
+	// FinalizerStored is false in the reconcile that adds the finalizer:
+	// it reports the machine's state but creates no VM.
+	FinalizerStored bool
 }
 
 // Infra is the machine's infra cluster; only called once Access says it is

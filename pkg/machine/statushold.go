@@ -38,8 +38,9 @@ const DefaultStatusSettleTime = 10 * time.Second
 // each costs the management cluster a write per step and machine, and
 // nobody acts on a step that is over before they look. A step is written
 // once it has lasted the settle time, so a machine stuck at any step still
-// says why; a failure, provisioning itself and anything after it are
-// written at once. What it holds is in memory only: a restarted provider
+// says why. The first status, a failure, provisioning itself and anything
+// after it are written at once, and so is a new status.goldenImage, which
+// the golden image controller counts users by. What it holds is in memory only: a restarted provider
 // simply writes what it finds.
 type statusHold struct {
 	mu      sync.Mutex
@@ -64,7 +65,8 @@ func (s *Service) HoldStatus(stored, km *infrav1.KubevirtMachine, o outcome.Outc
 	if settle == 0 {
 		settle = DefaultStatusSettleTime
 	}
-	if settle < 0 || !km.DeletionTimestamp.IsZero() || provisioned(stored) || provisioned(km) || o.State == outcome.Failed {
+	if settle < 0 || !km.DeletionTimestamp.IsZero() || provisioned(stored) || provisioned(km) || o.State == outcome.Failed ||
+		len(stored.Status.Conditions) == 0 || !equality.Semantic.DeepEqual(stored.Status.GoldenImage, km.Status.GoldenImage) {
 		s.holds.forget(key)
 		return 0
 	}

@@ -79,7 +79,14 @@ func TestHoldStatus(t *testing.T) {
 		o      outcome.Outcome
 		held   bool
 	}{
-		{name: "a provisioning step is held", stored: machine(""), now: machine(infrav1.PendingReason), o: outcome.Wait(infrav1.PendingReason, ""), held: true},
+		{name: "a provisioning step is held", stored: machine(infrav1.WaitingForBootstrapDataReason), now: machine(infrav1.PendingReason),
+			o: outcome.Wait(infrav1.PendingReason, ""), held: true},
+		{name: "the first status is written at once", stored: machine(""), now: machine(infrav1.WaitingForBootstrapDataReason),
+			o: outcome.Wait(infrav1.WaitingForBootstrapDataReason, "")},
+		{name: "a new golden image user is written at once", stored: machine(infrav1.WaitingForBootstrapDataReason),
+			now: machine(infrav1.WaitingForGoldenImageReason, func(km *infrav1.KubevirtMachine) {
+				km.Status.GoldenImage = &infrav1.GoldenImageStatus{Namespace: "ns", Name: "capkv-golden-1"}
+			}), o: outcome.Wait(infrav1.WaitingForGoldenImageReason, "")},
 		{name: "a failure is written at once", stored: machine(infrav1.PendingReason), now: machine(infrav1.UnschedulableReason),
 			o: outcome.Fail(infrav1.UnschedulableReason, "")},
 		{name: "provisioning is written at once", stored: machine(infrav1.PendingReason), now: machine(infrav1.PendingReason, isProvisioned), o: outcome.Ready("", "")},
@@ -99,7 +106,7 @@ func TestHoldStatus(t *testing.T) {
 	}
 	t.Run("a step held for the settle time is written", func(t *testing.T) {
 		s := &Service{StatusSettleTime: 10 * time.Second}
-		stored, km := machine(""), machine(infrav1.BootingReason)
+		stored, km := machine(infrav1.PendingReason), machine(infrav1.BootingReason)
 		o := outcome.Wait(infrav1.BootingReason, "")
 		if got := s.HoldStatus(stored, km, o, now); got != 10*time.Second {
 			t.Fatalf("first look: HoldStatus = %s, want 10s", got)

@@ -60,8 +60,7 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 	km := sc.KubevirtMachine
 	name := sc.Machine.Spec.Bootstrap.DataSecretName
 	if name == nil {
-		return nil, outcome.Wait(infrav1.WaitingForBootstrapDataReason,
-			"waiting for the bootstrap provider to write the Machine's bootstrap data Secret"), nil
+		return nil, waitingForBootstrapData(), nil
 	}
 	secret := &corev1.Secret{}
 	found, err := get(ctx, s.Client, types.NamespacedName{Namespace: km.Namespace, Name: *name}, secret)
@@ -114,6 +113,11 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 	}
 	data.userData = rendered
 	return data, outcome.Outcome{}, nil
+}
+
+func waitingForBootstrapData() outcome.Outcome {
+	return outcome.Wait(infrav1.WaitingForBootstrapDataReason,
+		"waiting for the bootstrap provider to write the Machine's bootstrap data Secret")
 }
 
 // ensureUserDataSecret creates the user data Secret beside its VM, owned by
