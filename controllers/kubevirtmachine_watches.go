@@ -42,7 +42,6 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 )
 
 // SetupWithManager registers the controller and its watches: its own
@@ -141,38 +140,33 @@ func SecretMetadata() *metav1.PartialObjectMetadata {
 func (r *KubevirtMachineReconciler) secretToMachines(ctx context.Context, secret client.Object) []reconcile.Request {
 	var reqs []reconcile.Request
 	machines := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(secret.GetNamespace())); err == nil {
+	if err := r.Client.List(ctx, machines, client.InNamespace(secret.GetNamespace()), client.MatchingFields{bootstrapSecretIndex: secret.GetName()}); err == nil {
 		for _, m := range machines.Items {
-			if b := m.Spec.Bootstrap.DataSecretName; b != nil && *b == secret.GetName() && m.Spec.InfrastructureRef.Kind == "KubevirtMachine" {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}})
-			}
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}})
 		}
 	}
-	refers := func(ref *corev1.ObjectReference, ns string) bool {
-		if ref == nil || ref.Name != secret.GetName() {
-			return false
-		}
-		if ref.Namespace != "" {
-			ns = ref.Namespace
-		}
-		return ns == secret.GetNamespace()
-	}
-	clusters := map[types.NamespacedName]bool{}
-	kcs := &infrav1.KubevirtClusterList{}
-	if err := r.Client.List(ctx, kcs); err == nil {
-		for _, kc := range kcs.Items {
-			if refers(kc.Spec.InfraClusterSecretRef, kc.Namespace) {
-				clusters[types.NamespacedName{Namespace: kc.Namespace, Name: kc.Labels[clusterv1.ClusterNameLabel]}] = true
-			}
-		}
-	}
+	key := secret.GetNamespace() + "/" + secret.GetName()
 	kms := &infrav1.KubevirtMachineList{}
-	if err := r.Client.List(ctx, kms); err == nil {
+	if err := r.Client.List(ctx, kms, client.MatchingFields{secretRefIndex: key}); err == nil {
 		for _, km := range kms.Items {
-			nd := km.Spec.UserData.NetworkDataSecretRef
-			if refers(km.Spec.InfraClusterSecretRef, km.Namespace) ||
-				nd != nil && nd.Name == secret.GetName() && km.Namespace == secret.GetNamespace() ||
-				km.Spec.InfraClusterSecretRef == nil && clusters[types.NamespacedName{Namespace: km.Namespace, Name: km.Labels[clusterv1.ClusterNameLabel]}] {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
+		}
+	}
+	kcs := &infrav1.KubevirtClusterList{}
+	if err := r.Client.List(ctx, kcs, client.MatchingFields{secretRefIndex: key}); err != nil {
+		return reqs
+	}
+	for _, kc := range kcs.Items {
+		cluster := kc.Labels[clusterv1.ClusterNameLabel]
+		if cluster == "" {
+			continue
+		}
+		kms := &infrav1.KubevirtMachineList{}
+		if err := r.Client.List(ctx, kms, client.InNamespace(kc.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
+			continue
+		}
+		for _, km := range kms.Items {
+			if km.Spec.InfraClusterSecretRef == nil {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
 			}
 		}
@@ -201,14 +195,13 @@ func (r *KubevirtMachineReconciler) watchNodes(ctx context.Context, cluster *clu
 // whose VM has its name as hostname.
 func (r *KubevirtMachineReconciler) nodeToMachines(ctx context.Context, cluster *clusterv1.Cluster, node client.Object) []reconcile.Request {
 	kms := &infrav1.KubevirtMachineList{}
-	if err := r.Client.List(ctx, kms, client.InNamespace(cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
+	if err := r.Client.List(ctx, kms, client.InNamespace(cluster.Namespace),
+		client.MatchingFields{nodeNameIndex: cluster.Name + "/" + node.GetName()}); err != nil {
 		return nil
 	}
-	var reqs []reconcile.Request
+	reqs := make([]reconcile.Request, 0, len(kms.Items))
 	for _, km := range kms.Items {
-		if machine.NodeName(&km) == node.GetName() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
-		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
 	}
 	return reqs
 }

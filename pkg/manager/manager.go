@@ -235,6 +235,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	checker.SecretNamespaces = o.InfraSecretNamespaces
+	if err := controllers.IndexMachines(ctx, mgr); err != nil {
+		return err
+	}
 	if err := controllers.IndexGoldenImages(ctx, mgr); err != nil {
 		return err
 	}
