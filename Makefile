@@ -59,7 +59,7 @@ sandbox: tools ## Start the sandbox: the test world, this provider and a demo te
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: tools build ## Provision 100 machines in the sandbox's world with zero latency and report speed and cost (writes out/bench.json).
+bench: tools build ## Provision 100 machines in the sandbox's world with zero latency, first with an instant test provider (the floor), and report speed against it and cost (writes out/bench.json).
 	cd test && go run ./cmd/bench $(BENCH_ARGS)
 
 ##@ Generate

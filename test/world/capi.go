@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -87,13 +88,22 @@ type capiManagers struct {
 	stopped []chan error
 }
 
+// capiStarts counts the Cluster API starts of this process, see startCAPI.
+var capiStarts atomic.Int32
+
 // startCAPI runs Cluster API's core, kubeadm bootstrap and kubeadm control
-// plane managers against env. Their informer names are process-wide, so a
-// further management cluster's names carry a suffix. The feature gates are
-// those a user of the topology and ignition flavors turns on
+// plane managers against env. Their informer names are taken for the life
+// of the process (Cluster API gives no way to release them), so every
+// start after the first, a further management cluster's or a later
+// world's (the benchmark starts two), carries a suffix. The feature gates
+// are those a user of the topology and ignition flavors turns on
 // (CLUSTER_TOPOLOGY and EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION before
 // clusterctl init); the kubeadm webhooks check the Ignition one.
-func startCAPI(env *testenv.Env, suffix string) (*capiManagers, error) {
+func startCAPI(env *testenv.Env) (*capiManagers, error) {
+	suffix := ""
+	if n := capiStarts.Add(1); n > 1 {
+		suffix = fmt.Sprintf("-%d", n)
+	}
 	if err := feature.MutableGates.Set("ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"); err != nil {
 		return nil, err
 	}

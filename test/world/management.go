@@ -19,7 +19,6 @@ package world
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -91,7 +90,7 @@ func (w *World) StartManagement() (*Management, error) {
 	if err := env.StartCertManager(); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
-	if m.capi, err = startCAPI(env, fmt.Sprintf("-%d", len(w.moreManagements)+2)); err != nil {
+	if m.capi, err = startCAPI(env); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
 	w.managements.readers = append(w.managements.readers, env.Client)

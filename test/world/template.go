@@ -43,6 +43,13 @@ func ApplyClusterTemplate(ctx context.Context, c client.Client, vars map[string]
 // ApplyTemplateFile renders the clusterctl template at path with vars and
 // creates every object through c.
 func ApplyTemplateFile(ctx context.Context, c client.Client, path string, vars map[string]string) error {
+	return ApplyTemplateFileWith(ctx, c, path, vars, nil)
+}
+
+// ApplyTemplateFileWith is ApplyTemplateFile with ApplyYAMLWith's mutate,
+// so that a caller can rewrite the rendered objects (the benchmark swaps
+// the infrastructure kinds for the world's own) without rendering again.
+func ApplyTemplateFileWith(ctx context.Context, c client.Client, path string, vars map[string]string, mutate func(*unstructured.Unstructured) error) error {
 	raw, err := os.ReadFile(path) //nolint:gosec // a template the caller chose
 	if err != nil {
 		return err
@@ -56,7 +63,7 @@ func ApplyTemplateFile(ctx context.Context, c client.Client, path string, vars m
 	if err != nil {
 		return fmt.Errorf("rendering the cluster template: %w", err)
 	}
-	return ApplyYAML(ctx, c, out)
+	return ApplyYAMLWith(ctx, c, out, mutate)
 }
 
 // ApplyYAML creates every object of a multi-document YAML through c, as

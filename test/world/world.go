@@ -185,7 +185,7 @@ func (w *World) build(o Options) error {
 		return err
 	}
 	if o.WithCAPI {
-		if w.capi, err = startCAPI(w.Env, ""); err != nil {
+		if w.capi, err = startCAPI(w.Env); err != nil {
 			return err
 		}
 	}

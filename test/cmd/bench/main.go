@@ -20,7 +20,9 @@ limitations under the License.
 // every Machine has a Node, the provider's API requests per machine by verb
 // as the API server's audit log counts them, its CPU seconds and peak
 // memory, and the imports and clones CDI did. It measures whatever provider
-// runs in the world, so two can be compared (docs/benchmark.md).
+// runs in the world, so two can be compared (docs/benchmark.md). First it
+// provisions the same clusters with the world's instant test provider, the
+// floor, so that the provider's seconds can be read as a ratio to it.
 package main
 
 import (
@@ -34,13 +36,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
@@ -66,6 +61,7 @@ type options struct {
 	template           string
 	timeout            time.Duration
 	out                string
+	floor, floorOnly   bool
 }
 
 func parseFlags() (options, error) {
@@ -79,7 +75,10 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.template, "template", filepath.Join(root, "templates", "cluster-template.yaml"), "the clusterctl template of each tenant cluster")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long provisioning may take")
 	flag.StringVar(&o.out, "out", filepath.Join(root, "out", "bench.json"), "where the JSON result goes")
+	flag.BoolVar(&o.floor, "floor", true, "first measure the floor: the same clusters in a fresh world with the world's instant test infrastructure provider (docs/benchmark.md)")
+	flag.BoolVar(&o.floorOnly, "floor-only", false, "measure the floor alone, print its seconds and write nothing")
 	flag.Parse()
+	o.floor = o.floor || o.floorOnly
 	if o.clusters < 1 || o.machines < 2*o.clusters {
 		return o, errors.New("need at least 2 machines per cluster")
 	}
@@ -96,19 +95,47 @@ func run() error {
 	// no API server, etcd or data directory is left behind.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	outDir := filepath.Dir(o.out)
-	if err := os.MkdirAll(outDir, 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Dir(o.out), 0o750); err != nil {
 		return err
 	}
+	res := Result{Provider: o.providerCmd, Machines: o.machines, Clusters: o.clusters, Date: time.Now().UTC().Format(time.RFC3339)}
+	// The floor goes first: it is the shorter run and the one that fails
+	// on a template it cannot translate, so such a mistake shows within a
+	// minute rather than after the provider's run, and the provider's
+	// table, what the run is for, is printed last. Each phase has its own
+	// world, so neither inherits the other's objects or tenants.
+	if o.floor {
+		floorProvisioned, floorNodeRefs, err := runFloor(ctx, o)
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		if o.floorOnly {
+			return nil
+		}
+		res.FloorSecondsToProvisioned, res.FloorSecondsToNodeRefs = floorProvisioned.Seconds(), floorNodeRefs.Seconds()
+	}
+	if err := runProvider(ctx, o, &res); err != nil {
+		return err
+	}
+	res.setRatios()
+	printTable(res)
+	if err := res.write(o.out); err != nil {
+		return err
+	}
+	fmt.Println(">> wrote", o.out)
+	return nil
+}
+
+// runProvider measures the provider in a world of its own: it starts the
+// world with the API server's audit log on, runs the provider's process,
+// and fills in res.
+func runProvider(ctx context.Context, o options, res *Result) error {
+	outDir := filepath.Dir(o.out)
 	audit, err := newAudit(outDir, providerUser)
 	if err != nil {
 		return err
 	}
-	simOpts := sim.DefaultOptions()
-	simOpts.TimeScale = 0
-	fmt.Println(">> starting the world with every simulated latency at zero")
-	w, err := world.Start(world.Options{WithCAPI: true, Sim: &simOpts, Nodes: infraNodes(o.machines),
-		WithoutProviderCRDs: o.noProvider, APIServerArgs: audit.apiServerArgs()})
+	w, err := startWorld(o, "provider", audit.apiServerArgs())
 	if err != nil {
 		return err
 	}
@@ -131,17 +158,7 @@ func run() error {
 	defer provider.stop()
 	fmt.Printf(">> provider running as pid %d: %s\n", provider.pid(), o.providerCmd)
 
-	res := Result{Provider: o.providerCmd, Machines: o.machines, Clusters: o.clusters, Date: time.Now().UTC().Format(time.RFC3339)}
-	start := time.Now()
-	if err := createClusters(ctx, w.Env.Client, o); err != nil {
-		return err
-	}
-	fmt.Printf(">> %d clusters with %d machines created from %s\n", o.clusters, o.machines, o.template)
-	machines, err := machineCache(ctx, w)
-	if err != nil {
-		return err
-	}
-	provisioned, nodeRefs, err := waitFor(ctx, machines, o.machines, start, o.timeout, provider)
+	provisioned, nodeRefs, err := phase{name: "provider", provider: provider}.measure(ctx, w, o)
 	if err != nil {
 		return err
 	}
@@ -155,95 +172,7 @@ func run() error {
 		return err
 	}
 	res.setRequests(counts)
-	printTable(res)
-	if err := res.write(o.out); err != nil {
-		return err
-	}
-	fmt.Println(">> wrote", o.out)
 	return nil
-}
-
-// createClusters creates the tenant clusters from the template, one
-// control-plane machine each, the workers spread evenly.
-func createClusters(ctx context.Context, c client.Client, o options) error {
-	perCluster := o.machines / o.clusters
-	for i := range o.clusters {
-		n := perCluster
-		if i == o.clusters-1 {
-			n = o.machines - perCluster*(o.clusters-1)
-		}
-		ns := fmt.Sprintf("bench-%d", i)
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return err
-		}
-		if err := world.ApplyTemplateFile(ctx, c, o.template, map[string]string{
-			"CLUSTER_NAME": ns, "NAMESPACE": ns, "CONTROL_PLANE_MACHINE_COUNT": "1", "WORKER_MACHINE_COUNT": fmt.Sprint(n - 1),
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// machineCache watches Machines, so that the benchmark decodes each change
-// once instead of listing every Machine each time it looks.
-func machineCache(ctx context.Context, w *world.World) (cache.Cache, error) {
-	c, err := cache.New(w.Env.Config, cache.Options{Scheme: w.Env.Scheme, ByObject: map[client.Object]cache.ByObject{}})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.GetInformer(ctx, &clusterv1.Machine{}); err != nil {
-		return nil, err
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, errors.New("the Machine cache did not sync")
-	}
-	return c, nil
-}
-
-// waitFor waits until every Machine's infrastructure is provisioned and
-// every Machine has a Node, and returns when each happened. It reads only
-// Cluster API's Machines, so it works for any infrastructure provider.
-func waitFor(ctx context.Context, c client.Reader, total int, start time.Time, timeout time.Duration, p *providerProcess) (provisioned, nodeRefs time.Duration, err error) {
-	deadline := start.Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		if err := p.exited(); err != nil {
-			return 0, 0, err
-		}
-		machines := &clusterv1.MachineList{}
-		if err := c.List(ctx, machines); err != nil {
-			return 0, 0, err
-		}
-		ready, withNode := 0, 0
-		for _, m := range machines.Items {
-			if ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) {
-				ready++
-			}
-			if m.Status.NodeRef.IsDefined() {
-				withNode++
-			}
-		}
-		// More Machines than asked for can exist for a while (a remediation
-		// or a rollout); all of them must be there.
-		if provisioned == 0 && ready >= total {
-			provisioned = time.Since(start)
-		}
-		if withNode >= total && provisioned != 0 {
-			return provisioned, time.Since(start), nil
-		}
-		if line := fmt.Sprintf("%d/%d provisioned, %d/%d with a Node", ready, total, withNode, total); line != last {
-			fmt.Printf(">> %6.1fs %s\n", time.Since(start).Seconds(), line)
-			last = line
-		}
-		select {
-		case <-ctx.Done():
-			return 0, 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return 0, 0, fmt.Errorf("not all %d machines were ready within %s", total, timeout)
 }
 
 // infraNodes gives the machines room: 256Gi nodes take about 55 of the

@@ -65,8 +65,12 @@ func startProvider(command, kubeconfig, logPath string) (*providerProcess, error
 
 func (p *providerProcess) pid() int { return p.cmd.Process.Pid }
 
-// exited returns an error once the provider has exited.
+// exited returns an error once the provider has exited. A nil process,
+// the floor's, never exits.
 func (p *providerProcess) exited() error {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err

@@ -36,6 +36,16 @@ type Result struct {
 	// provisioned, SecondsToNodeRefs when every Machine also had a Node.
 	SecondsToProvisioned float64 `json:"secondsToProvisioned"`
 	SecondsToNodeRefs    float64 `json:"secondsToNodeRefs"`
+	// FloorSecondsToProvisioned and FloorSecondsToNodeRefs are the same
+	// times with the world's instant test provider in place of the
+	// measured one (zero with --floor=false).
+	FloorSecondsToProvisioned float64 `json:"floorSecondsToProvisioned,omitempty"`
+	FloorSecondsToNodeRefs    float64 `json:"floorSecondsToNodeRefs,omitempty"`
+	// RatioToFloorProvisioned and RatioToFloorNodeRefs are the provider's
+	// seconds divided by the floor's: the comparable number, since the
+	// seconds alone depend on the machine.
+	RatioToFloorProvisioned float64 `json:"ratioToFloorProvisioned,omitempty"`
+	RatioToFloorNodeRefs    float64 `json:"ratioToFloorNodeRefs,omitempty"`
 	// RequestsPerMachine are the provider's requests to the management and
 	// infra API servers per machine, by verb.
 	RequestsPerMachine map[string]float64 `json:"requestsPerMachine"`
@@ -63,6 +73,17 @@ func (r *Result) setRequests(c requestCounts) {
 	}
 }
 
+// setRatios divides the provider's seconds by the floor's, when the floor
+// was measured.
+func (r *Result) setRatios() {
+	if r.FloorSecondsToProvisioned > 0 {
+		r.RatioToFloorProvisioned = r.SecondsToProvisioned / r.FloorSecondsToProvisioned
+	}
+	if r.FloorSecondsToNodeRefs > 0 {
+		r.RatioToFloorNodeRefs = r.SecondsToNodeRefs / r.FloorSecondsToNodeRefs
+	}
+}
+
 func (r *Result) write(path string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -78,8 +99,8 @@ func printTable(r Result) {
 	fmt.Println()
 	row("provider", "%s", r.Provider)
 	row("machines", "%d in %d clusters", r.Machines, r.Clusters)
-	row("seconds until all provisioned", "%.1f", r.SecondsToProvisioned)
-	row("seconds until all Machines have a Node", "%.1f", r.SecondsToNodeRefs)
+	row("seconds until all provisioned", "%s", withFloor(r.SecondsToProvisioned, r.FloorSecondsToProvisioned, r.RatioToFloorProvisioned))
+	row("seconds until all Machines have a Node", "%s", withFloor(r.SecondsToNodeRefs, r.FloorSecondsToNodeRefs, r.RatioToFloorNodeRefs))
 	for _, verb := range slices.Sorted(maps.Keys(r.RequestsPerMachine)) {
 		row("API requests per machine: "+verb, "%.2f", r.RequestsPerMachine[verb])
 	}
@@ -87,4 +108,13 @@ func printTable(r Result) {
 	row("provider CPU seconds", "%.1f", r.ProviderCPUSeconds)
 	row("provider peak memory (MiB)", "%.0f", r.ProviderPeakMemoryMiB)
 	row("CDI imports / clones", "%d / %d", r.Imports, r.Clones)
+}
+
+// withFloor prints seconds, and beside them the floor's and the ratio when
+// the floor was measured.
+func withFloor(seconds, floor, ratio float64) string {
+	if floor == 0 {
+		return fmt.Sprintf("%.1f", seconds)
+	}
+	return fmt.Sprintf("%.1f (floor %.1f, %.2fx)", seconds, floor, ratio)
 }
