@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
 	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -107,7 +106,8 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	if owner != nil {
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(owner)))
-		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, owner, kc); err != nil || isPaused || requeue {
+		if annotations.IsPaused(owner, kc) {
+			_, _, err := paused.EnsurePausedCondition(ctx, r.Client, owner, kc)
 			return ctrl.Result{}, err
 		}
 		if kc.DeletionTimestamp.IsZero() {
@@ -121,17 +121,15 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, nil
 	}
 
-	helper, err := patch.NewHelper(kc, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
+	stored := kc.DeepCopy()
+	if owner != nil {
+		markNotPaused(kc)
 	}
 	defer func() {
 		if owner != nil && kc.DeletionTimestamp.IsZero() {
 			setReadySummary(kc, append([]string{infrav1.InfraClusterAvailableCondition}, cluster.Conditions...))
 		}
-		owned := append([]string{infrav1.InfraClusterAvailableCondition, infrav1.ReadyCondition}, cluster.Conditions...)
-		err := helper.Patch(ctx, kc, patch.WithOwnedConditions{Conditions: owned})
-		if err != nil && rerr == nil {
+		if err := patchOnce(ctx, r.Client, stored, kc, true); err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtCluster: %w", err)
 		}
 	}()

@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,6 +56,9 @@ type KubevirtMachineReconciler struct {
 	WatchFilterValue string
 
 	controller capicontroller.Controller
+	// written holds the status this process last wrote for each machine
+	// (writtenStatus); this controller is its status's only writer.
+	written sync.Map
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines,verbs=get;list;watch;update;patch
@@ -76,6 +80,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		if apierrors.IsNotFound(err) {
 			r.Clients.Release(machineUser(req.NamespacedName))
 			r.Machines.ForgetStatus(req.NamespacedName)
+			r.written.Delete(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -106,6 +111,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if cluster != nil {
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(machineOwner), "Cluster", klog.KObj(cluster)))
 		if annotations.IsPaused(cluster, km) {
+			r.written.Delete(req.NamespacedName)
 			_, _, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, km)
 			return ctrl.Result{}, err
 		}
@@ -207,6 +213,7 @@ func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, sc *mac
 		return o.Result(), err
 	}
 	r.Clients.Release(machineUser(client.ObjectKeyFromObject(km)))
+	r.written.Delete(client.ObjectKeyFromObject(km))
 	controllerutil.RemoveFinalizer(km, infrav1.MachineFinalizer)
 	return ctrl.Result{}, nil
 }

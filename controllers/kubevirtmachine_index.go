@@ -34,10 +34,10 @@ import (
 // cost of provisioning grow with the square of the machines.
 const (
 	// bootstrapSecretIndex indexes Machines by their bootstrap data Secret.
-	bootstrapSecretIndex = "capkv.spec.bootstrap.dataSecretName"
+	bootstrapSecretIndex = "capkv.spec.bootstrap.dataSecretName" //nolint:gosec // an index name, not a credential
 	// secretRefIndex indexes KubevirtMachines and KubevirtClusters by the
 	// Secrets they name, "<namespace>/<name>".
-	secretRefIndex = "capkv.secretRefs"
+	secretRefIndex = "capkv.secretRefs" //nolint:gosec // an index name, not a credential
 	// nodeNameIndex indexes KubevirtMachines by "<cluster>/<tenant Node>".
 	nodeNameIndex = "capkv.nodeName"
 )

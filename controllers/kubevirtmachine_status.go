@@ -18,63 +18,86 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"reflect"
+	"sort"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 )
 
-// writeBack stores what a reconcile changed in at most two requests: one
-// patch of metadata and spec, one of the whole status. Cluster API's patch
-// helper would split the status into a conditions patch and a patch of the
-// rest, a write more whenever both change, which for a machine is nearly
-// every time. This controller is the only writer of a KubevirtMachine's
-// status (the Paused condition included), so a merge patch of its status
-// loses nobody's change. The status of a machine still provisioning may be
-// held back (machine.Service.HoldStatus); the returned duration is when to
-// look again to write it.
+// writeBack stores what a reconcile changed (patchOnce). The status of a
+// machine still provisioning may be held back (machine.Service.HoldStatus);
+// the returned duration is when to look again to write it.
 func (r *KubevirtMachineReconciler) writeBack(ctx context.Context, stored, km *infrav1.KubevirtMachine, o outcome.Outcome) (time.Duration, error) {
-	status := km.Status.DeepCopy()
 	held := r.Machines.HoldStatus(stored, km, o, time.Now())
-
-	// The spec patch sends no status, and its answer carries the stored
-	// status, which is put back to the one computed.
-	base := stored.DeepCopy()
-	base.Status = km.Status
-	if !equality.Semantic.DeepEqual(base, km) {
-		if err := r.Client.Patch(ctx, km, client.MergeFrom(base)); err != nil {
-			return 0, client.IgnoreNotFound(err)
-		}
-		km.Status = *status
+	write := held == 0 && !equality.Semantic.DeepEqual(stored.Status, km.Status)
+	key := client.ObjectKeyFromObject(km)
+	sum := writtenStatus{uid: km.UID, sum: statusSum(&km.Status)}
+	if last, ok := r.written.Load(key); write && ok && last == sum {
+		// This process wrote exactly this status last; the cache has not
+		// seen that write yet when another event brings the machine back.
+		write = false
 	}
-	if held > 0 || equality.Semantic.DeepEqual(stored.Status, *status) {
-		return held, nil
+	if write {
+		ctrl.LoggerFrom(ctx).V(4).Info("Writing status", "changed", statusChanges(&stored.Status, &km.Status))
 	}
-	base = km.DeepCopy()
-	base.Status = stored.Status
-	err := r.Client.Status().Patch(ctx, km, client.MergeFrom(base))
-	if apierrors.IsNotFound(err) {
-		// The finalizer just went, and the machine with it.
-		return 0, nil
+	if err := patchOnce(ctx, r.Client, stored, km, write); err != nil {
+		r.written.Delete(key)
+		return held, err
 	}
-	return 0, err
+	if write {
+		r.written.Store(key, sum)
+	}
+	return held, nil
 }
 
-// markNotPaused records that the machine's Cluster is not paused, with the
-// rest of the status rather than in a write of its own as
-// paused.EnsurePausedCondition does; a paused Cluster goes through that
-// instead, which writes at once.
-func markNotPaused(km *infrav1.KubevirtMachine) {
-	if c := conditions.Get(km, clusterv1.PausedCondition); c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == km.Generation {
-		return
+// writtenStatus is the status this process last wrote for a machine.
+type writtenStatus struct {
+	uid types.UID
+	sum [sha256.Size]byte
+}
+
+// statusSum identifies a status, to remember what was written last without
+// keeping a copy of every machine's status.
+func statusSum(status *infrav1.KubevirtMachineStatus) [sha256.Size]byte {
+	raw, _ := json.Marshal(status)
+	return sha256.Sum256(raw)
+}
+
+// statusChanges names what differs between two statuses, for the log: the
+// fields, and the conditions by type.
+func statusChanges(before, after *infrav1.KubevirtMachineStatus) []string {
+	var changed []string
+	b, a := map[string]any{}, map[string]any{}
+	for from, to := range map[*infrav1.KubevirtMachineStatus]*map[string]any{before: &b, after: &a} {
+		raw, _ := json.Marshal(from)
+		_ = json.Unmarshal(raw, to)
 	}
-	conditions.Set(km, metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse,
-		Reason: clusterv1.NotPausedReason, ObservedGeneration: km.Generation})
+	for k := range a {
+		if k != "conditions" && !reflect.DeepEqual(a[k], b[k]) {
+			changed = append(changed, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			changed = append(changed, k)
+		}
+	}
+	for _, c := range after.Conditions {
+		if prev := meta.FindStatusCondition(before.Conditions, c.Type); prev == nil ||
+			prev.Status != c.Status || prev.Reason != c.Reason || prev.Message != c.Message || prev.ObservedGeneration != c.ObservedGeneration {
+			changed = append(changed, "conditions."+c.Type+"="+c.Reason)
+		}
+	}
+	sort.Strings(changed)
+	return changed
 }

@@ -27,7 +27,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -77,13 +76,9 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 		r.Clients.Release(user)
 		return ctrl.Result{}, nil
 	}
-	helper, err := patch.NewHelper(t, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	stored := t.DeepCopy()
 	defer func() {
-		err := helper.Patch(ctx, t, patch.WithOwnedConditions{Conditions: []string{infrav1.CapacityKnownCondition}})
-		if err != nil && rerr == nil {
+		if err := patchOnce(ctx, r.Client, stored, t, true); err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachineTemplate: %w", err)
 		}
 	}()

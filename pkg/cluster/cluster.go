@@ -106,7 +106,9 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 	outcomes := make([]outcome.Outcome, 0, len(steps))
 	for _, step := range steps {
 		o, err := step.run(ctx, kc, cluster, infra, ref)
-		outcome.Record(s.Recorder, kc, step.condition, o)
+		// Each step's progress is in its condition; Events say when one
+		// fails and when the cluster is provisioned.
+		outcome.RecordWarning(s.Recorder, kc, step.condition, o)
 		outcomes = append(outcomes, o)
 		errs = append(errs, err)
 	}
@@ -114,6 +116,10 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 	// VMs start only once isolated and networked: CAPI creates no bootstrap
 	// data, so no VM, before the cluster is provisioned.
 	if all.IsDone() {
+		if !ptr.Deref(kc.Status.Initialization.Provisioned, false) {
+			s.Recorder.Eventf(kc, nil, corev1.EventTypeNormal, "Provisioned", "ProvisionCluster",
+				"the control plane endpoint, networks and network isolation are in place on the %s", infra.Description())
+		}
 		kc.Status.Ready = true
 		kc.Status.Initialization.Provisioned = ptr.To(true)
 	}

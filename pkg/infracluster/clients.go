@@ -72,6 +72,14 @@ type Infra struct {
 	Status APIStatus
 }
 
+// Description names the infra cluster for messages and Events.
+func (i *Infra) Description() string {
+	if i.External {
+		return "external infra cluster " + i.Key
+	}
+	return "management cluster"
+}
+
 // User is an object that uses an infra cluster.
 type User struct {
 	// Kind tells objects of the same name apart.

@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -57,12 +58,16 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 	want := golden.DataVolume(rd, sc.VMNamespace())
 	key := client.ObjectKeyFromObject(want)
 	if ref := GoldenImageOf(sc.Infra().Secret, key.Namespace, rd); !equality.Semantic.DeepEqual(km.Status.GoldenImage, ref) {
-		// Become a user of the golden volume, saved, before touching it: the
-		// golden image controller counts users from status. The status
-		// patch triggers the next reconcile.
 		km.Status.GoldenImage = ref
-		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
-			fmt.Sprintf("using golden volume %s for %s", key, golden.Describe(&rd.Image))), nil
+		if !s.templateUses(ctx, km, ref) {
+			// Become a user of the golden volume, saved, before touching
+			// it: the golden image controller counts users from status.
+			// The status patch, written at once, triggers the next
+			// reconcile.
+			s.holds.writeNow(client.ObjectKeyFromObject(km))
+			return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
+				fmt.Sprintf("using golden volume %s for %s", key, golden.Describe(&rd.Image))), nil
+		}
 	}
 	dv := &cdiv1.DataVolume{}
 	found, err := get(ctx, sc.Infra().Client, key, dv)
@@ -200,4 +205,20 @@ func (s *Service) ensureGoldenVolume(ctx context.Context, sc *Scope) error {
 	s.Recorder.Eventf(sc.KubevirtMachine, nil, corev1.EventTypeNormal, "GoldenImageCreated", "ImportGoldenImage",
 		"golden volume %s was gone before this machine's root disk was cloned; importing %s again", client.ObjectKeyFromObject(want), golden.Describe(&rd.Image))
 	return nil
+}
+
+// templateUses reports whether the KubevirtMachineTemplate the machine was
+// cloned from names the golden volume in its status: the golden image
+// controller then counts it as used already, and the machine's own claim
+// can go with its next status write instead of a write of its own.
+func (s *Service) templateUses(ctx context.Context, km *infrav1.KubevirtMachine, ref *infrav1.GoldenImageStatus) bool {
+	name := km.Annotations[clusterv1.TemplateClonedFromNameAnnotation]
+	if name == "" || km.Annotations[clusterv1.TemplateClonedFromGroupKindAnnotation] != infrav1.GroupVersion.WithKind("KubevirtMachineTemplate").GroupKind().String() {
+		return false
+	}
+	t := &infrav1.KubevirtMachineTemplate{}
+	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: km.Namespace, Name: name}, t); err != nil {
+		return false
+	}
+	return t.DeletionTimestamp.IsZero() && equality.Semantic.DeepEqual(t.Status.GoldenImage, ref)
 }

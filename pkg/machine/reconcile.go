@@ -36,7 +36,6 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
@@ -327,7 +326,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	}
 	km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
 	s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineCreated", "CreateVirtualMachine",
-		"created VirtualMachine %s on the %s", key, infraName(infra))
+		"created VirtualMachine %s on the %s", key, infra.Description())
 	setBootstrap(km, metav1.ConditionFalse, infrav1.WaitingForBootstrapReason, "waiting for the VM instance to run")
 	markNotProvisioned(km)
 	// The Secret follows the VM, so that it is created with its owner and
@@ -342,13 +341,6 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 func isControlPlane(m *clusterv1.Machine) bool {
 	_, ok := m.Labels[clusterv1.MachineControlPlaneLabel]
 	return ok
-}
-
-func infraName(infra *infracluster.Infra) string {
-	if infra.External {
-		return "external infra cluster " + infra.Key
-	}
-	return "management cluster"
 }
 
 // recordVM sets the VirtualMachineReady condition from o, with an Event
@@ -368,6 +360,12 @@ func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstan
 		if node == "" {
 			node = sc.Machine.Status.NodeRef.Name
 		}
+	}
+	if c := conditions.Get(sc.KubevirtMachine, infrav1.NodeJoinedCondition); node == "" && c != nil && c.Status == metav1.ConditionTrue {
+		// Joined stays joined: a Node out of sight (the tenant cluster
+		// unreachable, the Node deleted) is the Machine's NodeHealthy's
+		// to report, and must not flap this condition.
+		return outcome.Ready(c.Reason, c.Message)
 	}
 	timeout := s.NodeJoinTimeout
 	if timeout <= 0 {

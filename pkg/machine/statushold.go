@@ -30,7 +30,7 @@ import (
 
 // DefaultStatusSettleTime is how long a provisioning machine's status must
 // stay at one step before it is written.
-const DefaultStatusSettleTime = 10 * time.Second
+const DefaultStatusSettleTime = 30 * time.Second
 
 // statusHold keeps back the status writes of machines that are still
 // provisioning. A VM passes through many steps on its way (root disk
@@ -38,13 +38,16 @@ const DefaultStatusSettleTime = 10 * time.Second
 // each costs the management cluster a write per step and machine, and
 // nobody acts on a step that is over before they look. A step is written
 // once it has lasted the settle time, so a machine stuck at any step still
-// says why. The first status, a failure, provisioning itself and anything
-// after it are written at once, and so is a new status.goldenImage, which
-// the golden image controller counts users by. What it holds is in memory only: a restarted provider
+// says why. A failure, provisioning itself and anything after it are
+// written at once, and so is what a step must store before the machine goes
+// on (writeNow): a claim on a golden volume no template claims yet. What it holds is in memory only: a restarted provider
 // simply writes what it finds.
 type statusHold struct {
 	mu      sync.Mutex
 	pending map[types.NamespacedName]pendingStatus
+	// now are the machines whose next status must be stored before they
+	// go on.
+	now map[types.NamespacedName]bool
 }
 
 // pendingStatus is the step a machine's unwritten status shows and since
@@ -66,7 +69,7 @@ func (s *Service) HoldStatus(stored, km *infrav1.KubevirtMachine, o outcome.Outc
 		settle = DefaultStatusSettleTime
 	}
 	if settle < 0 || !km.DeletionTimestamp.IsZero() || provisioned(stored) || provisioned(km) || o.State == outcome.Failed ||
-		len(stored.Status.Conditions) == 0 || !equality.Semantic.DeepEqual(stored.Status.GoldenImage, km.Status.GoldenImage) {
+		s.holds.takeWriteNow(key) {
 		s.holds.forget(key)
 		return 0
 	}
@@ -84,6 +87,26 @@ func (h *statusHold) forget(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.pending, key)
+	delete(h.now, key)
+}
+
+// writeNow marks the machine's status to be written at the end of this
+// reconcile, whatever step it shows.
+func (h *statusHold) writeNow(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.now == nil {
+		h.now = map[types.NamespacedName]bool{}
+	}
+	h.now[key] = true
+}
+
+func (h *statusHold) takeWriteNow(key types.NamespacedName) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now[key]
+	delete(h.now, key)
+	return now
 }
 
 func (h *statusHold) decide(key types.NamespacedName, step string, now time.Time, settle time.Duration) time.Duration {

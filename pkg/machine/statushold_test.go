@@ -21,6 +21,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
@@ -81,12 +82,8 @@ func TestHoldStatus(t *testing.T) {
 	}{
 		{name: "a provisioning step is held", stored: machine(infrav1.WaitingForBootstrapDataReason), now: machine(infrav1.PendingReason),
 			o: outcome.Wait(infrav1.PendingReason, ""), held: true},
-		{name: "the first status is written at once", stored: machine(""), now: machine(infrav1.WaitingForBootstrapDataReason),
-			o: outcome.Wait(infrav1.WaitingForBootstrapDataReason, "")},
-		{name: "a new golden image user is written at once", stored: machine(infrav1.WaitingForBootstrapDataReason),
-			now: machine(infrav1.WaitingForGoldenImageReason, func(km *infrav1.KubevirtMachine) {
-				km.Status.GoldenImage = &infrav1.GoldenImageStatus{Namespace: "ns", Name: "capkv-golden-1"}
-			}), o: outcome.Wait(infrav1.WaitingForGoldenImageReason, "")},
+		{name: "the first status is held too", stored: machine(""), now: machine(infrav1.WaitingForOwnerReason),
+			o: outcome.Wait(infrav1.WaitingForOwnerReason, ""), held: true},
 		{name: "a failure is written at once", stored: machine(infrav1.PendingReason), now: machine(infrav1.UnschedulableReason),
 			o: outcome.Fail(infrav1.UnschedulableReason, "")},
 		{name: "provisioning is written at once", stored: machine(infrav1.PendingReason), now: machine(infrav1.PendingReason, isProvisioned), o: outcome.Ready("", "")},
@@ -116,6 +113,18 @@ func TestHoldStatus(t *testing.T) {
 		}
 		if got := s.HoldStatus(stored, km, o, now.Add(10*time.Second)); got != 0 {
 			t.Fatalf("10s later: HoldStatus = %s, want 0 (write)", got)
+		}
+	})
+	t.Run("a step that must be stored is written at once, once", func(t *testing.T) {
+		s := &Service{StatusSettleTime: 10 * time.Second}
+		stored, km := machine(infrav1.WaitingForBootstrapDataReason), machine(infrav1.WaitingForGoldenImageReason)
+		o := outcome.Wait(infrav1.WaitingForGoldenImageReason, "")
+		s.holds.writeNow(types.NamespacedName{Namespace: "ns", Name: "m"})
+		if got := s.HoldStatus(stored, km, o, now); got != 0 {
+			t.Fatalf("HoldStatus = %s, want 0 (write)", got)
+		}
+		if got := s.HoldStatus(stored, km, o, now); got == 0 {
+			t.Errorf("the next change: HoldStatus = 0, want it held")
 		}
 	})
 	t.Run("a negative settle time writes every step", func(t *testing.T) {

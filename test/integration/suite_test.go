@@ -137,7 +137,10 @@ func startProvider(w *world.World, counter *writeCounter) (func(), error) {
 		// at-rest write count. pkg/machine's TestNodeJoin and the e2e
 		// suite cover it.
 		NodeJoinTimeout: 24 * time.Hour,
-		InProcess:       manager.InProcess{WrapInfraConfig: counter.wrap},
+		// A third of the default, so that a step a test waits for is
+		// written well within its 60 s waits on a busy machine.
+		StatusSettleTime: 10 * time.Second,
+		InProcess:        manager.InProcess{WrapInfraConfig: counter.wrap},
 	}))
 	if err != nil {
 		return nil, err

@@ -53,6 +53,9 @@ type Result struct {
 	RequestsByResource map[string]int `json:"requestsByResource"`
 	// RequestsTotal is every request of the provider.
 	RequestsTotal int `json:"requestsTotal"`
+	// WriteRequestsPerMachine are the provider's creates, updates, patches
+	// and deletes of every resource, Events included, per machine.
+	WriteRequestsPerMachine float64 `json:"writeRequestsPerMachine"`
 	// ProviderCPUSeconds and ProviderPeakMemoryMiB are the provider
 	// process's user and system time and its peak resident memory.
 	ProviderCPUSeconds    float64 `json:"providerCPUSeconds"`
@@ -68,10 +71,18 @@ type Result struct {
 func (r *Result) setRequests(c requestCounts) {
 	r.RequestsTotal, r.RequestsByResource = c.total, c.byResource
 	r.RequestsPerMachine = map[string]float64{}
+	writes := 0
 	for verb, n := range c.byVerb {
 		r.RequestsPerMachine[verb] = float64(n) / float64(r.Machines)
+		if writeVerbs[verb] {
+			writes += n
+		}
 	}
+	r.WriteRequestsPerMachine = float64(writes) / float64(r.Machines)
 }
+
+// writeVerbs are the audit log's verbs that change something.
+var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 
 // setRatios divides the provider's seconds by the floor's, when the floor
 // was measured.
@@ -105,6 +116,7 @@ func printTable(r Result) {
 		row("API requests per machine: "+verb, "%.2f", r.RequestsPerMachine[verb])
 	}
 	row("API requests per machine: all", "%.2f", float64(r.RequestsTotal)/float64(r.Machines))
+	row("write requests per machine", "%.2f", r.WriteRequestsPerMachine)
 	row("provider CPU seconds", "%.1f", r.ProviderCPUSeconds)
 	row("provider peak memory (MiB)", "%.0f", r.ProviderPeakMemoryMiB)
 	row("CDI imports / clones", "%d / %d", r.Imports, r.Clones)
