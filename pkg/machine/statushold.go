@@ -38,9 +38,10 @@ const DefaultStatusSettleTime = 30 * time.Second
 // each costs the management cluster a write per step and machine, and
 // nobody acts on a step that is over before they look. A step is written
 // once it has lasted the settle time, so a machine stuck at any step still
-// says why. A failure, provisioning itself and anything after it are
-// written at once, and so is what a step must store before the machine goes
-// on (writeNow): a claim on a golden volume no template claims yet. What it holds is in memory only: a restarted provider
+// says why. A failure and its end, provisioning itself and anything after
+// it are written at once, and so is what a step must store before the
+// machine goes on (writeNow): a claim on a golden volume no template claims
+// yet. What it holds is in memory only: a restarted provider
 // simply writes what it finds.
 type statusHold struct {
 	mu      sync.Mutex
@@ -48,6 +49,9 @@ type statusHold struct {
 	// now are the machines whose next status must be stored before they
 	// go on.
 	now map[types.NamespacedName]bool
+	// failing are the machines whose last written status was a failure:
+	// the end of a failure is written at once too.
+	failing map[types.NamespacedName]bool
 }
 
 // pendingStatus is the step a machine's unwritten status shows and since
@@ -68,8 +72,18 @@ func (s *Service) HoldStatus(stored, km *infrav1.KubevirtMachine, o outcome.Outc
 	if settle == 0 {
 		settle = DefaultStatusSettleTime
 	}
-	if settle < 0 || !km.DeletionTimestamp.IsZero() || provisioned(stored) || provisioned(km) || o.State == outcome.Failed ||
-		s.holds.takeWriteNow(key) {
+	if settle < 0 || !km.DeletionTimestamp.IsZero() || provisioned(stored) || provisioned(km) {
+		s.holds.forget(key)
+		return 0
+	}
+	if o.State == outcome.Failed {
+		s.holds.forget(key)
+		s.holds.mark(key, &s.holds.failing)
+		return 0
+	}
+	// Both are taken, whichever decides.
+	mustStore, recovered := s.holds.take(key, &s.holds.now), s.holds.take(key, &s.holds.failing)
+	if mustStore || recovered {
 		s.holds.forget(key)
 		return 0
 	}
@@ -88,25 +102,28 @@ func (h *statusHold) forget(key types.NamespacedName) {
 	defer h.mu.Unlock()
 	delete(h.pending, key)
 	delete(h.now, key)
+	delete(h.failing, key)
 }
 
 // writeNow marks the machine's status to be written at the end of this
 // reconcile, whatever step it shows.
-func (h *statusHold) writeNow(key types.NamespacedName) {
+func (h *statusHold) writeNow(key types.NamespacedName) { h.mark(key, &h.now) }
+
+func (h *statusHold) mark(key types.NamespacedName, set *map[types.NamespacedName]bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.now == nil {
-		h.now = map[types.NamespacedName]bool{}
+	if *set == nil {
+		*set = map[types.NamespacedName]bool{}
 	}
-	h.now[key] = true
+	(*set)[key] = true
 }
 
-func (h *statusHold) takeWriteNow(key types.NamespacedName) bool {
+func (h *statusHold) take(key types.NamespacedName, set *map[types.NamespacedName]bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := h.now[key]
-	delete(h.now, key)
-	return now
+	marked := (*set)[key]
+	delete(*set, key)
+	return marked
 }
 
 func (h *statusHold) decide(key types.NamespacedName, step string, now time.Time, settle time.Duration) time.Duration {

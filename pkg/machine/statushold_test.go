@@ -127,6 +127,19 @@ func TestHoldStatus(t *testing.T) {
 			t.Errorf("the next change: HoldStatus = 0, want it held")
 		}
 	})
+	t.Run("the end of a failure is written at once", func(t *testing.T) {
+		s := &Service{StatusSettleTime: 10 * time.Second}
+		failed := machine(infrav1.KubeVirtNotInstalledReason)
+		if got := s.HoldStatus(machine(infrav1.PendingReason), failed, outcome.Fail(infrav1.KubeVirtNotInstalledReason, ""), now); got != 0 {
+			t.Fatalf("the failure: HoldStatus = %s, want 0", got)
+		}
+		if got := s.HoldStatus(failed, machine(infrav1.WaitingForBootstrapDataReason), outcome.Wait(infrav1.WaitingForBootstrapDataReason, ""), now); got != 0 {
+			t.Fatalf("its end: HoldStatus = %s, want 0", got)
+		}
+		if got := s.HoldStatus(machine(infrav1.WaitingForBootstrapDataReason), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got == 0 {
+			t.Errorf("the next step: HoldStatus = 0, want it held")
+		}
+	})
 	t.Run("a negative settle time writes every step", func(t *testing.T) {
 		s := &Service{StatusSettleTime: -1}
 		if got := s.HoldStatus(machine(""), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got != 0 {
