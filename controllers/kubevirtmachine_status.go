@@ -41,14 +41,19 @@ func (r *KubevirtMachineReconciler) writeBack(ctx context.Context, stored, km *i
 	held := r.Machines.HoldStatus(stored, km, o, time.Now())
 	write := held == 0 && !equality.Semantic.DeepEqual(stored.Status, km.Status)
 	key := client.ObjectKeyFromObject(km)
-	sum := writtenStatus{uid: km.UID, sum: statusSum(&km.Status)}
-	if last, ok := r.written.Load(key); write && ok && last == sum {
-		// This process wrote exactly this status last; the cache has not
-		// seen that write yet when another event brings the machine back.
-		write = false
-	}
+	var sum writtenStatus
 	if write {
-		ctrl.LoggerFrom(ctx).V(4).Info("Writing status", "changed", statusChanges(&stored.Status, &km.Status))
+		// Summed only for a write: most reconciles write nothing.
+		sum = writtenStatus{uid: km.UID, sum: statusSum(&km.Status)}
+		if last, ok := r.written.Load(key); ok && last == sum {
+			// This process wrote exactly this status last; the cache has
+			// not seen that write yet when another event brings the
+			// machine back.
+			write = false
+		}
+	}
+	if log := ctrl.LoggerFrom(ctx).V(4); write && log.Enabled() {
+		log.Info("Writing status", "changed", statusChanges(&stored.Status, &km.Status))
 	}
 	if err := patchOnce(ctx, r.Client, stored, km, write); err != nil {
 		r.written.Delete(key)
