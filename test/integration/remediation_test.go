@@ -51,10 +51,10 @@ func TestRemediationRestartsTheVMThenHandsOver(t *testing.T) {
 	first := instanceUID(t, tc, km.Name)()
 	machine := get(t, tc.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: km.Name, Namespace: tc.ns}})
 
-	rem := tc.newRemediation(t, machine, infrav1.KubevirtRemediationSpec{RetryLimit: 2, TimeoutSeconds: 2})
+	// The timeout leaves room to read the first restart before the second:
+	// a new instance alone can take a few seconds.
+	rem := tc.newRemediation(t, machine, infrav1.KubevirtRemediationSpec{RetryLimit: 2, TimeoutSeconds: 6})
 	eventually(t, retryCount(tc, rem)).Should(Equal("Waiting/1"))
-	eventually(t, instanceUID(t, tc, km.Name)).ShouldNot(Or(Equal(first), BeEmpty()))
-	second := instanceUID(t, tc, km.Name)()
 	cur := get(t, tc.c, rem)
 	g.Expect(remediationCondition(cur)).To(HavePrefix("True/" + infrav1.RestartedVirtualMachineReason + ": restart 1 of 2"))
 	// The Machine tells too, as the MachineHealthCheck leaves it to the
@@ -66,6 +66,8 @@ func TestRemediationRestartsTheVMThenHandsOver(t *testing.T) {
 	g.Expect(restarted.Annotations).To(HaveKeyWithValue(infrav1.RestartRequestedAnnotation, cur.Status.LastRemediated.UTC().Format(time.RFC3339)))
 	eventually(t, func() string { return get(t, tc.c, km).Status.LastRestartRequest }).
 		Should(Equal(restarted.Annotations[infrav1.RestartRequestedAnnotation]))
+	eventually(t, instanceUID(t, tc, km.Name)).ShouldNot(Or(Equal(first), BeEmpty()))
+	second := instanceUID(t, tc, km.Name)()
 
 	// Still unhealthy after the timeout: a second restart.
 	eventually(t, retryCount(tc, rem)).Should(Equal("Waiting/2"))
