@@ -18,3 +18,8 @@ limitations under the License.
 // fetches its object, finds its Cluster API owners, honours pause, patches
 // once at the end, and delegates the work to the packages under pkg/.
 package controllers
+
+// The manager's metrics endpoint authenticates and authorizes its scrapers
+// (Cluster API's util/flags diagnostics options).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

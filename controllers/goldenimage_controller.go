@@ -37,6 +37,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 )
 
 // GoldenRequest names a golden volume: its infra cluster (the kubeconfig
@@ -56,6 +57,8 @@ type GoldenImageReconciler struct {
 	// Retention is how long an unused golden volume is kept, so that a
 	// machine recreated soon after does not download the image again.
 	Retention time.Duration
+	// Imports notices finished imports for the metrics; nil counts none.
+	Imports *golden.Imports
 
 	controller controller.TypedController[GoldenRequest]
 }
@@ -84,20 +87,29 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 	}
 	infra := access.Infra
 	dv := &cdiv1.DataVolume{}
+	volume := req.InfraSecret.String() + "|" + req.NamespacedName.String()
 	if err := infra.Client.Get(ctx, req.NamespacedName, dv); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Clients.Release(user)
+			metrics.GoldenImageVolumes.Forget(volume)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if dv.Labels[golden.Label] != "true" || !dv.DeletionTimestamp.IsZero() {
+		metrics.GoldenImageVolumes.Forget(volume)
 		return ctrl.Result{}, nil
 	}
+	r.countImport(dv)
 	users, err := r.users(ctx, req)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	state := metrics.GoldenInUse
+	if users == 0 {
+		state = metrics.GoldenUnused
+	}
+	metrics.GoldenImageVolumes.Set(volume, state)
 	since, marked := dv.Annotations[golden.UnusedSinceAnnotation]
 	switch {
 	case users > 0 && marked:
@@ -121,7 +133,24 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 		return ctrl.Result{}, fmt.Errorf("deleting unused golden volume %s: %w", req.NamespacedName, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted unused golden volume", "dataVolume", req.NamespacedName, "unusedSince", since)
+	metrics.GoldenImageVolumesCollected.Inc()
+	metrics.GoldenImageVolumes.Forget(volume)
+	if r.Imports != nil {
+		r.Imports.Forget(dv.UID)
+	}
 	return ctrl.Result{}, nil
+}
+
+// countImport observes a golden volume's import once it finished.
+func (r *GoldenImageReconciler) countImport(dv *cdiv1.DataVolume) {
+	if r.Imports == nil {
+		return
+	}
+	if imp, ok := r.Imports.Finished(dv); ok {
+		metrics.GoldenImageImports.Inc()
+		metrics.GoldenImageImportSeconds.Observe(imp.Seconds)
+		metrics.GoldenImageImportBytes.Add(float64(imp.Bytes))
+	}
 }
 
 // users counts the KubevirtMachines and templates naming the volume.

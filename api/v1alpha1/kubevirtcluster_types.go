@@ -234,7 +234,9 @@ type KubevirtClusterInitializationStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",description="Cluster this KubevirtCluster belongs to"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status",description="Whether the cluster infrastructure is ready"
 // +kubebuilder:printcolumn:name="Endpoint",type="string",JSONPath=".spec.controlPlaneEndpoint.host",description="Control-plane endpoint host"
-// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].reason",priority=1
+// +kubebuilder:printcolumn:name="Isolation",type="string",JSONPath=".status.conditions[?(@.type=='NetworkIsolationReady')].reason",description="Whether the tenant's NetworkPolicies are applied"
+// +kubebuilder:printcolumn:name="Infra",type="string",JSONPath=".status.conditions[?(@.type=='InfraClusterAvailable')].reason",description="Whether the infra cluster can be used"
+// +kubebuilder:printcolumn:name="Endpoint Status",type="string",JSONPath=".status.conditions[?(@.type=='ControlPlaneEndpointReady')].reason",description="The control-plane Service",priority=1
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 
 // KubevirtCluster is the infrastructure of one tenant cluster on a KubeVirt

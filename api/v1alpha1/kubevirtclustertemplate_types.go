@@ -41,6 +41,8 @@ type KubevirtClusterTemplateResource struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=kubevirtclustertemplates,scope=Namespaced,categories=cluster-api,shortName=kvct
 // +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Isolation",type="string",JSONPath=".spec.template.spec.isolation.mode",description="The isolation mode of its clusters (empty: the default, on)"
+// +kubebuilder:printcolumn:name="Endpoint Type",type="string",JSONPath=".spec.template.spec.controlPlaneServiceTemplate.spec.type",description="The Service type of its clusters' control-plane endpoint"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 
 // KubevirtClusterTemplate is a template for KubevirtClusters, used by

@@ -235,10 +235,13 @@ type KubevirtMachineInitializationStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",description="Cluster this KubevirtMachine belongs to"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status",description="Whether the machine infrastructure is ready"
+// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type=='VirtualMachineReady')].reason",description="Where the VM stands, or what it waits for"
 // +kubebuilder:printcolumn:name="VM",type="string",JSONPath=".spec.providerID",description="The VirtualMachine, as a providerID"
-// +kubebuilder:printcolumn:name="Node",type="boolean",JSONPath=".status.nodeupdated",description="Whether the tenant Node carries the providerID"
+// +kubebuilder:printcolumn:name="Infra Node",type="string",JSONPath=".status.infraNodeName",description="The infra node the VM runs on"
 // +kubebuilder:printcolumn:name="IP",type="string",JSONPath=".status.addresses[?(@.type=='InternalIP')].address",description="Internal IP addresses"
-// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].reason",priority=1
+// +kubebuilder:printcolumn:name="Node",type="string",JSONPath=".status.conditions[?(@.type=='NodeJoined')].reason",description="Whether the tenant Node joined",priority=1
+// +kubebuilder:printcolumn:name="Bootstrap",type="string",JSONPath=".status.conditions[?(@.type=='BootstrapSucceeded')].reason",description="The bootstrap check",priority=1
+// +kubebuilder:printcolumn:name="Zone",type="string",JSONPath=".status.failureDomain",description="The failure domain",priority=1
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 
 // KubevirtMachine is one tenant machine: a KubeVirt VirtualMachine on the

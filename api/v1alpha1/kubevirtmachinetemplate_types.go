@@ -92,6 +92,10 @@ type NodeInfo struct {
 // +kubebuilder:resource:path=kubevirtmachinetemplates,scope=Namespaced,categories=cluster-api,shortName=kvmt
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.capacity.cpu",description="vCPUs of a machine, for the autoscaler"
+// +kubebuilder:printcolumn:name="Memory",type="string",JSONPath=".status.capacity.memory",description="Memory of a machine, for the autoscaler"
+// +kubebuilder:printcolumn:name="Capacity",type="string",JSONPath=".status.conditions[?(@.type=='CapacityKnown')].reason",description="Where the capacity comes from"
+// +kubebuilder:printcolumn:name="Golden Image",type="string",JSONPath=".status.goldenImage.name",description="The golden volume the template's machines clone"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 
 // KubevirtMachineTemplate is a template for KubevirtMachines. Its spec is

@@ -42,7 +42,7 @@ func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, c
 	if want.Namespace != kc.Namespace {
 		ref = nil
 	}
-	return owned.Ensure(ctx, c, want, &corev1.Service{}, owned.Key(kc), ref, "control-plane Service",
+	live, _, err := owned.Ensure(ctx, c, want, &corev1.Service{}, owned.Key(kc), ref, "control-plane Service",
 		func(live, want *corev1.Service) bool {
 			if !Drifted(live, want) {
 				return false
@@ -50,6 +50,7 @@ func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, c
 			Apply(live, want)
 			return true
 		})
+	return live, err
 }
 
 // Delete deletes the control-plane Service if it is this cluster's, and

@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 )
 
@@ -57,7 +58,13 @@ func (a Access) Reachable() bool {
 // decides what it may be used for.
 func (c *Clients) Open(ctx context.Context, ref *corev1.ObjectReference, ns, vmNamespace string, user User) Access {
 	infra, err := c.Acquire(ctx, ref, ns, vmNamespace, user)
-	return decide(infra, err)
+	access := decide(infra, err)
+	name := metrics.ManagementCluster
+	if ref != nil {
+		name = refNamespace(ref, ns) + "/" + ref.Name
+	}
+	metrics.InfraClusterUsers.Set(user.metricsKey(), name, access.Outcome.Reason)
+	return access
 }
 
 // decide is the one infra cluster policy of the provider:

@@ -22,8 +22,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,19 +31,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 )
-
-// activeCaches counts the running caches of external infra clusters, so an
-// operator can see that unused ones are dropped.
-var activeCaches = prometheus.NewGauge(prometheus.GaugeOpts{
-	Name: "capkv_infra_cluster_caches",
-	Help: "Number of external infra clusters with a running cache (watches are added once their KubeVirt and CDI APIs are found).",
-})
-
-func init() { metrics.Registry.MustRegister(activeCaches) }
 
 // Infra is an infra cluster as a controller uses it.
 type Infra struct {
@@ -86,6 +75,10 @@ type User struct {
 	Kind string
 	types.NamespacedName
 }
+
+// metricsKey names the user in the metrics' own bookkeeping, never in a
+// label.
+func (u User) metricsKey() string { return u.Kind + "/" + u.String() }
 
 // WatchFunc adds a controller's watches to the cache of an infra cluster.
 // It runs once per cache: for the management cluster when its APIs are
@@ -248,6 +241,7 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 	if c.WrapConfig != nil {
 		c.WrapConfig(cfg)
 	}
+	metrics.InstrumentConfig(cfg, target.Secret.String())
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("infra cluster %s: %w", key, err)
@@ -267,7 +261,7 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	activeCaches.Inc()
+	metrics.InfraClusterCaches.Inc()
 	go func() {
 		if err := ca.Start(ctx); err != nil {
 			ctrl.Log.WithName("infracluster").Error(err, "infra cluster cache stopped", "infraCluster", key)
@@ -288,6 +282,7 @@ func (c *Clients) Release(user User) {
 }
 
 func (c *Clients) releaseLocked(user User) {
+	metrics.InfraClusterUsers.Forget(user.metricsKey())
 	key, ok := c.users[user]
 	if !ok {
 		return
@@ -305,7 +300,7 @@ func (c *Clients) releaseLocked(user User) {
 func (c *Clients) stop(key string, e *entry) {
 	e.cancel()
 	delete(c.entries, key)
-	activeCaches.Dec()
+	metrics.InfraClusterCaches.Dec()
 }
 
 func refNamespace(ref *corev1.ObjectReference, ns string) string {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
 )
 
@@ -45,8 +46,15 @@ func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, c
 	wanted := map[string]bool{}
 	for _, p := range want {
 		wanted[p.Name] = true
-		if _, err := owned.Ensure(ctx, c, p, &networkingv1.NetworkPolicy{}, owned.Key(kc), ref, "NetworkPolicy", sync); err != nil {
+		_, change, err := owned.Ensure(ctx, c, p, &networkingv1.NetworkPolicy{}, owned.Key(kc), ref, "NetworkPolicy", sync)
+		if err != nil {
 			return err
+		}
+		switch change {
+		case owned.Created:
+			metrics.IsolationPoliciesCreated.Inc()
+		case owned.Corrected:
+			metrics.IsolationDriftCorrected.Inc()
 		}
 	}
 	return deleteOwned(ctx, c, kc, ns, wanted)

@@ -204,7 +204,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		}
 		return vmOutcome.After(check.RequeueAfter), nil
 	}
-	if !provisioned(km) {
+	if !provisioned(km) && s.firstProvisioned(km, cloneMethod(vm, dvs), time.Now()) {
 		s.Recorder.Eventf(km, vmi, corev1.EventTypeNormal, "Provisioned", "ProvisionVirtualMachine",
 			"VirtualMachine %s/%s runs and its bootstrap succeeded", vm.Namespace, vm.Name)
 	}
@@ -229,6 +229,23 @@ func fromState(st vmstatus.State) outcome.Outcome {
 	}
 	return outcome.Wait(st.Reason, st.Message)
 }
+
+// cloneMethod is how CDI cloned the VM's root disk from its golden volume,
+// as CDI notes it on the DataVolume: snapshot, csi-clone or copy
+// (host-assisted); empty when the disk was not cloned.
+func cloneMethod(vm *kubevirtv1.VirtualMachine, dvs []*cdiv1.DataVolume) string {
+	name := vmbuilder.DataVolumeName(vm.Name, golden.RootDiskName)
+	for _, dv := range dvs {
+		if dv.Name == name {
+			return dv.Annotations[cloneTypeAnnotation]
+		}
+	}
+	return ""
+}
+
+// cloneTypeAnnotation is where CDI records the clone strategy it used
+// (its DataVolume clone controller's annCloneType).
+const cloneTypeAnnotation = "cdi.kubevirt.io/cloneType"
 
 // rootDiskCloned reports whether the VM's root DataVolume finished.
 func rootDiskCloned(vm *kubevirtv1.VirtualMachine, dvs []*cdiv1.DataVolume) bool {

@@ -96,4 +96,6 @@ type Service struct {
 	holds statusHold
 	// turns lets one control plane machine at a time evacuate.
 	turns turnTable
+	// progress times provisioning stages for the metrics.
+	progress progress
 }

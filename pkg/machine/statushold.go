@@ -94,8 +94,11 @@ func (s *Service) HoldStatus(stored, km *infrav1.KubevirtMachine, o outcome.Outc
 	return s.holds.decide(key, stepOf(km), now, settle)
 }
 
-// ForgetStatus drops what is held for a machine that is gone.
-func (s *Service) ForgetStatus(key types.NamespacedName) { s.holds.forget(key) }
+// Forget drops what is held and tracked for a machine that is gone.
+func (s *Service) Forget(key types.NamespacedName) {
+	s.holds.forget(key)
+	s.progress.forget(key)
+}
 
 func (h *statusHold) forget(key types.NamespacedName) {
 	h.mu.Lock()

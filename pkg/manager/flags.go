@@ -64,6 +64,8 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "Leader election renew deadline.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "Leader election retry period.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-addr", ":9440", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&o.ProfilerAddress, "profiler-address", "",
+		"Address of an unauthenticated pprof endpoint (e.g. localhost:6060) for profiling; empty disables. The secure --diagnostics-address serves pprof too, to authorized users.")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", true, "Serve the admission webhooks (needs tls.crt and tls.key in --webhook-cert-dir).")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server binds; empty binds every interface.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")

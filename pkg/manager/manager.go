@@ -43,9 +43,11 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/remediation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
@@ -87,6 +89,9 @@ type Options struct {
 
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables.
 	HealthProbeBindAddress string
+	// ProfilerAddress serves Go's pprof endpoints without authentication;
+	// empty disables.
+	ProfilerAddress string
 	// Metrics configures the metrics (diagnostics) server.
 	Metrics metricsserver.Options
 
@@ -165,6 +170,7 @@ type InProcess struct {
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	setRateLimits(cfg, o)
+	metrics.InstrumentConfig(cfg, metrics.ManagementCluster)
 	s := scheme.New()
 	var defaultNamespaces map[string]cache.Config
 	if o.Namespace != "" {
@@ -177,6 +183,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		LeaderElectionNamespace:    cmp.Or(o.LeaderElectionNamespace, o.ProviderNamespace),
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
 		HealthProbeBindAddress:     o.HealthProbeBindAddress,
+		PprofBindAddress:           o.ProfilerAddress,
 		Metrics:                    o.Metrics,
 		Controller:                 config.Controller{SkipNameValidation: &o.InProcess.SharedProcess},
 		Cache: cache.Options{
@@ -274,15 +281,16 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
 	recorder := mgr.GetEventRecorder("kubevirtmachine-controller")
+	machines := &machine.Service{
+		Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache,
+		SSH: &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
+		InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels), NodeJoinTimeout: o.NodeJoinTimeout,
+		StatusSettleTime: o.StatusSettleTime,
+	}
+	machines.ReportStageAges()
 	if err := (&controllers.KubevirtMachineReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
-		Recorder: recorder, ClusterCache: clusterCache,
-		Machines: &machine.Service{
-			Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache,
-			SSH: &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
-			InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels), NodeJoinTimeout: o.NodeJoinTimeout,
-			StatusSettleTime: o.StatusSettleTime,
-		},
+		Recorder: recorder, ClusterCache: clusterCache, Machines: machines,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
 	}
@@ -302,7 +310,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		retention = time.Hour
 	}
 	if err := (&controllers.GoldenImageReconciler{
-		Client: mgr.GetClient(), Clients: clients, Retention: retention,
+		Client: mgr.GetClient(), Clients: clients, Retention: retention, Imports: golden.NewImports(time.Now()),
 	}).SetupWithManager(ctx, mgr, controller.TypedOptions[controllers.GoldenRequest]{MaxConcurrentReconciles: max(o.GoldenImageConcurrency, 1)}); err != nil {
 		return fmt.Errorf("setting up golden image controller: %w", err)
 	}

@@ -54,8 +54,9 @@ func Mark(o metav1.Object, owner string) {
 // what the provider owns from want onto it and reports whether anything
 // changed; only then is it updated. ref, when set, becomes the controller
 // reference of a created object; it is only valid in the owner's namespace
-// on the management cluster. what names the object in errors.
-func Ensure[T client.Object](ctx context.Context, c client.Client, want T, live T, owner string, ref *metav1.OwnerReference, what string, sync func(live, want T) bool) (T, error) {
+// on the management cluster. what names the object in errors. The Change
+// says what was done.
+func Ensure[T client.Object](ctx context.Context, c client.Client, want T, live T, owner string, ref *metav1.OwnerReference, what string, sync func(live, want T) bool) (T, Change, error) {
 	Mark(want, owner)
 	err := c.Get(ctx, client.ObjectKeyFromObject(want), live)
 	if apierrors.IsNotFound(err) {
@@ -63,24 +64,36 @@ func Ensure[T client.Object](ctx context.Context, c client.Client, want T, live 
 			want.SetOwnerReferences([]metav1.OwnerReference{*ref})
 		}
 		if err := c.Create(ctx, want); err != nil {
-			return want, fmt.Errorf("creating %s %s: %w", what, client.ObjectKeyFromObject(want), err)
+			return want, Unchanged, fmt.Errorf("creating %s %s: %w", what, client.ObjectKeyFromObject(want), err)
 		}
-		return want, nil
+		return want, Created, nil
 	}
 	if err != nil {
-		return live, fmt.Errorf("reading %s %s: %w", what, client.ObjectKeyFromObject(want), err)
+		return live, Unchanged, fmt.Errorf("reading %s %s: %w", what, client.ObjectKeyFromObject(want), err)
 	}
 	if !IsOwnedBy(live, owner) {
-		return live, fmt.Errorf("%s %s exists but was not created for %s; rename or remove it", what, client.ObjectKeyFromObject(live), owner)
+		return live, Unchanged, fmt.Errorf("%s %s exists but was not created for %s; rename or remove it", what, client.ObjectKeyFromObject(live), owner)
 	}
 	if !sync(live, want) {
-		return live, nil
+		return live, Unchanged, nil
 	}
 	if err := c.Update(ctx, live); err != nil {
-		return live, fmt.Errorf("correcting drift of %s %s: %w", what, client.ObjectKeyFromObject(live), err)
+		return live, Unchanged, fmt.Errorf("correcting drift of %s %s: %w", what, client.ObjectKeyFromObject(live), err)
 	}
-	return live, nil
+	return live, Corrected, nil
 }
+
+// Change is what Ensure did.
+type Change int
+
+const (
+	// Unchanged: the object was as wanted (or an error stopped Ensure).
+	Unchanged Change = iota
+	// Created: the object did not exist.
+	Created
+	// Corrected: the object had drifted and was put back.
+	Corrected
+)
 
 // Delete deletes the object named key if it is owner's, and reports whether
 // it is gone (an object that is not owner's counts as gone: it is not ours

@@ -105,7 +105,7 @@ func (a *Allocator) Ensure(ctx context.Context, c client.Client, reader client.R
 	if ns != kc.Namespace {
 		ref = nil
 	}
-	if _, err := owned.Ensure(ctx, c, want, newNAD(), owned.Key(kc), ref, "NetworkAttachmentDefinition", syncNAD); err != nil {
+	if _, _, err := owned.Ensure(ctx, c, want, newNAD(), owned.Key(kc), ref, "NetworkAttachmentDefinition", syncNAD); err != nil {
 		return Result{}, err
 	}
 	return Result{NAD: key.String(), VLAN: vlan}, nil
