@@ -87,7 +87,7 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 	}
 	infra := access.Infra
 	dv := &cdiv1.DataVolume{}
-	volume := req.InfraSecret.String() + "|" + req.NamespacedName.String()
+	volume := req.InfraSecret.String() + "|" + req.Namespace + "/" + req.Name
 	if err := infra.Client.Get(ctx, req.NamespacedName, dv); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Clients.Release(user)
