@@ -21,7 +21,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
@@ -67,7 +66,8 @@ func (i *Imports) Finished(dv *cdiv1.DataVolume) (Import, bool) {
 		return Import{}, false
 	}
 	i.seen[dv.UID] = true
-	return Import{Seconds: done.Sub(dv.CreationTimestamp.Time).Seconds(), Bytes: requestedBytes(dv)}, true
+	size := Size(dv)
+	return Import{Seconds: done.Sub(dv.CreationTimestamp.Time).Seconds(), Bytes: size.Value()}, true
 }
 
 // Forget drops a deleted volume.
@@ -75,15 +75,4 @@ func (i *Imports) Forget(uid types.UID) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	delete(i.seen, uid)
-}
-
-func requestedBytes(dv *cdiv1.DataVolume) int64 {
-	var q resource.Quantity
-	switch {
-	case dv.Spec.Storage != nil:
-		q = dv.Spec.Storage.Resources.Requests[corev1.ResourceStorage]
-	case dv.Spec.PVC != nil:
-		q = dv.Spec.PVC.Resources.Requests[corev1.ResourceStorage]
-	}
-	return q.Value()
 }

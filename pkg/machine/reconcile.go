@@ -234,11 +234,8 @@ func fromState(st vmstatus.State) outcome.Outcome {
 // as CDI notes it on the DataVolume: snapshot, csi-clone or copy
 // (host-assisted); empty when the disk was not cloned.
 func cloneMethod(vm *kubevirtv1.VirtualMachine, dvs []*cdiv1.DataVolume) string {
-	name := vmbuilder.DataVolumeName(vm.Name, golden.RootDiskName)
-	for _, dv := range dvs {
-		if dv.Name == name {
-			return dv.Annotations[cloneTypeAnnotation]
-		}
+	if dv := rootDataVolume(vm, dvs); dv != nil {
+		return dv.Annotations[cloneTypeAnnotation]
 	}
 	return ""
 }
@@ -249,13 +246,19 @@ const cloneTypeAnnotation = "cdi.kubevirt.io/cloneType"
 
 // rootDiskCloned reports whether the VM's root DataVolume finished.
 func rootDiskCloned(vm *kubevirtv1.VirtualMachine, dvs []*cdiv1.DataVolume) bool {
+	dv := rootDataVolume(vm, dvs)
+	return dv != nil && dv.Status.Phase == cdiv1.Succeeded
+}
+
+// rootDataVolume is the VM's root disk DataVolume among dvs, or nil.
+func rootDataVolume(vm *kubevirtv1.VirtualMachine, dvs []*cdiv1.DataVolume) *cdiv1.DataVolume {
 	name := vmbuilder.DataVolumeName(vm.Name, golden.RootDiskName)
 	for _, dv := range dvs {
 		if dv.Name == name {
-			return dv.Status.Phase == cdiv1.Succeeded
+			return dv
 		}
 	}
-	return false
+	return nil
 }
 
 func (sc *Scope) failureDomain() string {
