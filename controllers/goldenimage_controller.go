@@ -105,11 +105,7 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	state := metrics.GoldenInUse
-	if users == 0 {
-		state = metrics.GoldenUnused
-	}
-	metrics.GoldenImageVolumes.Set(volume, state)
+	metrics.GoldenImageVolumes.Set(volume, golden.State(dv, users))
 	since, marked := dv.Annotations[golden.UnusedSinceAnnotation]
 	switch {
 	case users > 0 && marked:

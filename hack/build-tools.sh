@@ -11,8 +11,11 @@
 #   kubevirt     virt-api and virt-controller (KubeVirt v1.7.0), and
 #          bin/kubevirt-install.yaml: the CRDs, RBAC, webhooks and APIServices
 #          virt-operator would install, which the test world applies
+#   prometheus   the Prometheus server (v3.16.0, Go module v0.316.0) without
+#          service discovery plugins, which the monitoring test and the
+#          sandbox's --prometheus run
 #
-# Usage: hack/build-tools.sh [kube|clusterctl|cert-manager|kustomize|kubevirt ...] (all when
+# Usage: hack/build-tools.sh [kube|clusterctl|cert-manager|kustomize|kubevirt|prometheus ...] (all when
 # none is named). A stamp per set holding the hash of its module's files
 # and link flags skips the build while they are unchanged.
 set -euo pipefail
@@ -46,8 +49,11 @@ build() {
 clusterctl_version=$(awk '$1 == "sigs.k8s.io/cluster-api" { print $2; exit }' "$root/hack/tools/clusterctl/go.mod")
 kube_version=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' "$root/hack/tools/kube/go.mod")
 kube_minor=$(echo "$kube_version" | cut -d. -f2)
+# Prometheus v3.x.y is published as Go module v0.3xx.y.
+prometheus_module=$(awk '{ for (i = 1; i < NF; i++) if ($i == "github.com/prometheus/prometheus") { print $(i + 1); exit } }' "$root/hack/tools/prometheus/go.mod")
+prometheus_version="3.$(( $(echo "$prometheus_module" | cut -d. -f2) - 300 )).$(echo "$prometheus_module" | cut -d. -f3)"
 sets=("$@")
-[[ ${#sets[@]} -gt 0 ]] || sets=(kube clusterctl cert-manager kustomize kubevirt)
+[[ ${#sets[@]} -gt 0 ]] || sets=(kube clusterctl cert-manager kustomize kubevirt prometheus)
 for set in "${sets[@]}"; do
   case $set in
     # clusterctl refuses an API server whose /version is not a release.
@@ -73,6 +79,11 @@ for set in "${sets[@]}"; do
       kubevirt-manifests=./manifests
       "$bin/kubevirt-manifests" > "$bin/kubevirt-install.yaml.tmp" 2> "$bin/kubevirt-install.log"
       mv "$bin/kubevirt-install.yaml.tmp" "$bin/kubevirt-install.yaml" ;;
-    *) echo "unknown tool set $set (kube, clusterctl, cert-manager, kustomize, kubevirt)" >&2; exit 2 ;;
+    # remove_all_sd leaves out every service discovery but static, file
+    # and HTTP, which is all a scrape of one endpoint needs.
+    prometheus) GOFLAGS="-tags=remove_all_sd -buildvcs=false" build prometheus "$root/hack/tools/prometheus" \
+      "-X github.com/prometheus/common/version.Version=$prometheus_version" \
+      prometheus=github.com/prometheus/prometheus/cmd/prometheus ;;
+    *) echo "unknown tool set $set (kube, clusterctl, cert-manager, kustomize, kubevirt, prometheus)" >&2; exit 2 ;;
   esac
 done

@@ -23,6 +23,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 )
 
 // Import is a finished import of a golden volume.
@@ -75,4 +77,22 @@ func (i *Imports) Forget(uid types.UID) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	delete(i.seen, uid)
+}
+
+// State is where a golden volume stands for the capkv_golden_image_volumes
+// gauge: its import under way, retried by CDI (the importer pod failed and
+// restarts: an unreachable URL, an unknown image format), failed, or, once
+// imported, used by users machines and templates or unused.
+func State(dv *cdiv1.DataVolume, users int) string {
+	switch {
+	case dv.Status.Phase == cdiv1.Failed:
+		return metrics.GoldenImportFailed
+	case dv.Status.Phase == cdiv1.Succeeded && users > 0:
+		return metrics.GoldenInUse
+	case dv.Status.Phase == cdiv1.Succeeded:
+		return metrics.GoldenUnused
+	case dv.Status.RestartCount > 0:
+		return metrics.GoldenImportRetrying
+	}
+	return metrics.GoldenImporting
 }

@@ -71,8 +71,11 @@ const (
 
 // Golden volume states, for GoldenImageVolumes.
 const (
-	GoldenInUse  = "in_use"
-	GoldenUnused = "unused"
+	GoldenImporting      = "importing"
+	GoldenImportRetrying = "import_retrying"
+	GoldenImportFailed   = "import_failed"
+	GoldenInUse          = "in_use"
+	GoldenUnused         = "unused"
 )
 
 var (

@@ -26,12 +26,17 @@ import (
 
 // InstrumentConfig makes every request sent with cfg observed under the
 // infra cluster's name: its latency (watches left out, as they last until
-// closed) and its failures.
+// closed) and its failures. The failures without a response start at zero,
+// so that a rate over them reads 0, not nothing, while all is well.
 func InstrumentConfig(cfg *rest.Config, infraCluster string) {
+	InfraClusterRequestErrors.WithLabelValues(infraCluster, NoResponse)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return instrumented{next: rt, infraCluster: infraCluster}
 	})
 }
+
+// NoResponse is the code of a request that got no response.
+const NoResponse = "error"
 
 type instrumented struct {
 	next         http.RoundTripper
@@ -46,7 +51,7 @@ func (t instrumented) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case err != nil:
-		InfraClusterRequestErrors.WithLabelValues(t.infraCluster, "error").Inc()
+		InfraClusterRequestErrors.WithLabelValues(t.infraCluster, NoResponse).Inc()
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		InfraClusterRequestErrors.WithLabelValues(t.infraCluster, strconv.Itoa(resp.StatusCode)).Inc()
 	}

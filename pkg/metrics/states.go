@@ -80,9 +80,10 @@ var (
 	InfraClusterUsers = newStateGauge("capkv_infra_cluster_users",
 		"Objects (KubevirtClusters, KubevirtMachines, templates, golden volumes) using an infra cluster, by the reason of its availability as they last saw it: Available, InfraClusterUnreachable, InfraClusterSecretInvalid, KubeVirtNotInstalled, CDINotInstalled.",
 		InfraClusterLabel, ReasonLabel)
-	// GoldenImageVolumes counts the golden volumes kept, used or not.
+	// GoldenImageVolumes counts the golden volumes by state: importing,
+	// import retried or failed, used or not.
 	GoldenImageVolumes = newStateGauge("capkv_golden_image_volumes",
-		"Golden image volumes on the infra clusters, in_use by a machine or template, or unused and waiting for their retention to end.",
+		"Golden image volumes on the infra clusters: importing, import_retrying (CDI restarts a failed importer), import_failed, in_use by a machine or template, or unused and waiting for their retention to end.",
 		StateLabel)
 )
 
