@@ -52,7 +52,7 @@ run: ## Run the manager against $$KUBECONFIG (webhooks only when WEBHOOK_CERT_DI
 SANDBOX_ARGS ?=
 
 .PHONY: sandbox
-sandbox: tools ## Start the sandbox: the test world, this provider and a demo tenant cluster (SANDBOX_ARGS=--exit-after-demo exits when it is ready).
+sandbox: tools ## Start the sandbox: the test world, this provider and a demo tenant cluster (SANDBOX_ARGS: --exit-after-demo exits when it is ready; --prometheus runs the real Prometheus; --panels DIR writes the dashboard panels as PNG).
 	@echo ">> building and starting the sandbox (first build takes a few minutes)"
 	cd test && go run ./cmd/sandbox $(SANDBOX_ARGS)
 

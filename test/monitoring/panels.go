@@ -85,7 +85,7 @@ func (s *Server) renderPanel(ctx context.Context, p Panel, start, end time.Time,
 	plt.Y.Min = 0
 	plt.Legend.Top = true
 	plt.Add(plotter.NewGrid())
-	lines := 0
+	lines, top := 0, 0.0
 	for _, q := range p.Queries {
 		value, _, err := s.API.QueryRange(ctx, Expand(q.Expr, rateInterval), promv1.Range{Start: start, End: end, Step: step})
 		if err != nil {
@@ -96,30 +96,58 @@ func (s *Server) renderPanel(ctx context.Context, p Panel, start, end time.Time,
 			return fmt.Errorf("%s returned a %s, not a matrix", q.Expr, value.Type())
 		}
 		for _, series := range matrix {
-			points := plotter.XYs{}
-			for _, v := range series.Values {
-				// Grafana leaves a gap where a quantile of no
-				// observations is NaN; so does a missing point here.
-				if f := float64(v.Value); !math.IsNaN(f) && !math.IsInf(f, 0) {
-					points = append(points, plotter.XY{X: v.Timestamp.Time().Sub(start).Seconds(), Y: f})
-				}
-			}
-			if len(points) == 0 {
+			segments := gapless(series.Values, start, step)
+			if len(segments) == 0 {
 				continue
 			}
-			line, err := plotter.NewLine(points)
-			if err != nil {
-				return err
+			for i, points := range segments {
+				line, err := plotter.NewLine(points)
+				if err != nil {
+					return err
+				}
+				line.Color = plotutil.Color(lines)
+				line.Width = vg.Points(1.5)
+				plt.Add(line)
+				if i == 0 {
+					plt.Legend.Add(legend(q.Legend, series.Metric), line)
+				}
+				for _, pt := range points {
+					top = max(top, pt.Y)
+				}
 			}
-			line.Color = plotutil.Color(lines)
-			line.Width = vg.Points(1.5)
-			plt.Add(line)
-			plt.Legend.Add(legend(q.Legend, series.Metric), line)
 			lines++
 		}
 	}
 	plt.X.Min, plt.X.Max = 0, end.Sub(start).Seconds()
+	// Room above the lines for the legend, which is drawn inside.
+	plt.Y.Max = max(top, 1) * (1.1 + 0.1*float64(lines))
 	return plt.Save(8*vg.Inch, 4*vg.Inch, path)
+}
+
+// gapless splits a series into runs of points one step apart, seconds
+// after start: a series is missing where it had no value (a machine left
+// the stage, a quantile of no observations is NaN), and Grafana draws no
+// line across such a gap.
+func gapless(values []model.SamplePair, start time.Time, step time.Duration) []plotter.XYs {
+	var segments []plotter.XYs
+	var current plotter.XYs
+	var last model.Time
+	for _, v := range values {
+		f := float64(v.Value)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			continue
+		}
+		if len(current) > 0 && v.Timestamp.Sub(last) > step*3/2 {
+			segments = append(segments, current)
+			current = nil
+		}
+		current = append(current, plotter.XY{X: v.Timestamp.Time().Sub(start).Seconds(), Y: f})
+		last = v.Timestamp
+	}
+	if len(current) > 0 {
+		segments = append(segments, current)
+	}
+	return segments
 }
 
 var legendLabel = regexp.MustCompile(`\{\{\s*(\w+)\s*\}\}`)

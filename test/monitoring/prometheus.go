@@ -37,6 +37,7 @@ import (
 
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
@@ -71,7 +72,9 @@ type Server struct {
 	log     *os.File
 	dir     string
 	tempDir bool
-	exited  chan error
+	// exited is closed once the process exited, with its error in waitErr.
+	exited  chan struct{}
+	waitErr error
 }
 
 // Start writes the configuration and rules and starts bin/prometheus on a
@@ -80,7 +83,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Interval == 0 {
 		o.Interval = time.Second
 	}
-	s := &Server{dir: o.Dir, exited: make(chan error, 1)}
+	s := &Server{dir: o.Dir, exited: make(chan struct{})}
 	if s.dir == "" {
 		dir, err := os.MkdirTemp("", "capkv-prometheus-")
 		if err != nil {
@@ -114,7 +117,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := s.cmd.Start(); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting prometheus (make tools builds bin/prometheus): %w", err), s.cleanup())
 	}
-	go func() { s.exited <- s.cmd.Wait() }()
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
 	c, err := promapi.NewClient(promapi.Config{Address: s.URL})
 	if err != nil {
 		return nil, errors.Join(err, s.Stop())
@@ -133,9 +139,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
-		case err := <-s.exited:
-			s.exited <- err
-			return false, fmt.Errorf("prometheus exited (%v); see %s", err, s.log.Name())
+		case <-s.exited:
+			return false, fmt.Errorf("prometheus exited (see %s): %w", s.log.Name(), s.waitErr)
 		default:
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/-/ready", nil)
@@ -187,13 +192,33 @@ func (s *Server) WaitTargetUp(ctx context.Context, timeout time.Duration) error 
 	return nil
 }
 
+// WaitScrapedAfter waits until a scrape of the provider's endpoint that
+// started after t succeeded, so that a query sees the state of t.
+func (s *Server) WaitScrapedAfter(ctx context.Context, t time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	query := `timestamp(up{job="` + scrapeJob + `"} == 1)`
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		value, _, err := s.API.Query(ctx, query, time.Now())
+		if err != nil {
+			return false, nil //nolint:nilerr // Prometheus may be busy; ask again
+		}
+		vector, ok := value.(model.Vector)
+		return ok && len(vector) == 1 && float64(vector[0].Value) >= float64(t.UnixMilli())/1000, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no successful scrape of the provider since %s: %w", t.Format(time.TimeOnly), err)
+	}
+	return nil
+}
+
 // Stop stops Prometheus and removes its temporary directory.
 func (s *Server) Stop() error {
 	var errs []error
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-s.exited:
+		case <-s.exited: // the exit status after SIGTERM says nothing useful
 		case <-time.After(20 * time.Second):
 			_ = s.cmd.Process.Kill()
 			<-s.exited

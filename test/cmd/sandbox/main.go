@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/monitoring"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
@@ -61,6 +62,9 @@ func run() error {
 	keepState := flag.Bool("keep-state", false, "keep the world's state in --state-dir, and resume from it if it is there")
 	stateDir := flag.String("state-dir", filepath.Join(testenv.RepoRoot(), "out", "sandbox-state"), "where --keep-state keeps the world's state")
 	timeScale := flag.Float64("time-scale", 0.01, "multiplier of every simulated latency (0: instant, 1: real time)")
+	withPrometheus := flag.Bool("prometheus", false, "run the real Prometheus (bin/prometheus) scraping the provider's metrics endpoint with the shipped ServiceMonitor settings, RBAC and alerts, and print its URL")
+	alertSpeedup := flag.Float64("alert-speedup", 10, "with --prometheus, divide the shipped alerts' waits by this, as machines come up faster here than on a real infra cluster")
+	panelsDir := flag.String("panels", "", "once the demo cluster is ready, write the dashboard's main panels as PNG files into this directory, drawn from the real Prometheus' data (implies --prometheus)")
 	flag.Parse()
 
 	world.QuietLogs()
@@ -92,10 +96,18 @@ func run() error {
 	}()
 	step(fmt.Sprintf("world up in %s", time.Since(start).Round(100*time.Millisecond)))
 
+	var prom *monitoring.Server
 	if !*noProvider {
+		o := manager.Options{EnableWebhooks: true}
+		metricsAddr := ""
+		if *withPrometheus || *panelsDir != "" {
+			if o.Metrics, metricsAddr, err = monitoring.ProviderMetrics(); err != nil {
+				return err
+			}
+		}
 		// Served as a real install serves them, so that the sandbox refuses
 		// what a real management cluster refuses.
-		stopProvider, err := w.StartProvider(manager.Options{EnableWebhooks: true})
+		stopProvider, err := w.StartProvider(o)
 		if err != nil {
 			return err
 		}
@@ -105,6 +117,16 @@ func run() error {
 			}
 		}()
 		step("provider manager started (manager.New, as main.go builds it), serving its admission webhooks")
+		if metricsAddr != "" {
+			if prom, err = startPrometheus(ctx, w, metricsAddr, *alertSpeedup); err != nil {
+				return err
+			}
+			defer func() {
+				if err := prom.Stop(); err != nil {
+					fmt.Fprintln(os.Stderr, "sandbox: prometheus:", err)
+				}
+			}()
+		}
 	}
 	if err := w.WriteKubeconfig(*kubeconfigPath, world.AdminUser); err != nil {
 		return err
@@ -147,6 +169,11 @@ func run() error {
 		step(fmt.Sprintf("the demo cluster is ready after %s", time.Since(demoStart).Round(100*time.Millisecond)))
 		fmt.Printf("\nsummary: demo cluster ready in %s; simulator: %d imports, %d clones, %d guests joined\n",
 			time.Since(demoStart).Round(100*time.Millisecond), w.Sim.Counters.Get(sim.Imports), w.Sim.Counters.Get(sim.Clones), w.Sim.Counters.Get(sim.GuestsJoined))
+	}
+	if ready && *panelsDir != "" {
+		if err := writePanels(ctx, prom, *panelsDir, demoStart); err != nil {
+			return err
+		}
 	}
 	if *exitAfterDemo {
 		if !ready {
@@ -216,6 +243,44 @@ func rejoined(ctx context.Context, w *world.World, c client.Client, ns string, t
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// startPrometheus runs the real Prometheus against the provider's metrics
+// endpoint at addr, authenticated as the service account the shipped RBAC
+// binds.
+func startPrometheus(ctx context.Context, w *world.World, addr string, speedup float64) (*monitoring.Server, error) {
+	token, err := monitoring.ScraperToken(ctx, w.Env.Config)
+	if err != nil {
+		return nil, err
+	}
+	prom, err := monitoring.Start(ctx, monitoring.Options{Target: addr, Token: token, Speedup: speedup})
+	if err != nil {
+		return nil, err
+	}
+	if err := prom.WaitTargetUp(ctx, time.Minute); err != nil {
+		return nil, errors.Join(err, prom.Stop())
+	}
+	step(fmt.Sprintf("Prometheus scrapes the provider at https://%s/metrics (alerts' waits divided by %g); query it at %s/api/v1/query", addr, speedup, prom.URL))
+	return prom, nil
+}
+
+// writePanels draws the dashboard's main panels over the demo's life,
+// once Prometheus has scraped the ready state.
+func writePanels(ctx context.Context, prom *monitoring.Server, dir string, since time.Time) error {
+	if err := prom.WaitScrapedAfter(ctx, time.Now()); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	files, err := prom.RenderPanels(ctx, monitoring.MainPanels, since.Add(-5*time.Second), time.Now(), dir)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		step("panel written: " + f)
+	}
+	return nil
 }
 
 func wait(ctx context.Context) error {
