@@ -11,11 +11,14 @@
 #   kubevirt     virt-api and virt-controller (KubeVirt v1.7.0), and
 #          bin/kubevirt-install.yaml: the CRDs, RBAC, webhooks and APIServices
 #          virt-operator would install, which the test world applies
+#   cdi          cdi-controller and cdi-apiserver (CDI v1.64.0, thin mains
+#          over CDI's packages), and bin/cdi-install.yaml: the CRDs, RBAC,
+#          Services, webhooks and APIService CDI's operator would install
 #   prometheus   the Prometheus server (v3.16.0, Go module v0.316.0) without
 #          service discovery plugins, which the monitoring test and the
 #          sandbox's --prometheus run
 #
-# Usage: hack/build-tools.sh [kube|clusterctl|cert-manager|kustomize|kubevirt|prometheus ...] (all when
+# Usage: hack/build-tools.sh [kube|clusterctl|cert-manager|kustomize|kubevirt|cdi|prometheus ...] (all when
 # none is named). A stamp per set holding the hash of its module's files
 # and link flags skips the build while they are unchanged.
 set -euo pipefail
@@ -53,7 +56,7 @@ kube_minor=$(echo "$kube_version" | cut -d. -f2)
 prometheus_module=$(awk '{ for (i = 1; i < NF; i++) if ($i == "github.com/prometheus/prometheus") { print $(i + 1); exit } }' "$root/hack/tools/prometheus/go.mod")
 prometheus_version="3.$(( $(echo "$prometheus_module" | cut -d. -f2) - 300 )).$(echo "$prometheus_module" | cut -d. -f3)"
 sets=("$@")
-[[ ${#sets[@]} -gt 0 ]] || sets=(kube clusterctl cert-manager kustomize kubevirt prometheus)
+[[ ${#sets[@]} -gt 0 ]] || sets=(kube clusterctl cert-manager kustomize kubevirt cdi prometheus)
 for set in "${sets[@]}"; do
   case $set in
     # clusterctl refuses an API server whose /version is not a release.
@@ -79,11 +82,20 @@ for set in "${sets[@]}"; do
       kubevirt-manifests=./manifests
       "$bin/kubevirt-manifests" > "$bin/kubevirt-install.yaml.tmp" 2> "$bin/kubevirt-install.log"
       mv "$bin/kubevirt-install.yaml.tmp" "$bin/kubevirt-install.yaml" ;;
+    # The checksum database has no entry for CDI v1.64.0 nor for the
+    # openshift/library-go version it pins: their hashes are pinned in
+    # hack/tools/cdi/go.sum, and only they skip the database.
+    cdi) GONOSUMDB=kubevirt.io/containerized-data-importer,github.com/openshift/library-go GOWORK=off build cdi "$root/hack/tools/cdi" "" \
+      cdi-controller=./controller \
+      cdi-apiserver=./apiserver \
+      cdi-manifests=./manifests
+      "$bin/cdi-manifests" > "$bin/cdi-install.yaml.tmp"
+      mv "$bin/cdi-install.yaml.tmp" "$bin/cdi-install.yaml" ;;
     # remove_all_sd leaves out every service discovery but static, file
     # and HTTP, which is all a scrape of one endpoint needs.
     prometheus) GOFLAGS="-tags=remove_all_sd -buildvcs=false" build prometheus "$root/hack/tools/prometheus" \
       "-X github.com/prometheus/common/version.Version=$prometheus_version" \
       prometheus=github.com/prometheus/prometheus/cmd/prometheus ;;
-    *) echo "unknown tool set $set (kube, clusterctl, cert-manager, kustomize, kubevirt, prometheus)" >&2; exit 2 ;;
+    *) echo "unknown tool set $set (kube, clusterctl, cert-manager, kustomize, kubevirt, cdi, prometheus)" >&2; exit 2 ;;
   esac
 done
