@@ -32,13 +32,11 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -152,7 +150,7 @@ func (e *Env) StartKubeVirt(ctx context.Context) error {
 		return err
 	}
 
-	apiKubeconfig, err := e.serviceAccountKubeconfig(dir, "kubevirt-apiserver")
+	apiKubeconfig, err := e.serviceAccountKubeconfig(dir, KubeVirtNamespace, "kubevirt-apiserver")
 	if err != nil {
 		return err
 	}
@@ -164,7 +162,7 @@ func (e *Env) StartKubeVirt(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := waitServing(ctx, ca, net.JoinHostPort(apiIP.String(), "443")); err != nil {
+	if err := waitServing(ctx, ca, "virt-api.kubevirt.svc", net.JoinHostPort(apiIP.String(), "443")); err != nil {
 		// Port 443 is privileged: the world runs as root, as CI does.
 		return fmt.Errorf("virt-api on the ClusterIP of its Service, port 443 (binding it needs root): %w (log: %s)",
 			err, filepath.Join(e.componentsDir, "virt-api.log"))
@@ -186,7 +184,7 @@ func (e *Env) StartKubeVirt(ctx context.Context) error {
 		return err
 	}
 
-	controllerKubeconfig, err := e.serviceAccountKubeconfig(dir, "kubevirt-controller")
+	controllerKubeconfig, err := e.serviceAccountKubeconfig(dir, KubeVirtNamespace, "kubevirt-controller")
 	if err != nil {
 		return err
 	}
@@ -202,7 +200,7 @@ func (e *Env) StartKubeVirt(ctx context.Context) error {
 	}, []string{"SIDECAR_SHIM_IMAGE=" + sidecarImage}); err != nil {
 		return err
 	}
-	if err := e.waitLeader(ctx, "virt-controller", started); err != nil {
+	if err := e.waitLeader(ctx, KubeVirtNamespace, "virt-controller", started); err != nil {
 		return fmt.Errorf("%w (log: %s)", err, filepath.Join(e.componentsDir, "virt-controller.log"))
 	}
 	return nil
@@ -258,7 +256,7 @@ func (e *Env) markKubeVirtDeployed(ctx context.Context) error {
 // account: virt-api keeps VMI status changes only from KubeVirt's own
 // service accounts, so whoever plays virt-handler writes as it.
 func (e *Env) KubeVirtHandlerConfig() (*rest.Config, error) {
-	user, err := e.ControlPlane.AddUser(serviceAccountUser("kubevirt-handler"), nil)
+	user, err := e.ControlPlane.AddUser(serviceAccountUser(KubeVirtNamespace, "kubevirt-handler"), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -267,10 +265,10 @@ func (e *Env) KubeVirtHandlerConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-func serviceAccountUser(name string) envtest.User {
+func serviceAccountUser(namespace, name string) envtest.User {
 	return envtest.User{
-		Name:   "system:serviceaccount:" + KubeVirtNamespace + ":" + name,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + KubeVirtNamespace, "system:authenticated"},
+		Name:   "system:serviceaccount:" + namespace + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
 	}
 }
 
@@ -278,8 +276,8 @@ func serviceAccountUser(name string) envtest.User {
 // authenticates as the service account: RBAC binds service account
 // subjects by user name, so the component gets exactly the permissions
 // virt-operator grants it.
-func (e *Env) serviceAccountKubeconfig(dir, name string) (string, error) {
-	user, err := e.ControlPlane.AddUser(serviceAccountUser(name), nil)
+func (e *Env) serviceAccountKubeconfig(dir, namespace, name string) (string, error) {
+	user, err := e.ControlPlane.AddUser(serviceAccountUser(namespace, name), nil)
 	if err != nil {
 		return "", err
 	}
@@ -316,11 +314,11 @@ func setCABundle(o *unstructured.Unstructured, caPEM []byte) error {
 
 // waitServing waits until addr completes a TLS handshake with a
 // certificate of ca and answers /healthz.
-func waitServing(ctx context.Context, ca *keyPair, addr string) error {
+func waitServing(ctx context.Context, ca *keyPair, serverName, addr string) error {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)
 	httpClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "virt-api.kubevirt.svc", MinVersion: tls.VersionTLS12}}}
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
 	defer httpClient.CloseIdleConnections()
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -353,17 +351,7 @@ const virtAPIEndpoint = "192.0.2.1"
 // publishVirtAPIEndpoint does for virt-api's Service what the EndpointSlice
 // controller would do for the pod virt-operator runs.
 func (e *Env) publishVirtAPIEndpoint(ctx context.Context) error {
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "virt-api-world", Namespace: KubeVirtNamespace, Labels: map[string]string{
-			discoveryv1.LabelServiceName: "virt-api", discoveryv1.LabelManagedBy: "world.capkv.io"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{virtAPIEndpoint}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(""), Port: ptr.To[int32](8443), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}
-	if err := e.Client.Create(ctx, slice); client.IgnoreAlreadyExists(err) != nil {
-		return fmt.Errorf("publishing virt-api's endpoint: %w", err)
-	}
-	return nil
+	return e.publishEndpoint(ctx, KubeVirtNamespace, "virt-api", virtAPIEndpoint, 8443)
 }
 
 // waitAPIServiceAvailable waits until the aggregator reaches an APIService.
@@ -394,11 +382,11 @@ func (e *Env) waitAPIServiceAvailable(ctx context.Context, name string) error {
 // waitLeader waits until a component holds its leader election Lease,
 // renewed since it started (a world resumed from kept state finds the
 // Lease of the process before).
-func (e *Env) waitLeader(ctx context.Context, lease string, since time.Time) error {
+func (e *Env) waitLeader(ctx context.Context, namespace, lease string, since time.Time) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		l := &coordinationv1.Lease{}
-		last = e.Client.Get(ctx, client.ObjectKey{Namespace: KubeVirtNamespace, Name: lease}, l)
+		last = e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lease}, l)
 		if apierrors.IsNotFound(last) {
 			return false, nil
 		}

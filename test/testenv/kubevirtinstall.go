@@ -41,24 +41,32 @@ const KubeVirtVersion = "v1.7.0"
 // documentation does.
 const KubeVirtNamespace = "kubevirt"
 
-// kubeVirtInstallFile is what virt-operator would install, dumped by
-// hack/build-tools.sh from KubeVirt's own install strategy.
-const kubeVirtInstallFile = "kubevirt-install.yaml"
+// kubeVirtInstallSet is what virt-operator would install, dumped by
+// hack/build-tools.sh from KubeVirt's own install strategy: the KubeVirt
+// CRD and CR, then what virt-operator installs for them.
+var kubeVirtInstallSet = &installSet{file: "kubevirt-install.yaml", what: "KubeVirt's"}
 
-var (
-	kubeVirtInstallOnce sync.Once
-	kubeVirtInstall     []*unstructured.Unstructured
-	kubeVirtInstallErr  error
-)
-
-// KubeVirtInstall reads bin/kubevirt-install.yaml once: the KubeVirt CRD and
-// CR, then what virt-operator installs for them.
+// KubeVirtInstall reads bin/kubevirt-install.yaml once.
 func KubeVirtInstall() ([]*unstructured.Unstructured, error) {
-	kubeVirtInstallOnce.Do(func() {
-		path := filepath.Join(BinDir(), kubeVirtInstallFile)
+	return kubeVirtInstallSet.read()
+}
+
+// installSet is a multi-document YAML file hack/build-tools.sh writes into
+// bin/, read once.
+type installSet struct {
+	file, what string
+
+	once sync.Once
+	objs []*unstructured.Unstructured
+	err  error
+}
+
+func (s *installSet) read() ([]*unstructured.Unstructured, error) {
+	s.once.Do(func() {
+		path := filepath.Join(BinDir(), s.file)
 		data, err := os.ReadFile(path) //nolint:gosec // written by hack/build-tools.sh
 		if err != nil {
-			kubeVirtInstallErr = fmt.Errorf("reading KubeVirt's install set: %w (run 'make tools')", err)
+			s.err = fmt.Errorf("reading %s install set: %w (run 'make tools')", s.what, err)
 			return
 		}
 		reader := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
@@ -66,18 +74,18 @@ func KubeVirtInstall() ([]*unstructured.Unstructured, error) {
 			obj := &unstructured.Unstructured{}
 			if err := reader.Decode(&obj.Object); err != nil {
 				if !errors.Is(err, io.EOF) {
-					kubeVirtInstallErr = fmt.Errorf("parsing %s: %w", path, err)
+					s.err = fmt.Errorf("parsing %s: %w", path, err)
 				}
 				return
 			}
 			if len(obj.Object) > 0 {
 				unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
 				unstructured.RemoveNestedField(obj.Object, "status")
-				kubeVirtInstall = append(kubeVirtInstall, obj)
+				s.objs = append(s.objs, obj)
 			}
 		}
 	})
-	return kubeVirtInstall, kubeVirtInstallErr
+	return s.objs, s.err
 }
 
 // kubeVirtCRDs are KubeVirt's own CRDs, from its install set: the world

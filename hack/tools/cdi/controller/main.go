@@ -33,6 +33,9 @@ import (
 	"strconv"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v6/apis/volumesnapshot/v1"
+	ocpconfigv1 "github.com/openshift/api/config/v1"
+	imagev1 "github.com/openshift/api/image/v1"
+	routev1 "github.com/openshift/api/route/v1"
 	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -111,7 +114,10 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, cdiv1.AddToScheme, extv1.AddToScheme, snapshotv1.AddToScheme, forklift.AddToScheme} {
+	// OpenShift's kinds too: the config controller looks for a Route
+	// and an image stream, and finds none here.
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, cdiv1.AddToScheme, extv1.AddToScheme,
+		snapshotv1.AddToScheme, forklift.AddToScheme, imagev1.Install, ocpconfigv1.Install, routev1.Install} {
 		if err := add(scheme); err != nil {
 			return err
 		}
