@@ -94,7 +94,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := s.writeConfig(o); err != nil {
 		return nil, errors.Join(err, s.cleanup())
 	}
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, errors.Join(err, s.cleanup())
 	}
@@ -315,14 +315,4 @@ func writeYAML(path string, v any) error {
 // promDuration formats d as a Prometheus duration, in whole milliseconds.
 func promDuration(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0") //nolint:noctx // closed at once
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -22,6 +22,8 @@ import (
 
 	"sigs.k8s.io/cluster-api/util/flags"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
 // ProviderMetrics configures the provider's metrics endpoint as main.go
@@ -30,7 +32,7 @@ import (
 // TokenReview and authorized with a SubjectAccessReview. It returns the
 // options for manager.Options.Metrics and the address to scrape.
 func ProviderMetrics() (metricsserver.Options, string, error) {
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return metricsserver.Options{}, "", err
 	}

@@ -24,9 +24,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -63,15 +61,7 @@ func ScraperToken(ctx context.Context, cfg *rest.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	err = world.ApplyYAMLWith(ctx, c, rbac, func(u *unstructured.Unstructured) error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(u), u.DeepCopy()); err == nil {
-			return world.ErrSkipObject
-		} else if !apierrors.IsNotFound(err) {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
+	if err := world.CreateMissing(ctx, c, rbac); err != nil {
 		return "", fmt.Errorf("applying config/prometheus/rbac.yaml: %w", err)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)

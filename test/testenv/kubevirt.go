@@ -188,7 +188,7 @@ func (e *Env) StartKubeVirt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -399,8 +399,8 @@ func (e *Env) waitLeader(ctx context.Context, namespace, lease string, since tim
 	return nil
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0") //nolint:noctx // closed at once
 	if err != nil {
 		return 0, err

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
@@ -113,15 +114,24 @@ func InstallInstancetypes(ctx context.Context, c client.Client) error {
 		if err != nil {
 			return err
 		}
-		err = ApplyYAMLWith(ctx, c, data, func(u *unstructured.Unstructured) error {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(u), u.DeepCopy()); err == nil {
-				return ErrSkipObject
-			}
-			return nil
-		})
-		if err != nil {
+		if err := CreateMissing(ctx, c, data); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// CreateMissing is ApplyYAML for the objects that do not exist yet: those
+// already there are kept as they are, as a second install leaves them.
+func CreateMissing(ctx context.Context, c client.Client, data []byte) error {
+	return ApplyYAMLWith(ctx, c, data, func(u *unstructured.Unstructured) error {
+		err := c.Get(ctx, client.ObjectKeyFromObject(u), u.DeepCopy())
+		switch {
+		case err == nil:
+			return ErrSkipObject
+		case apierrors.IsNotFound(err):
+			return nil
+		}
+		return err
+	})
 }
