@@ -91,7 +91,7 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 			}
 			return reconcile.Result{RequeueAfter: s.scaled(10*time.Second) + 100*time.Millisecond}, err
 		}
-		if err := s.startLauncher(ctx, pod); err != nil {
+		if err := s.startPod(ctx, pod); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
@@ -102,9 +102,9 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 	return reconcile.Result{}, s.client.Status().Update(ctx, pod)
 }
 
-// startLauncher gives the pod an IP, its node's address and running
+// startPod gives the pod an IP, its node's address and running
 // containers.
-func (s *Simulator) startLauncher(ctx context.Context, pod *corev1.Pod) error {
+func (s *Simulator) startPod(ctx context.Context, pod *corev1.Pod) error {
 	if err := s.ips.seed(func() ([]string, error) { return s.launcherIPs(ctx) }); err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -50,6 +51,13 @@ var cdiInstallSet = &installSet{file: "cdi-install.yaml", what: "CDI's"}
 // aggregator to call the APIService available; the API server reaches
 // cdi-api on its ClusterIP, where it listens.
 const cdiAPIEndpoint = "192.0.2.2"
+
+// ReleasedCDIFeatureGates are the feature gates the CDI CR of CDI's
+// release manifests (cdi-cr.yaml) turns on: CDI then leaves a claim of a
+// WaitForFirstConsumer class to its first consumer instead of binding it
+// with its own pod, and renders claims labelled for it from their
+// StorageProfile.
+var ReleasedCDIFeatureGates = []string{"HonorWaitForFirstConsumer", "WebhookPvcRendering"}
 
 // StartCDI installs CDI's control plane as CDI's operator would: its
 // namespace, CRDs, RBAC, Services and CDI CR from CDI's own install set,
@@ -76,6 +84,10 @@ func (e *Env) StartCDI(ctx context.Context) error {
 		switch {
 		case o.GetKind() == "Deployment":
 			continue
+		case o.GetKind() == "CDI":
+			if err := unstructured.SetNestedStringSlice(o.Object, ReleasedCDIFeatureGates, "spec", "config", "featureGates"); err != nil {
+				return err
+			}
 		case deferredKinds[o.GetKind()]:
 			deferred = append(deferred, o)
 			continue
@@ -93,6 +105,14 @@ func (e *Env) StartCDI(ctx context.Context) error {
 		if err := e.apply(ctx, o); err != nil {
 			return err
 		}
+	}
+
+	// The operator copies the CR's configuration into CDIConfig, which
+	// cdi-controller reads.
+	config := &cdiv1.CDIConfig{ObjectMeta: metav1.ObjectMeta{Name: "config"},
+		Spec: cdiv1.CDIConfigSpec{FeatureGates: ReleasedCDIFeatureGates}}
+	if err := e.Client.Create(ctx, config); client.IgnoreAlreadyExists(err) != nil {
+		return fmt.Errorf("creating CDIConfig: %w", err)
 	}
 
 	svc := &corev1.Service{}

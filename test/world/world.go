@@ -83,6 +83,10 @@ type Options struct {
 	// APIServerArgs are extra flags of the management kube-apiserver, such
 	// as an audit policy.
 	APIServerArgs map[string]string
+	// RealCDI runs CDI's own controller and API server on the infra
+	// cluster; the simulator then plays only CDI's pods
+	// (docs/simulator.md#cdi-the-control-plane-runs-the-world-still-simulates-it).
+	RealCDI bool
 	// StateDir, when set, keeps the management cluster's etcd data there, so
 	// that a world started again with the same StateDir resumes: objects,
 	// VMs and tenant clusters (whose guests join their in-memory API
@@ -175,6 +179,7 @@ func (w *World) build(o Options) error {
 	if o.Sim != nil {
 		opts = *o.Sim
 	}
+	opts.RealCDI = o.RealCDI
 	w.Sim = sim.New(opts)
 	if o.WithCAPI || o.WithWorkloads {
 		if w.Workloads, err = newWorkloads(w.ctx, w.managements); err != nil {
@@ -221,6 +226,11 @@ func (w *World) build(o Options) error {
 func (w *World) startSimulator() error {
 	if err := w.Infra.StartKubeVirt(w.ctx); err != nil {
 		return fmt.Errorf("starting KubeVirt: %w", err)
+	}
+	if w.Sim.RealCDI() {
+		if err := w.Infra.StartCDI(w.ctx); err != nil {
+			return fmt.Errorf("starting CDI: %w", err)
+		}
 	}
 	handlerConfig, err := w.Infra.KubeVirtHandlerConfig()
 	if err != nil {

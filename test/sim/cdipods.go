@@ -1,0 +1,318 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// The pods CDI's controllers create, by the value of their component label
+// (containerized-data-importer pkg/common/common.go).
+const (
+	cdiComponentLabel = "cdi.kubevirt.io"
+	cdiImporter       = "importer"
+	cdiCloneSource    = "cdi-clone-source"
+	cdiUploadServer   = "cdi-upload-server"
+	// annCDIOwnerRef names, on a clone source pod, the claim it copies to.
+	annCDIOwnerRef = "cdi.kubevirt.io/storage.ownerRef"
+)
+
+// What an importer container is told, as environment variables
+// (containerized-data-importer pkg/common/common.go).
+const (
+	envImporterSource   = "IMPORTER_SOURCE"
+	envImporterEndpoint = "IMPORTER_ENDPOINT"
+	sourceNone          = "none"
+)
+
+// blankImageTime is how long an importer takes to create a blank disk,
+// before scaling.
+const blankImageTime = time.Second
+
+// failAfter is how long a failing importer runs before it exits, before
+// scaling: a refused connection or an unreadable header shows at once.
+const failAfter = time.Second
+
+// terminationMessage is the JSON a CDI pod that succeeded writes to its
+// termination log (containerized-data-importer pkg/common TerminationMessage).
+type terminationMessage struct {
+	Message              *string `json:"message,omitempty"`
+	PreallocationApplied *bool   `json:"preallocationApplied,omitempty"`
+}
+
+// setupCDIPods plays the kubelet for the pods the real cdi-controller
+// creates and the real scheduler binds (docs/simulator.md#cdis-pods).
+func (s *Simulator) setupCDIPods(mgr ctrl.Manager) error {
+	bound := predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return isBoundCDIPod(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return isBoundCDIPod(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return isBoundCDIPod(e.Object) },
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("sim-cdi-pods").
+		For(&corev1.Pod{}, builder.WithPredicates(bound)).
+		WithOptions(concurrency()).
+		Complete(reconcile.Func(s.reconcileCDIPod))
+}
+
+// isBoundCDIPod says whether the kubelet has work on a pod: one of CDI's,
+// bound to a node, not ended or being deleted.
+func isBoundCDIPod(o client.Object) bool {
+	pod, ok := o.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" || len(pod.Spec.Containers) == 0 {
+		return false
+	}
+	switch pod.Labels[cdiComponentLabel] {
+	case cdiImporter, cdiCloneSource, cdiUploadServer:
+	default:
+		return false
+	}
+	return !pod.DeletionTimestamp.IsZero() || pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+func (s *Simulator) reconcileCDIPod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := s.client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !isBoundCDIPod(pod) || s.nodeFailed(pod.Spec.NodeName) {
+		return reconcile.Result{}, nil
+	}
+	if !pod.DeletionTimestamp.IsZero() {
+		// Its containers stop at once; nothing of theirs outlives the pod.
+		err := s.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		if err := s.startPod(ctx, pod); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		// The upload server answers its readiness probe once it
+		// listens, at once; the other pods have no probe.
+		now := metav1.Now()
+		for i := range pod.Status.ContainerStatuses {
+			pod.Status.ContainerStatuses[i].Ready = true
+		}
+		setPodConditionStatus(pod, corev1.ContainersReady, true, now)
+		setPodConditionStatus(pod, corev1.PodReady, true, now)
+		return reconcile.Result{}, s.client.Status().Update(ctx, pod)
+	}
+	switch pod.Labels[cdiComponentLabel] {
+	case cdiImporter:
+		return s.runImporter(ctx, pod)
+	case cdiCloneSource:
+		return s.runCloneSource(ctx, pod)
+	}
+	return reconcile.Result{}, nil
+}
+
+// runImporter plays cdi-importer: it writes the image (or a blank disk)
+// into its claim at the configured rate and exits 0 with CDI's
+// termination message; a source it cannot read makes it exit 1 with the
+// importer's own message, and the kubelet restarts it with a growing
+// back-off (restartPolicy OnFailure), as CrashLoopBackOff does.
+func (s *Simulator) runImporter(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	cs := &pod.Status.ContainerStatuses[0]
+	if t := cs.State.Terminated; t != nil {
+		backoff := s.scaled(min(10*time.Second<<min(cs.RestartCount, 5), 5*time.Minute))
+		if wait := backoff - time.Since(t.FinishedAt.Time); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		cs.RestartCount++
+		cs.LastTerminationState = cs.State
+		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+		return reconcile.Result{}, s.client.Status().Update(ctx, pod)
+	}
+	env := containerEnv(pod.Spec.Containers[0])
+	source, endpoint := env[envImporterSource], env[envImporterEndpoint]
+	elapsed := time.Since(cs.State.Running.StartedAt.Time)
+	if message := importFailure(source, endpoint); message != "" {
+		if wait := s.scaled(failAfter) - elapsed; wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+			Message: message, StartedAt: cs.State.Running.StartedAt, FinishedAt: metav1.Now()}}
+		cs.Ready = false
+		return reconcile.Result{RequeueAfter: s.scaled(10 * time.Second)}, s.client.Status().Update(ctx, pod)
+	}
+	duration, content := s.scaled(blankImageTime), "blank"
+	if source != sourceNone {
+		duration, content = s.transferTime(), endpoint
+	}
+	if wait := duration - elapsed; wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	target, err := s.ownerClaim(ctx, pod)
+	if err != nil || target == nil {
+		return reconcile.Result{}, err
+	}
+	if err := s.fill(ctx, target, content); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := s.succeed(ctx, pod, "Import Complete"); err != nil {
+		return reconcile.Result{}, err
+	}
+	if source != sourceNone {
+		s.Counters.Add(Imports, 1)
+		s.Counters.Add(ImportBytes, s.opts.ImageSize)
+	}
+	return reconcile.Result{}, nil
+}
+
+// importFailure is the message cdi-importer exits with on a source it
+// cannot read (cmd/cdi-importer/importer.go), picked by words in the URL.
+func importFailure(source, endpoint string) string {
+	switch {
+	case source == sourceNone:
+		return ""
+	case strings.Contains(endpoint, FailUnreachable):
+		return fmt.Sprintf("Unable to connect to %s data source: Get %q: dial tcp: lookup failed: no such host", source, endpoint)
+	case strings.Contains(endpoint, FailBadImage):
+		return "Unable to process data: Unable to transfer source data to target file: unknown image format"
+	}
+	return ""
+}
+
+// runCloneSource plays a host-assisted clone: the source pod streams its
+// claim to the target's upload server at the import rate; then both exit 0,
+// the upload server with CDI's "Clone Complete".
+func (s *Simulator) runCloneSource(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	cs := &pod.Status.ContainerStatuses[0]
+	if wait := s.transferTime() - time.Since(cs.State.Running.StartedAt.Time); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	ns, name, ok := strings.Cut(pod.Annotations[annCDIOwnerRef], "/")
+	if !ok {
+		return reconcile.Result{}, fmt.Errorf("clone source pod %s has no target in %s", pod.Name, annCDIOwnerRef)
+	}
+	source, target := &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaim{}
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: claimOf(pod)}, source); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, target); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	upload, err := s.uploadServer(ctx, target)
+	if err != nil || upload == nil {
+		// The stream has nowhere to go until the upload server runs.
+		return reconcile.Result{RequeueAfter: s.scaled(time.Second)}, err
+	}
+	if err := s.fill(ctx, target, source.Annotations[ContentAnnotation]); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := s.succeed(ctx, upload, "Clone Complete"); err != nil {
+		return reconcile.Result{}, err
+	}
+	s.Counters.Add(Clones, 1)
+	s.Counters.Add(HostAssistedClones, 1)
+	s.Counters.Add(CloneBytes, s.opts.ImageSize)
+	return reconcile.Result{}, s.succeed(ctx, pod, "")
+}
+
+// uploadServer finds the running upload server of a claim.
+func (s *Simulator) uploadServer(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := s.client.List(ctx, pods, client.InNamespace(claim.Namespace), client.MatchingLabels{cdiComponentLabel: cdiUploadServer}); err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if metav1.IsControlledBy(p, claim) && p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+// transferTime is how long moving one image takes.
+func (s *Simulator) transferTime() time.Duration {
+	return s.scaled(time.Duration(float64(s.opts.ImageSize) / float64(s.opts.ImportBytesPerSecond) * float64(time.Second)))
+}
+
+// ownerClaim is the claim a CDI pod works for: its controller.
+func (s *Simulator) ownerClaim(ctx context.Context, pod *corev1.Pod) (*corev1.PersistentVolumeClaim, error) {
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.Kind != "PersistentVolumeClaim" {
+		return nil, nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := s.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: owner.Name}, pvc)
+	return pvc, client.IgnoreNotFound(err)
+}
+
+// fill records what a claim's volume now holds.
+func (s *Simulator) fill(ctx context.Context, pvc *corev1.PersistentVolumeClaim, content string) error {
+	if pvc.Annotations[ContentAnnotation] == content {
+		return nil
+	}
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if pvc.Annotations == nil {
+		pvc.Annotations = map[string]string{}
+	}
+	pvc.Annotations[ContentAnnotation] = content
+	return s.client.Patch(ctx, pvc, patch)
+}
+
+// succeed ends a pod whose first container exited 0 with a termination
+// message (none when message is empty).
+func (s *Simulator) succeed(ctx context.Context, pod *corev1.Pod, message string) error {
+	endPod(pod)
+	if message != "" {
+		raw, err := json.Marshal(terminationMessage{Message: &message, PreallocationApplied: new(bool)})
+		if err != nil {
+			return err
+		}
+		pod.Status.ContainerStatuses[0].State.Terminated.Message = string(raw)
+	}
+	return s.client.Status().Update(ctx, pod)
+}
+
+// claimOf is the first claim a pod mounts.
+func claimOf(pod *corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			return v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	return ""
+}
+
+func containerEnv(c corev1.Container) map[string]string {
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	return env
+}

@@ -1,0 +1,107 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package world_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+)
+
+// TestRealCDIImportsAndClones runs DataVolumes through CDI's own
+// controllers, the simulator playing only the pods they create: a
+// registry import (with the scratch space CDI asks for), a host-assisted
+// clone of it, an import CDI restarts because its server cannot be
+// reached, and blank disks that wait for their first consumer.
+func TestRealCDIImportsAndClones(t *testing.T) {
+	g := NewWithT(t)
+	rw, err := world.Start(world.Options{RealCDI: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(rw.Stop()).To(Succeed()) }()
+	ctx := context.Background()
+	c := rw.Infra.Client
+	get := func(dv *cdiv1.DataVolume) func() *cdiv1.DataVolume {
+		return func() *cdiv1.DataVolume {
+			got := &cdiv1.DataVolume{}
+			_ = c.Get(ctx, client.ObjectKeyFromObject(dv), got)
+			return got
+		}
+	}
+	phaseOf := func(dv *cdiv1.DataVolume) func() cdiv1.DataVolumePhase {
+		return func() cdiv1.DataVolumePhase { return get(dv)().Status.Phase }
+	}
+	content := func(name string) string {
+		pvc := &corev1.PersistentVolumeClaim{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, pvc)).To(Succeed())
+		return pvc.Annotations[sim.ContentAnnotation]
+	}
+
+	image := "docker://quay.io/containerdisks/ubuntu:22.04"
+	golden := dataVolume("default", "golden", world.StandardClass, &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &image}})
+	g.Expect(c.Create(ctx, golden)).To(Succeed())
+	g.Eventually(phaseOf(golden), time.Minute).Should(Equal(cdiv1.Succeeded))
+	g.Expect(content("golden")).To(Equal(image))
+	g.Expect(rw.Sim.Counters.Get(sim.Imports)).To(BeEquivalentTo(1))
+	g.Eventually(func() []corev1.Pod {
+		pods := &corev1.PodList{}
+		g.Expect(c.List(ctx, pods, client.InNamespace("default"))).To(Succeed())
+		return pods.Items
+	}, 30*time.Second).Should(BeEmpty(), "CDI deletes its importer once done")
+
+	clone := dataVolume("default", "clone", world.StandardClass, &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "default", Name: "golden"}})
+	g.Expect(c.Create(ctx, clone)).To(Succeed())
+	g.Eventually(phaseOf(clone), time.Minute).Should(Equal(cdiv1.Succeeded))
+	g.Expect(content("clone")).To(Equal(image))
+	g.Expect(get(clone)().Annotations).To(HaveKeyWithValue("cdi.kubevirt.io/cloneType", "copy"),
+		"without a CSIDriver object CDI clones host-assisted")
+	g.Expect(rw.Sim.Counters.Get(sim.HostAssistedClones)).To(BeEquivalentTo(1))
+
+	unreachable := dataVolume("default", "unreachable", world.StandardClass,
+		&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "https://" + sim.FailUnreachable + ".example/disk.qcow2"}})
+	g.Expect(c.Create(ctx, unreachable)).To(Succeed())
+	g.Eventually(func() int32 { return get(unreachable)().Status.RestartCount }, time.Minute).Should(BeNumerically(">=", 2))
+	running := func() cdiv1.DataVolumeCondition {
+		for _, cond := range get(unreachable)().Status.Conditions {
+			if cond.Type == cdiv1.DataVolumeRunning {
+				return cond
+			}
+		}
+		return cdiv1.DataVolumeCondition{}
+	}
+	g.Eventually(running, 30*time.Second).Should(And(
+		HaveField("Status", corev1.ConditionFalse), HaveField("Reason", "Error"),
+		HaveField("Message", ContainSubstring("Unable to connect to http data source"))))
+	g.Expect(get(unreachable)().Status.Phase).NotTo(Equal(cdiv1.Succeeded))
+
+	waiting := dataVolume("default", "wffc", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
+	g.Expect(c.Create(ctx, waiting)).To(Succeed())
+	g.Eventually(phaseOf(waiting), 30*time.Second).Should(Equal(cdiv1.WaitForFirstConsumer))
+	g.Consistently(phaseOf(waiting), 2*time.Second).Should(Equal(cdiv1.WaitForFirstConsumer))
+	immediate := dataVolume("default", "wffc-immediate", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
+	immediate.Annotations = map[string]string{"cdi.kubevirt.io/storage.bind.immediate.requested": "true"}
+	g.Expect(c.Create(ctx, immediate)).To(Succeed())
+	g.Eventually(phaseOf(immediate), time.Minute).Should(Equal(cdiv1.Succeeded))
+	g.Expect(content("wffc-immediate")).To(Equal("blank"))
+}
