@@ -193,7 +193,7 @@ func (s *Simulator) importData(ctx context.Context, dv *cdiv1.DataVolume, pvc *c
 		dv.Status.Progress = progress
 		setDVCondition(dv, cdiv1.DataVolumeRunning, corev1.ConditionFalse, reason, msg)
 		setDVCondition(dv, cdiv1.DataVolumeReady, corev1.ConditionFalse, "TransferRunning", "")
-		s.event(ctx, dv, corev1.EventTypeWarning, reason, msg)
+		s.warn(ctx, dv, reason, msg)
 		backoff := time.Duration(min(dv.Status.RestartCount, 6)) * 10 * time.Second
 		return reconcile.Result{RequeueAfter: s.scaled(backoff) + time.Millisecond}, nil
 	}

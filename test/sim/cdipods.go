@@ -229,7 +229,11 @@ func (s *Simulator) runCloneSource(ctx context.Context, pod *corev1.Pod) (reconc
 		// The stream has nowhere to go until the upload server runs.
 		return reconcile.Result{RequeueAfter: s.scaled(time.Second)}, err
 	}
-	if err := s.fill(ctx, target, source.Annotations[ContentAnnotation]); err != nil {
+	content, err := s.content(ctx, source)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := s.fill(ctx, target, content); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := s.succeed(ctx, upload, "Clone Complete"); err != nil {
@@ -272,17 +276,37 @@ func (s *Simulator) ownerClaim(ctx context.Context, pod *corev1.Pod) (*corev1.Pe
 	return pvc, client.IgnoreNotFound(err)
 }
 
-// fill records what a claim's volume now holds.
+// fill records what a claim's volume now holds, on the volume: CDI's
+// populators hand the volume of a claim they filled to another claim.
 func (s *Simulator) fill(ctx context.Context, pvc *corev1.PersistentVolumeClaim, content string) error {
-	if pvc.Annotations[ContentAnnotation] == content {
+	pv := &corev1.PersistentVolume{}
+	if err := s.client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return fmt.Errorf("volume of claim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+	}
+	if pv.Annotations[ContentAnnotation] == content {
 		return nil
 	}
-	patch := client.MergeFrom(pvc.DeepCopy())
-	if pvc.Annotations == nil {
-		pvc.Annotations = map[string]string{}
+	patch := client.MergeFrom(pv.DeepCopy())
+	if pv.Annotations == nil {
+		pv.Annotations = map[string]string{}
 	}
-	pvc.Annotations[ContentAnnotation] = content
-	return s.client.Patch(ctx, pvc, patch)
+	pv.Annotations[ContentAnnotation] = content
+	return s.client.Patch(ctx, pv, patch)
+}
+
+// content says what a claim holds: what its volume was filled with, else
+// (for the simulator's own CDI rules) what the claim records.
+func (s *Simulator) content(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
+	if pvc.Spec.VolumeName != "" {
+		pv := &corev1.PersistentVolume{}
+		if err := s.client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); client.IgnoreNotFound(err) != nil {
+			return "", err
+		}
+		if c, ok := pv.Annotations[ContentAnnotation]; ok {
+			return c, nil
+		}
+	}
+	return pvc.Annotations[ContentAnnotation], nil
 }
 
 // succeed ends a pod whose first container exited 0 with a termination

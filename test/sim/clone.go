@@ -49,7 +49,7 @@ func (s *Simulator) sourceExists(ctx context.Context, dv *cdiv1.DataVolume) (boo
 	key := sourceKey(dv)
 	err := s.client.Get(ctx, key, &corev1.PersistentVolumeClaim{})
 	if apierrors.IsNotFound(err) {
-		s.event(ctx, dv, corev1.EventTypeWarning, "CloneWithoutSource", fmt.Sprintf("source pvc %s does not exist", key))
+		s.warn(ctx, dv, "CloneWithoutSource", fmt.Sprintf("source pvc %s does not exist", key))
 		return false, nil
 	}
 	return err == nil, err

@@ -173,7 +173,7 @@ func (s *Simulator) rootImage(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 		if err := s.client.Get(ctx, types.NamespacedName{Namespace: vmi.Namespace, Name: claim}, pvc); err != nil {
 			return "", err
 		}
-		return pvc.Annotations[ContentAnnotation], nil
+		return s.content(ctx, pvc)
 	}
 	return "", nil
 }

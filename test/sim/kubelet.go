@@ -85,7 +85,7 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 		if missing, err := s.missingNetwork(ctx, pod); err != nil || missing != "" {
 			if missing != "" {
 				// Multus cannot set up the sandbox; the kubelet retries.
-				s.event(ctx, pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", fmt.Sprintf(
+				s.warn(ctx, pod, "FailedCreatePodSandBox", fmt.Sprintf(
 					"Failed to create pod sandbox: error adding pod %s to CNI network \"multus-cni-network\": "+
 						"cannot find a network-attachment-definition (%s)", pod.Name, missing))
 			}

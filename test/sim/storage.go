@@ -46,9 +46,11 @@ const (
 	volumeSnapshotClasses = "volumesnapshotclasses"
 )
 
-// ContentAnnotation records on a claim what it was filled with: the source
-// of an import (its URL), copied by every clone, or "blank". A claim made
-// outside CDI can carry it to say which image it holds.
+// ContentAnnotation records what a volume was filled with: the source of an
+// import (its URL), copied by every clone, or "blank". It sits on the
+// PersistentVolume, which CDI's populators hand from claim to claim; the
+// simulator's own CDI rules (and an admin's claim made outside CDI) keep it
+// on the claim.
 const ContentAnnotation = "sim.capkv.io/content"
 
 var volumeSnapshotClassGVK = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotClassList"}
@@ -155,6 +157,10 @@ func (s *Simulator) reconcileClaim(ctx context.Context, req reconcile.Request) (
 	if wffc && pvc.Annotations[annSelectedNode] == "" && pvc.Annotations[annImmediateBinding] == "" {
 		return reconcile.Result{}, nil
 	}
+	content, ready, err := s.dataSource(ctx, pvc, sc)
+	if err != nil || !ready {
+		return reconcile.Result{}, err
+	}
 	pvName := "pvc-" + string(pvc.UID)
 	mode := corev1.PersistentVolumeFilesystem
 	if pvc.Spec.VolumeMode != nil {
@@ -174,10 +180,52 @@ func (s *Simulator) reconcileClaim(ctx context.Context, req reconcile.Request) (
 				Driver: sc.Provisioner, VolumeHandle: string(pvc.UID)}},
 		},
 	}
-	if err := s.client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
-		return reconcile.Result{}, err
+	if content != nil {
+		pv.Annotations[ContentAnnotation] = *content
 	}
-	return reconcile.Result{}, nil
+	err = s.client.Create(ctx, pv)
+	if apierrors.IsAlreadyExists(err) {
+		return reconcile.Result{}, nil
+	}
+	if err == nil && content != nil {
+		s.Counters.Add(Clones, 1)
+		s.Counters.Add(SmartClones, 1)
+	}
+	return reconcile.Result{}, err
+}
+
+// dataSource says whether the driver may provision a claim now, and what a
+// CSI clone fills it with. A claim whose dataSourceRef names a volume
+// populator (CDI's VolumeImportSource, VolumeCloneSource, ...) is the
+// populator's to fill: the external provisioner leaves it alone. A claim
+// of another claim is a CSI clone, made by the driver from a bound source
+// of the same driver in the same namespace, as external-provisioner
+// requires.
+func (s *Simulator) dataSource(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) (*string, bool, error) {
+	ref := pvc.Spec.DataSourceRef
+	if ref == nil {
+		return nil, true, nil
+	}
+	if ref.APIGroup != nil && *ref.APIGroup != "" || ref.Kind != "PersistentVolumeClaim" {
+		return nil, false, nil
+	}
+	source := &corev1.PersistentVolumeClaim{}
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: ref.Name}, source); err != nil {
+		return nil, false, client.IgnoreNotFound(err)
+	}
+	if source.Status.Phase != corev1.ClaimBound {
+		return nil, false, nil
+	}
+	if deref(source.Spec.StorageClassName) != sc.Name {
+		srcClass := &storagev1.StorageClass{}
+		if err := s.client.Get(ctx, types.NamespacedName{Name: deref(source.Spec.StorageClassName)}, srcClass); err != nil || srcClass.Provisioner != sc.Provisioner {
+			s.warn(ctx, pvc, "ProvisioningFailed",
+				"failed to provision volume: the source PVC and destination PVCs must use the same CSI driver")
+			return nil, false, client.IgnoreNotFound(err)
+		}
+	}
+	content, err := s.content(ctx, source)
+	return &content, err == nil, err
 }
 
 // setupVolumeReclaimer deletes released volumes the simulator provisioned,

@@ -32,8 +32,8 @@ const workers = 4
 
 func concurrency() controller.Options { return controller.Options{MaxConcurrentReconciles: workers} }
 
-// event records a Kubernetes Event as KubeVirt or CDI would.
-func (s *Simulator) event(ctx context.Context, obj client.Object, eventType, reason, message string) {
+// warn records a Warning Event as KubeVirt, CDI or a CSI driver would.
+func (s *Simulator) warn(ctx context.Context, obj client.Object, reason, message string) {
 	gvk, err := s.client.GroupVersionKindFor(obj)
 	if err != nil {
 		return
@@ -45,7 +45,7 @@ func (s *Simulator) event(ctx context.Context, obj client.Object, eventType, rea
 			APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: obj.GetName(),
 			Namespace: obj.GetNamespace(), UID: obj.GetUID(),
 		},
-		Type: eventType, Reason: reason, Message: message,
+		Type: corev1.EventTypeWarning, Reason: reason, Message: message,
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		Source: corev1.EventSource{Component: "sim"},
 	}

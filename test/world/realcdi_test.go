@@ -23,6 +23,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,10 +34,11 @@ import (
 )
 
 // TestRealCDIImportsAndClones runs DataVolumes through CDI's own
-// controllers, the simulator playing only the pods they create: a
-// registry import (with the scratch space CDI asks for), a host-assisted
-// clone of it, an import CDI restarts because its server cannot be
-// reached, and blank disks that wait for their first consumer.
+// controllers and volume populators, the simulator playing only the pods
+// they create and the CSI driver: a registry import (with the scratch
+// space CDI asks for), a host-assisted clone of it, a CSI clone where the
+// StorageProfile allows one, an import CDI restarts because its server
+// cannot be reached, and blank disks that wait for their first consumer.
 func TestRealCDIImportsAndClones(t *testing.T) {
 	g := NewWithT(t)
 	rw, err := world.Start(world.Options{RealCDI: true})
@@ -55,7 +59,9 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 	content := func(name string) string {
 		pvc := &corev1.PersistentVolumeClaim{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, pvc)).To(Succeed())
-		return pvc.Annotations[sim.ContentAnnotation]
+		pv := &corev1.PersistentVolume{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
+		return pv.Annotations[sim.ContentAnnotation]
 	}
 
 	image := "docker://quay.io/containerdisks/ubuntu:22.04"
@@ -75,8 +81,22 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 	g.Eventually(phaseOf(clone), time.Minute).Should(Equal(cdiv1.Succeeded))
 	g.Expect(content("clone")).To(Equal(image))
 	g.Expect(get(clone)().Annotations).To(HaveKeyWithValue("cdi.kubevirt.io/cloneType", "copy"),
-		"without a CSIDriver object CDI clones host-assisted")
+		"without a VolumeSnapshotClass CDI copies")
 	g.Expect(rw.Sim.Counters.Get(sim.HostAssistedClones)).To(BeEquivalentTo(1))
+
+	smartClass := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "smart",
+		Annotations: map[string]string{"cdi.kubevirt.io/clone-strategy": "csi-clone"}},
+		Provisioner: world.Provisioner, AllowVolumeExpansion: ptr.To(true)}
+	g.Expect(c.Create(ctx, smartClass)).To(Succeed())
+	smartGolden := dataVolume("default", "smart-golden", smartClass.Name, golden.Spec.Source)
+	smartClone := dataVolume("default", "smart-clone", smartClass.Name, &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "default", Name: "smart-golden"}})
+	g.Expect(c.Create(ctx, smartGolden)).To(Succeed())
+	g.Expect(c.Create(ctx, smartClone)).To(Succeed())
+	g.Eventually(phaseOf(smartClone), time.Minute).Should(Equal(cdiv1.Succeeded))
+	g.Expect(content("smart-clone")).To(Equal(image))
+	g.Expect(get(smartClone)().Annotations).To(HaveKeyWithValue("cdi.kubevirt.io/cloneType", "csi-clone"))
+	g.Expect(rw.Sim.Counters.Get(sim.SmartClones)).To(BeEquivalentTo(1))
+	g.Expect(rw.Sim.Counters.Get(sim.Imports)).To(BeEquivalentTo(2))
 
 	unreachable := dataVolume("default", "unreachable", world.StandardClass,
 		&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "https://" + sim.FailUnreachable + ".example/disk.qcow2"}})
@@ -97,8 +117,10 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 
 	waiting := dataVolume("default", "wffc", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
 	g.Expect(c.Create(ctx, waiting)).To(Succeed())
-	g.Eventually(phaseOf(waiting), 30*time.Second).Should(Equal(cdiv1.WaitForFirstConsumer))
-	g.Consistently(phaseOf(waiting), 2*time.Second).Should(Equal(cdiv1.WaitForFirstConsumer))
+	// A claim CDI's populators fill waits, as PendingPopulation, for
+	// the scheduler to pick its consumer's node.
+	g.Eventually(phaseOf(waiting), 30*time.Second).Should(Equal(cdiv1.PendingPopulation))
+	g.Consistently(phaseOf(waiting), 2*time.Second).Should(Equal(cdiv1.PendingPopulation))
 	immediate := dataVolume("default", "wffc-immediate", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
 	immediate.Annotations = map[string]string{"cdi.kubevirt.io/storage.bind.immediate.requested": "true"}
 	g.Expect(c.Create(ctx, immediate)).To(Succeed())

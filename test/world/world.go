@@ -218,7 +218,26 @@ func (w *World) build(o Options) error {
 	if err := sim.CreateNodes(ctx, w.Infra.Client, nodes...); err != nil {
 		return err
 	}
-	return createStorageClasses(ctx, w.Infra)
+	if err := createStorageClasses(ctx, w.Infra); err != nil {
+		return err
+	}
+	if o.RealCDI {
+		return createCSIDriver(ctx, w.Infra)
+	}
+	return nil
+}
+
+// createCSIDriver registers the simulated driver as a CSI driver's
+// deployment does. CDI fills claims of a class whose driver is registered
+// through its volume populators, and picks smart clones there
+// (docs/simulator.md#cdis-pods). The driver needs no attach step.
+func createCSIDriver(ctx context.Context, env *testenv.Env) error {
+	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: Provisioner},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+	if err := env.Client.Create(ctx, driver); client.IgnoreAlreadyExists(err) != nil {
+		return fmt.Errorf("creating CSIDriver %s: %w", Provisioner, err)
+	}
+	return nil
 }
 
 // startSimulator runs KubeVirt's control plane on the infra cluster, then
