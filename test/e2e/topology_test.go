@@ -52,7 +52,7 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 	var (
 		ns        string
 		generated string
-		// imports counts the simulated CDI's imports before the cluster.
+		// imports counts CDI's imports before the cluster.
 		imports int64
 		// kept are the UIDs of the objects no change may recreate.
 		kept map[string]types.UID

@@ -67,7 +67,8 @@ func dropContainerDisk(km *infrav1.KubevirtMachine) {
 	spec.Domain.Memory.Guest = ptr.To(resource.MustParse("512Mi"))
 }
 
-// counters snapshots the simulator's CDI counters.
+// counters snapshots the counters of what CDI's simulated pods and CSI
+// driver did.
 func counters() map[string]int64 {
 	out := map[string]int64{}
 	for _, n := range []string{sim.Imports, sim.Clones, sim.SmartClones, sim.HostAssistedClones} {

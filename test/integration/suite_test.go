@@ -47,7 +47,7 @@ var (
 func TestMain(m *testing.M) {
 	world.QuietLogs()
 	var err error
-	w, err = world.Start(world.Options{WithWorkloads: true, RealCDI: true})
+	w, err = world.Start(world.Options{WithWorkloads: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

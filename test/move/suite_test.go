@@ -17,7 +17,7 @@ limitations under the License.
 // Package move holds the clusterctl move specs: two management clusters
 // (two API servers, each with the real Cluster API controllers,
 // cert-manager and this provider installed by clusterctl init) sharing one
-// external infra cluster, where KubeVirt and CDI are simulated.
+// external infra cluster, where KubeVirt and CDI run.
 package move
 
 import (

@@ -54,6 +54,13 @@ const (
 	sourceNone          = "none"
 )
 
+// Import endpoints containing these words fail as cdi-importer fails on
+// them: it exits with its message and is restarted, never succeeding.
+const (
+	FailUnreachable = "unreachable"
+	FailBadImage    = "bad-image"
+)
+
 // blankImageTime is how long an importer takes to create a blank disk,
 // before scaling.
 const blankImageTime = time.Second
@@ -294,19 +301,14 @@ func (s *Simulator) fill(ctx context.Context, pvc *corev1.PersistentVolumeClaim,
 	return s.client.Patch(ctx, pv, patch)
 }
 
-// content says what a claim holds: what its volume was filled with, else
-// (for the simulator's own CDI rules) what the claim records.
+// content says what a claim holds: what its volume was filled with.
 func (s *Simulator) content(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
-	if pvc.Spec.VolumeName != "" {
-		pv := &corev1.PersistentVolume{}
-		if err := s.client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); client.IgnoreNotFound(err) != nil {
-			return "", err
-		}
-		if c, ok := pv.Annotations[ContentAnnotation]; ok {
-			return c, nil
-		}
+	if pvc.Spec.VolumeName == "" {
+		return "", nil
 	}
-	return pvc.Annotations[ContentAnnotation], nil
+	pv := &corev1.PersistentVolume{}
+	err := s.client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv)
+	return pv.Annotations[ContentAnnotation], client.IgnoreNotFound(err)
 }
 
 // succeed ends a pod whose first container exited 0 with a termination

@@ -54,9 +54,6 @@ type Options struct {
 	// MultusCIDR is where secondary network IPs come from; each
 	// NetworkAttachmentDefinition gets its own /24 in it.
 	MultusCIDR string
-	// RealCDI says CDI's own controllers run: the simulator then plays
-	// only CDI's pods and the storage admin, not CDI's rules.
-	RealCDI bool
 }
 
 // DefaultOptions are quick, but not instant, latencies.
@@ -111,9 +108,6 @@ func New(opts Options) *Simulator {
 		kubeletResync: make(chan event.GenericEvent)}
 }
 
-// RealCDI says whether CDI's own controllers judge the DataVolumes.
-func (s *Simulator) RealCDI() bool { return s.opts.RealCDI }
-
 // scaled converts a simulated latency into wall-clock time.
 func (s *Simulator) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * s.opts.TimeScale)
@@ -126,13 +120,10 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager, handler client.Client) er
 	s.client = mgr.GetClient()
 	s.handler = handler
 	s.log = mgr.GetLogger().WithName("sim")
-	setups := []func(ctrl.Manager) error{s.setupHandler, s.setupKubelet, s.setupProvisioner, s.setupVolumeReclaimer, s.setupLoadBalancer}
-	if s.opts.RealCDI {
-		setups = append(setups, s.setupCDIPods, s.setupStorageAdmin)
-	} else {
-		setups = append(setups, s.setupDataVolumeController, s.setupStorageProfiles)
-	}
-	for _, setup := range setups {
+	for _, setup := range []func(ctrl.Manager) error{
+		s.setupHandler, s.setupKubelet, s.setupCDIPods, s.setupStorageAdmin,
+		s.setupProvisioner, s.setupVolumeReclaimer, s.setupLoadBalancer,
+	} {
 		if err := setup(mgr); err != nil {
 			return err
 		}

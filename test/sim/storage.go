@@ -18,122 +18,32 @@ package sim
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 const (
-	annCloneStrategy      = "cdi.kubevirt.io/clone-strategy"
-	annImmediateBinding   = "cdi.kubevirt.io/storage.bind.immediate.requested"
-	annSelectedNode       = "volume.kubernetes.io/selected-node"
-	annProvisionedBy      = "pv.kubernetes.io/provisioned-by"
-	annDefaultClass       = "storageclass.kubernetes.io/is-default-class"
-	annCloneType          = "cdi.kubevirt.io/cloneType"
-	annCloneFallback      = "cdi.kubevirt.io/cloneFallbackReason"
-	volumeSnapshotClasses = "volumesnapshotclasses"
+	annSelectedNode  = "volume.kubernetes.io/selected-node"
+	annProvisionedBy = "pv.kubernetes.io/provisioned-by"
 )
 
 // ContentAnnotation records what a volume was filled with: the source of an
 // import (its URL), copied by every clone, or "blank". It sits on the
-// PersistentVolume, which CDI's populators hand from claim to claim; the
-// simulator's own CDI rules (and an admin's claim made outside CDI) keep it
-// on the claim.
+// PersistentVolume, which CDI's populators hand from claim to claim.
 const ContentAnnotation = "sim.capkv.io/content"
 
-var volumeSnapshotClassGVK = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotClassList"}
-
-// setupStorageProfiles keeps one StorageProfile per StorageClass, as CDI does.
-func (s *Simulator) setupStorageProfiles(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("sim-storageprofile").
-		For(&storagev1.StorageClass{}).
-		Complete(reconcile.Func(s.reconcileStorageProfile))
-}
-
-func (s *Simulator) reconcileStorageProfile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	sc := &storagev1.StorageClass{}
-	if err := s.client.Get(ctx, req.NamespacedName, sc); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	sp := &cdiv1.StorageProfile{}
-	err := s.client.Get(ctx, types.NamespacedName{Name: sc.Name}, sp)
-	if apierrors.IsNotFound(err) {
-		sp = &cdiv1.StorageProfile{ObjectMeta: metav1.ObjectMeta{Name: sc.Name}}
-		if err := s.client.Create(ctx, sp); err != nil {
-			return reconcile.Result{}, err
-		}
-	} else if err != nil {
-		return reconcile.Result{}, err
-	}
-	before := sp.Status.DeepCopy()
-	strategy, err := s.cloneStrategyFor(ctx, sc, sp)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	name, provisioner := sc.Name, sc.Provisioner
-	sp.Status.StorageClass, sp.Status.Provisioner, sp.Status.CloneStrategy = &name, &provisioner, &strategy
-	fs := corev1.PersistentVolumeFilesystem
-	sp.Status.ClaimPropertySets = []cdiv1.ClaimPropertySet{{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: &fs}}
-	if equality.Semantic.DeepEqual(before, &sp.Status) {
-		return reconcile.Result{}, nil
-	}
-	return reconcile.Result{}, s.client.Status().Update(ctx, sp)
-}
-
-// cloneStrategyFor gives a StorageProfile's clone strategy: its spec, else
-// the class annotation, else snapshot when a VolumeSnapshotClass exists for
-// the driver, else copy
-// (docs/kubevirt-behaviour.md#how-cdi-chooses-a-clone-strategy).
-func (s *Simulator) cloneStrategyFor(ctx context.Context, sc *storagev1.StorageClass, sp *cdiv1.StorageProfile) (cdiv1.CDICloneStrategy, error) {
-	if sp.Spec.CloneStrategy != nil {
-		return *sp.Spec.CloneStrategy, nil
-	}
-	if v, ok := sc.Annotations[annCloneStrategy]; ok {
-		return cdiv1.CDICloneStrategy(v), nil
-	}
-	ok, err := s.hasSnapshotClass(ctx, sc.Provisioner)
-	if err != nil {
-		return "", err
-	}
-	if ok {
-		return cdiv1.CloneStrategySnapshot, nil
-	}
-	return cdiv1.CloneStrategyHostAssisted, nil
-}
-
-func (s *Simulator) hasSnapshotClass(ctx context.Context, driver string) (bool, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(volumeSnapshotClassGVK)
-	if err := s.client.List(ctx, list); err != nil {
-		if apierrors.IsNotFound(err) || isNoMatch(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("listing %s: %w", volumeSnapshotClasses, err)
-	}
-	for _, item := range list.Items {
-		if d, _, _ := unstructured.NestedString(item.Object, "driver"); d == driver {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // setupProvisioner plays the CSI external provisioner of every storage
-// class: a claim gets a volume as soon as it may bind (Immediate classes, or
-// once the scheduler picked a node for a WaitForFirstConsumer claim, or when
-// CDI asked for immediate binding), and volumes of deleted claims go away.
+// class: a claim gets a volume as soon as it may bind (Immediate classes,
+// or once the scheduler picked a node for a WaitForFirstConsumer claim),
+// and volumes of deleted claims go away.
 func (s *Simulator) setupProvisioner(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-provisioner").
 		For(&corev1.PersistentVolumeClaim{}).
@@ -154,7 +64,7 @@ func (s *Simulator) reconcileClaim(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	wffc := sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
-	if wffc && pvc.Annotations[annSelectedNode] == "" && pvc.Annotations[annImmediateBinding] == "" {
+	if wffc && pvc.Annotations[annSelectedNode] == "" {
 		return reconcile.Result{}, nil
 	}
 	content, ready, err := s.dataSource(ctx, pvc, sc)
@@ -247,3 +157,10 @@ func (s *Simulator) setupVolumeReclaimer(mgr ctrl.Manager) error {
 }
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -26,7 +26,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -257,58 +256,6 @@ func dvPhase(g Gomega, dv *cdiv1.DataVolume) func() cdiv1.DataVolumePhase {
 		}
 		return got.Status.Phase
 	}
-}
-
-// TestCloneStrategyFollowsStorageProfile imports a golden image once and
-// clones it into a class whose profile allows CSI clones (smart) and into
-// one without (host-assisted copy), and checks WaitForFirstConsumer.
-func TestCloneStrategyFollowsStorageProfile(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := namespace(t)
-	smart := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "smart-" + ns, Annotations: map[string]string{"cdi.kubevirt.io/clone-strategy": "csi-clone"}},
-		Provisioner: world.Provisioner, AllowVolumeExpansion: ptr.To(true)}
-	g.Expect(w.Env.Client.Create(ctx, smart)).To(Succeed())
-	g.Eventually(func() string {
-		sp := &cdiv1.StorageProfile{}
-		if err := w.Env.Client.Get(ctx, client.ObjectKey{Name: smart.Name}, sp); err != nil || sp.Status.CloneStrategy == nil {
-			return ""
-		}
-		return string(*sp.Status.CloneStrategy)
-	}, 30*time.Second).Should(Equal("csi-clone"))
-
-	imports := w.Sim.Counters.Get(sim.Imports)
-	golden := dataVolume(ns, "golden", smart.Name, &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: ptr.To("docker://quay.io/containerdisks/ubuntu:22.04")}})
-	g.Expect(w.Env.Client.Create(ctx, golden)).To(Succeed())
-	g.Eventually(dvPhase(g, golden), 30*time.Second).Should(Equal(cdiv1.Succeeded))
-	g.Expect(w.Sim.Counters.Get(sim.Imports) - imports).To(BeEquivalentTo(1))
-
-	source := &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: ns, Name: "golden"}}
-	smartClone := dataVolume(ns, "smart-clone", smart.Name, source)
-	copyClone := dataVolume(ns, "copy-clone", world.StandardClass, source)
-	smartBefore, copyBefore := w.Sim.Counters.Get(sim.SmartClones), w.Sim.Counters.Get(sim.HostAssistedClones)
-	g.Expect(w.Env.Client.Create(ctx, smartClone)).To(Succeed())
-	g.Expect(w.Env.Client.Create(ctx, copyClone)).To(Succeed())
-	g.Eventually(dvPhase(g, smartClone), 30*time.Second).Should(Equal(cdiv1.Succeeded))
-	g.Eventually(dvPhase(g, copyClone), 30*time.Second).Should(Equal(cdiv1.Succeeded))
-	cloneType := func(dv *cdiv1.DataVolume) string {
-		pvc := &corev1.PersistentVolumeClaim{}
-		g.Expect(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(dv), pvc)).To(Succeed())
-		return pvc.Annotations["cdi.kubevirt.io/cloneType"]
-	}
-	g.Expect(cloneType(smartClone)).To(Equal("csi-clone"))
-	g.Expect(cloneType(copyClone)).To(Equal("copy"))
-	g.Expect(w.Sim.Counters.Get(sim.SmartClones) - smartBefore).To(BeEquivalentTo(1))
-	g.Expect(w.Sim.Counters.Get(sim.HostAssistedClones) - copyBefore).To(BeEquivalentTo(1))
-
-	waiting := dataVolume(ns, "wffc", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
-	g.Expect(w.Env.Client.Create(ctx, waiting)).To(Succeed())
-	g.Eventually(dvPhase(g, waiting), 30*time.Second).Should(Equal(cdiv1.WaitForFirstConsumer))
-	g.Consistently(dvPhase(g, waiting), 2*time.Second).Should(Equal(cdiv1.WaitForFirstConsumer))
-	immediate := dataVolume(ns, "wffc-immediate", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
-	immediate.Annotations = map[string]string{"cdi.kubevirt.io/storage.bind.immediate.requested": "true"}
-	g.Expect(w.Env.Client.Create(ctx, immediate)).To(Succeed())
-	g.Eventually(dvPhase(g, immediate), 30*time.Second).Should(Equal(cdiv1.Succeeded))
 }
 
 // TestDeletedVMTakesItsDataVolumes checks a VM's DataVolumes go with it

@@ -41,11 +41,14 @@ import (
 // cannot be reached, and blank disks that wait for their first consumer.
 func TestRealCDIImportsAndClones(t *testing.T) {
 	g := NewWithT(t)
-	rw, err := world.Start(world.Options{RealCDI: true})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { g.Expect(rw.Stop()).To(Succeed()) }()
 	ctx := context.Background()
-	c := rw.Infra.Client
+	c := w.Infra.Client
+	ns := namespace(t)
+	counted := map[string]int64{}
+	for _, n := range []string{sim.Imports, sim.HostAssistedClones, sim.SmartClones} {
+		counted[n] = w.Sim.Counters.Get(n)
+	}
+	since := func(n string) int64 { return w.Sim.Counters.Get(n) - counted[n] }
 	get := func(dv *cdiv1.DataVolume) func() *cdiv1.DataVolume {
 		return func() *cdiv1.DataVolume {
 			got := &cdiv1.DataVolume{}
@@ -58,47 +61,47 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 	}
 	content := func(name string) string {
 		pvc := &corev1.PersistentVolumeClaim{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, pvc)).To(Succeed())
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc)).To(Succeed())
 		pv := &corev1.PersistentVolume{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
 		return pv.Annotations[sim.ContentAnnotation]
 	}
 
 	image := "docker://quay.io/containerdisks/ubuntu:22.04"
-	golden := dataVolume("default", "golden", world.StandardClass, &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &image}})
+	golden := dataVolume(ns, "golden", world.StandardClass, &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &image}})
 	g.Expect(c.Create(ctx, golden)).To(Succeed())
 	g.Eventually(phaseOf(golden), time.Minute).Should(Equal(cdiv1.Succeeded))
 	g.Expect(content("golden")).To(Equal(image))
-	g.Expect(rw.Sim.Counters.Get(sim.Imports)).To(BeEquivalentTo(1))
+	g.Expect(since(sim.Imports)).To(BeEquivalentTo(1))
 	g.Eventually(func() []corev1.Pod {
 		pods := &corev1.PodList{}
-		g.Expect(c.List(ctx, pods, client.InNamespace("default"))).To(Succeed())
+		g.Expect(c.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
 		return pods.Items
 	}, 30*time.Second).Should(BeEmpty(), "CDI deletes its importer once done")
 
-	clone := dataVolume("default", "clone", world.StandardClass, &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "default", Name: "golden"}})
+	clone := dataVolume(ns, "clone", world.StandardClass, &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: ns, Name: "golden"}})
 	g.Expect(c.Create(ctx, clone)).To(Succeed())
 	g.Eventually(phaseOf(clone), time.Minute).Should(Equal(cdiv1.Succeeded))
 	g.Expect(content("clone")).To(Equal(image))
 	g.Expect(get(clone)().Annotations).To(HaveKeyWithValue("cdi.kubevirt.io/cloneType", "copy"),
 		"without a VolumeSnapshotClass CDI copies")
-	g.Expect(rw.Sim.Counters.Get(sim.HostAssistedClones)).To(BeEquivalentTo(1))
+	g.Expect(since(sim.HostAssistedClones)).To(BeEquivalentTo(1))
 
-	smartClass := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "smart",
+	smartClass := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "smart-" + ns,
 		Annotations: map[string]string{"cdi.kubevirt.io/clone-strategy": "csi-clone"}},
 		Provisioner: world.Provisioner, AllowVolumeExpansion: ptr.To(true)}
 	g.Expect(c.Create(ctx, smartClass)).To(Succeed())
-	smartGolden := dataVolume("default", "smart-golden", smartClass.Name, golden.Spec.Source)
-	smartClone := dataVolume("default", "smart-clone", smartClass.Name, &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "default", Name: "smart-golden"}})
+	smartGolden := dataVolume(ns, "smart-golden", smartClass.Name, golden.Spec.Source)
+	smartClone := dataVolume(ns, "smart-clone", smartClass.Name, &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: ns, Name: "smart-golden"}})
 	g.Expect(c.Create(ctx, smartGolden)).To(Succeed())
 	g.Expect(c.Create(ctx, smartClone)).To(Succeed())
 	g.Eventually(phaseOf(smartClone), time.Minute).Should(Equal(cdiv1.Succeeded))
 	g.Expect(content("smart-clone")).To(Equal(image))
 	g.Expect(get(smartClone)().Annotations).To(HaveKeyWithValue("cdi.kubevirt.io/cloneType", "csi-clone"))
-	g.Expect(rw.Sim.Counters.Get(sim.SmartClones)).To(BeEquivalentTo(1))
-	g.Expect(rw.Sim.Counters.Get(sim.Imports)).To(BeEquivalentTo(2))
+	g.Expect(since(sim.SmartClones)).To(BeEquivalentTo(1))
+	g.Expect(since(sim.Imports)).To(BeEquivalentTo(2))
 
-	unreachable := dataVolume("default", "unreachable", world.StandardClass,
+	unreachable := dataVolume(ns, "unreachable", world.StandardClass,
 		&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "https://" + sim.FailUnreachable + ".example/disk.qcow2"}})
 	g.Expect(c.Create(ctx, unreachable)).To(Succeed())
 	g.Eventually(func() int32 { return get(unreachable)().Status.RestartCount }, time.Minute).Should(BeNumerically(">=", 2))
@@ -115,13 +118,13 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 		HaveField("Message", ContainSubstring("Unable to connect to http data source"))))
 	g.Expect(get(unreachable)().Status.Phase).NotTo(Equal(cdiv1.Succeeded))
 
-	waiting := dataVolume("default", "wffc", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
+	waiting := dataVolume(ns, "wffc", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
 	g.Expect(c.Create(ctx, waiting)).To(Succeed())
 	// A claim CDI's populators fill waits, as PendingPopulation, for
 	// the scheduler to pick its consumer's node.
 	g.Eventually(phaseOf(waiting), 30*time.Second).Should(Equal(cdiv1.PendingPopulation))
 	g.Consistently(phaseOf(waiting), 2*time.Second).Should(Equal(cdiv1.PendingPopulation))
-	immediate := dataVolume("default", "wffc-immediate", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
+	immediate := dataVolume(ns, "wffc-immediate", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
 	immediate.Annotations = map[string]string{"cdi.kubevirt.io/storage.bind.immediate.requested": "true"}
 	g.Expect(c.Create(ctx, immediate)).To(Succeed())
 	g.Eventually(phaseOf(immediate), time.Minute).Should(Equal(cdiv1.Succeeded))

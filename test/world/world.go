@@ -62,7 +62,7 @@ type Options struct {
 	Nodes []sim.NodeSpec
 	// ExternalInfra starts a second API server (with its own scheduler,
 	// controller-manager and nodes) as the infra cluster: KubeVirt and CDI
-	// are simulated there, Cluster API runs on the management one.
+	// run there, Cluster API runs on the management one.
 	ExternalInfra bool
 	// WithCAPI runs the real Cluster API controllers and webhooks in-process
 	// (core, ClusterClass and topology, kubeadm bootstrap, kubeadm control
@@ -83,10 +83,6 @@ type Options struct {
 	// APIServerArgs are extra flags of the management kube-apiserver, such
 	// as an audit policy.
 	APIServerArgs map[string]string
-	// RealCDI runs CDI's own controller and API server on the infra
-	// cluster; the simulator then plays only CDI's pods
-	// (docs/simulator.md#cdi-the-control-plane-runs-the-world-still-simulates-it).
-	RealCDI bool
 	// StateDir, when set, keeps the management cluster's etcd data there, so
 	// that a world started again with the same StateDir resumes: objects,
 	// VMs and tenant clusters (whose guests join their in-memory API
@@ -98,7 +94,7 @@ type Options struct {
 type World struct {
 	// Env is the management cluster.
 	Env *testenv.Env
-	// Infra is the infra cluster, where KubeVirt and CDI are simulated: Env
+	// Infra is the infra cluster, where KubeVirt and CDI run: Env
 	// itself unless ExternalInfra was set.
 	Infra *testenv.Env
 	Sim   *sim.Simulator
@@ -179,7 +175,6 @@ func (w *World) build(o Options) error {
 	if o.Sim != nil {
 		opts = *o.Sim
 	}
-	opts.RealCDI = o.RealCDI
 	w.Sim = sim.New(opts)
 	if o.WithCAPI || o.WithWorkloads {
 		if w.Workloads, err = newWorkloads(w.ctx, w.managements); err != nil {
@@ -221,10 +216,7 @@ func (w *World) build(o Options) error {
 	if err := createStorageClasses(ctx, w.Infra); err != nil {
 		return err
 	}
-	if o.RealCDI {
-		return createCSIDriver(ctx, w.Infra)
-	}
-	return nil
+	return createCSIDriver(ctx, w.Infra)
 }
 
 // createCSIDriver registers the simulated driver as a CSI driver's
@@ -246,10 +238,8 @@ func (w *World) startSimulator() error {
 	if err := w.Infra.StartKubeVirt(w.ctx); err != nil {
 		return fmt.Errorf("starting KubeVirt: %w", err)
 	}
-	if w.Sim.RealCDI() {
-		if err := w.Infra.StartCDI(w.ctx); err != nil {
-			return fmt.Errorf("starting CDI: %w", err)
-		}
+	if err := w.Infra.StartCDI(w.ctx); err != nil {
+		return fmt.Errorf("starting CDI: %w", err)
 	}
 	handlerConfig, err := w.Infra.KubeVirtHandlerConfig()
 	if err != nil {

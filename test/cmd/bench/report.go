@@ -60,7 +60,7 @@ type Result struct {
 	// process's user and system time and its peak resident memory.
 	ProviderCPUSeconds    float64 `json:"providerCPUSeconds"`
 	ProviderPeakMemoryMiB float64 `json:"providerPeakMemoryMiB"`
-	// Imports and Clones are the simulated CDI's golden image downloads and
+	// Imports and Clones are CDI's golden image downloads and
 	// root disk clones.
 	Imports int64 `json:"imports"`
 	Clones  int64 `json:"clones"`
