@@ -217,6 +217,14 @@ var _ = Describe("clusterctl describe", func() {
 		Expect(err).NotTo(HaveOccurred())
 		rows := expectDescribed(out, "KubevirtCluster "+ns+"/far", kc.Status.Conditions, infrav1.InfraClusterAvailableCondition)
 		Expect(strings.Join(rows, "\n")).To(ContainSubstring("127.0.0.1:1"), "the message names the address that does not answer")
+		// Its deletion waits for the infra cluster, where its objects may
+		// be; once the Secret names one that answers, it completes.
+		reachable, err := os.ReadFile(mgmt.Kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		secret := &corev1.Secret{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, secret)).To(Succeed())
+		secret.Data[infrav1.InfraClusterSecretKubeconfigKey] = reachable
+		Expect(c.Update(ctx, secret)).To(Succeed())
 		deleteCluster(ctx, ns, "far")
 	})
 
