@@ -27,6 +27,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +46,15 @@ const (
 	cdiUploadServer   = "cdi-upload-server"
 	// annCDIOwnerRef names, on a clone source pod, the claim it copies to.
 	annCDIOwnerRef = "cdi.kubevirt.io/storage.ownerRef"
+	// cdiCronPoller labels the pods of a DataImportCron's poller Jobs.
+	cdiCronPoller = "cdi.kubevirt.io/dataImportCronPoller"
+)
+
+// What the poller writes on its DataImportCron
+// (pkg/controller/dataimportcron-controller.go).
+const (
+	annLastCronTime        = "cdi.kubevirt.io/storage.import.lastCronTime"
+	annSourceDesiredDigest = "cdi.kubevirt.io/storage.import.sourceDesiredDigest"
 )
 
 // What an importer container is told, as environment variables
@@ -98,10 +109,13 @@ func isBoundCDIPod(o client.Object) bool {
 	if !ok || pod.Spec.NodeName == "" || len(pod.Spec.Containers) == 0 {
 		return false
 	}
+	_, poller := pod.Labels[cdiCronPoller]
 	switch pod.Labels[cdiComponentLabel] {
 	case cdiImporter, cdiCloneSource, cdiUploadServer:
 	default:
-		return false
+		if !poller {
+			return false
+		}
 	}
 	return !pod.DeletionTimestamp.IsZero() || pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
@@ -136,6 +150,9 @@ func (s *Simulator) reconcileCDIPod(ctx context.Context, req reconcile.Request) 
 		setPodConditionStatus(pod, corev1.PodReady, true, now)
 		return reconcile.Result{}, s.client.Status().Update(ctx, pod)
 	}
+	if _, ok := pod.Labels[cdiCronPoller]; ok {
+		return reconcile.Result{}, s.runPoller(ctx, pod)
+	}
 	switch pod.Labels[cdiComponentLabel] {
 	case cdiImporter:
 		return s.runImporter(ctx, pod)
@@ -165,7 +182,11 @@ func (s *Simulator) runImporter(ctx context.Context, pod *corev1.Pod) (reconcile
 	env := containerEnv(pod.Spec.Containers[0])
 	source, endpoint := env[envImporterSource], env[envImporterEndpoint]
 	elapsed := time.Since(cs.State.Running.StartedAt.Time)
-	if message := importFailure(source, endpoint); message != "" {
+	target, err := s.ownerClaim(ctx, pod)
+	if err != nil || target == nil {
+		return reconcile.Result{}, err
+	}
+	if message := s.importFailure(source, endpoint, target); message != "" {
 		if wait := s.scaled(failAfter) - elapsed; wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
@@ -181,10 +202,6 @@ func (s *Simulator) runImporter(ctx context.Context, pod *corev1.Pod) (reconcile
 	if wait := duration - elapsed; wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	target, err := s.ownerClaim(ctx, pod)
-	if err != nil || target == nil {
-		return reconcile.Result{}, err
-	}
 	if err := s.fill(ctx, target, content); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -199,17 +216,41 @@ func (s *Simulator) runImporter(ctx context.Context, pod *corev1.Pod) (reconcile
 }
 
 // importFailure is the message cdi-importer exits with on a source it
-// cannot read (cmd/cdi-importer/importer.go), picked by words in the URL.
-func importFailure(source, endpoint string) string {
-	switch {
-	case source == sourceNone:
+// cannot read (cmd/cdi-importer/importer.go), picked by words in the URL,
+// or on an image larger than the claim's usable space (pkg/image/qemu.go
+// Validate: the claim's capacity less CDI's default filesystem overhead of
+// 5.5%).
+func (s *Simulator) importFailure(source, endpoint string, target *corev1.PersistentVolumeClaim) string {
+	if source == sourceNone {
 		return ""
+	}
+	switch {
 	case strings.Contains(endpoint, FailUnreachable):
 		return fmt.Sprintf("Unable to connect to %s data source: Get %q: dial tcp: lookup failed: no such host", source, endpoint)
 	case strings.Contains(endpoint, FailBadImage):
 		return "Unable to process data: Unable to transfer source data to target file: unknown image format"
 	}
+	capacity := target.Status.Capacity[corev1.ResourceStorage]
+	available := capacity.Value()
+	if volumeMode(target) == corev1.PersistentVolumeFilesystem {
+		available = int64(float64(available) * (1 - filesystemOverhead))
+	}
+	if available < s.opts.ImageSize {
+		return fmt.Sprintf("Unable to process data: virtual image size %d is larger than the reported available storage %d. "+
+			"A larger PVC is required.", s.opts.ImageSize, available)
+	}
 	return ""
+}
+
+// filesystemOverhead is CDI's default share of a Filesystem volume its
+// file system takes (CDIConfig filesystemOverhead.global).
+const filesystemOverhead = 0.055
+
+func volumeMode(pvc *corev1.PersistentVolumeClaim) corev1.PersistentVolumeMode {
+	if pvc.Spec.VolumeMode == nil {
+		return corev1.PersistentVolumeFilesystem
+	}
+	return *pvc.Spec.VolumeMode
 }
 
 // runCloneSource plays a host-assisted clone: the source pod streams its
@@ -250,6 +291,76 @@ func (s *Simulator) runCloneSource(ctx context.Context, pod *corev1.Pod) (reconc
 	s.Counters.Add(HostAssistedClones, 1)
 	s.Counters.Add(CloneBytes, s.opts.ImageSize)
 	return reconcile.Result{}, s.succeed(ctx, pod, "")
+}
+
+// runPoller plays cdi-source-update-poller
+// (tools/cdi-source-update-poller/main.go), as the service account its pod
+// runs as: it reads the digest the registry serves for the cron's URL and
+// writes it, with the poll's time, on the DataImportCron; CDI imports a
+// digest it has not imported yet. A registry it cannot reach makes it exit
+// 1, and the Job retries.
+func (s *Simulator) runPoller(ctx context.Context, pod *corev1.Pod) error {
+	args := pod.Spec.Containers[0].Command
+	flag := func(name string) string {
+		for i := range args[:max(len(args)-1, 0)] {
+			if args[i] == name {
+				return args[i+1]
+			}
+		}
+		return ""
+	}
+	url, ns, name := flag("-url"), flag("-ns"), flag("-cron")
+	if strings.Contains(url, FailUnreachable) {
+		return s.fail(ctx, pod, fmt.Sprintf("Failed to get image digest: pinging container registry %s: dial tcp: lookup failed: no such host", url))
+	}
+	c, err := s.serviceAccountClient(pod)
+	if err != nil {
+		return err
+	}
+	cron := &cdiv1.DataImportCron{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cron); err != nil {
+		return s.fail(ctx, pod, fmt.Sprintf("Failed getting DataImportCron %s/%s: %v", ns, name, err))
+	}
+	if cron.Annotations == nil {
+		cron.Annotations = map[string]string{}
+	}
+	cron.Annotations[annLastCronTime] = time.Now().UTC().Format(time.RFC3339)
+	cron.Annotations[annSourceDesiredDigest] = s.Images.Digest(url)
+	if err := c.Update(ctx, cron); err != nil {
+		return s.fail(ctx, pod, fmt.Sprintf("Failed updating DataImportCron %s/%s: %v", ns, name, err))
+	}
+	return s.succeed(ctx, pod, "")
+}
+
+// fail ends a pod whose first container exited 1 with a message (restart
+// policy Never).
+func (s *Simulator) fail(ctx context.Context, pod *corev1.Pod, message string) error {
+	endPod(pod)
+	pod.Status.Phase = corev1.PodFailed
+	t := pod.Status.ContainerStatuses[0].State.Terminated
+	t.ExitCode, t.Reason, t.Message = 1, "Error", message
+	return s.client.Status().Update(ctx, pod)
+}
+
+// serviceAccountClient reaches the API server as a pod's service account.
+func (s *Simulator) serviceAccountClient(pod *corev1.Pod) (client.Client, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	user := "system:serviceaccount:" + pod.Namespace + ":" + sa
+	if c, ok := s.accounts.Load(user); ok {
+		return c.(client.Client), nil
+	}
+	cfg := rest.CopyConfig(s.config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + pod.Namespace, "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: s.client.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	s.accounts.Store(user, c)
+	return c, nil
 }
 
 // uploadServer finds the running upload server of a claim.

@@ -18,6 +18,9 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -57,13 +60,19 @@ type Catalog struct {
 	exact map[string]Image
 	// versioned holds repositories whose tag is the Kubernetes version.
 	versioned map[string]Image
+	// builds counts the builds pushed under each tagged reference; the
+	// registry serves the newest.
+	builds map[string]int
+	// pushedAs maps a reference by digest (repository@sha256:...) to the
+	// tagged reference its build was pushed as.
+	pushedAs map[string]string
 }
 
 // NewCatalog returns the images the world knows by default: the
 // Kubernetes-ready container disks the flavors default to, and the stock
 // cloud images users try first.
 func NewCatalog() *Catalog {
-	c := &Catalog{exact: map[string]Image{}, versioned: map[string]Image{}}
+	c := &Catalog{exact: map[string]Image{}, versioned: map[string]Image{}, builds: map[string]int{}, pushedAs: map[string]string{}}
 	ubuntuKube := Image{OS: "Ubuntu 24.04", Reads: "cloud-init", Runtime: true, GuestAgent: true}
 	c.AddVersioned("quay.io/capk/ubuntu-2404-container-disk", ubuntuKube)
 	ubuntuKube.OS = "Ubuntu 22.04"
@@ -106,6 +115,9 @@ func (c *Catalog) Lookup(ref string) (Image, bool) {
 	ref = normalRef(ref)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if tagged, ok := c.pushedAs[ref]; ok {
+		ref = tagged
+	}
 	if img, ok := c.exact[ref]; ok {
 		return img, true
 	}
@@ -122,6 +134,37 @@ func (c *Catalog) Lookup(ref string) (Image, bool) {
 		return Image{OS: "image-builder Ubuntu", Reads: "cloud-init", Kubernetes: m[1], Runtime: true, GuestAgent: true}, true
 	}
 	return Image{}, false
+}
+
+// Digest is the digest (sha256:...) the registry serves for a tagged
+// reference now, as a registry client such as CDI's poller reads it.
+func (c *Catalog) Digest(ref string) string {
+	ref = normalRef(ref)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.digestLocked(ref)
+}
+
+// Push publishes a new build of the image under its tag, as a CI pipeline
+// pushing a rebuilt image does: later pulls of the tag get a new digest,
+// which Digest returns; what the build holds is what the tag holds.
+func (c *Catalog) Push(ref string) string {
+	ref = normalRef(ref)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.builds[ref]++
+	return c.digestLocked(ref)
+}
+
+func (c *Catalog) digestLocked(ref string) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s#%d", ref, c.builds[ref])))
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	repo := ref
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	c.pushedAs[repo+"@"+digest] = ref
+	return digest
 }
 
 // Known lists the references recorded by name, for messages and docs.

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -97,6 +98,11 @@ type Simulator struct {
 	guests guestSSH
 	// failedNodes holds the names of the nodes FailNode killed.
 	failedNodes sync.Map
+	// config reaches the infra API server as an administrator, which may
+	// impersonate a pod's service account.
+	config *rest.Config
+	// accounts holds clients acting as pods' service accounts, by user.
+	accounts sync.Map
 	// kubeletResync hands the kubelet the pods of a node that came back,
 	// which it looks at again as a restarted kubelet does.
 	kubeletResync chan event.GenericEvent
@@ -118,6 +124,7 @@ func (s *Simulator) scaled(d time.Duration) time.Duration {
 // it as virt-handler's service account.
 func (s *Simulator) SetupWithManager(mgr ctrl.Manager, handler client.Client) error {
 	s.client = mgr.GetClient()
+	s.config = mgr.GetConfig()
 	s.handler = handler
 	s.log = mgr.GetLogger().WithName("sim")
 	for _, setup := range []func(ctrl.Manager) error{

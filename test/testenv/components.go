@@ -34,8 +34,10 @@ import (
 // runs: garbage collection and namespace deletion (so that nothing owned
 // outlives its owner), service accounts (pods need the default one), the
 // volume binder and claim protection (CDI's claims bind as on a real
-// cluster), ReplicaSets and Deployments (so plain workloads behave), and
-// the disruption controller (PodDisruptionBudgets answer evictions).
+// cluster), ReplicaSets and Deployments (so plain workloads behave), the
+// disruption controller (PodDisruptionBudgets answer evictions), and
+// CronJobs, Jobs and their clean-up (a DataImportCron polls its registry
+// from a CronJob).
 // The node lifecycle controller is left out: simulated nodes have no kubelet
 // heartbeat and would be tainted unreachable.
 var kubeControllers = []string{
@@ -48,6 +50,9 @@ var kubeControllers = []string{
 	"replicaset-controller",
 	"deployment-controller",
 	"disruption-controller",
+	"cronjob-controller",
+	"job-controller",
+	"ttl-after-finished-controller",
 }
 
 // process is a control-plane binary started by the environment.

@@ -24,6 +24,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -38,7 +39,8 @@ import (
 // they create and the CSI driver: a registry import (with the scratch
 // space CDI asks for), a host-assisted clone of it, a CSI clone where the
 // StorageProfile allows one, an import CDI restarts because its server
-// cannot be reached, and blank disks that wait for their first consumer.
+// cannot be reached, one into a claim too small for the image, and blank
+// disks that wait for their first consumer.
 func TestRealCDIImportsAndClones(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -105,18 +107,25 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 		&cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "https://" + sim.FailUnreachable + ".example/disk.qcow2"}})
 	g.Expect(c.Create(ctx, unreachable)).To(Succeed())
 	g.Eventually(func() int32 { return get(unreachable)().Status.RestartCount }, time.Minute).Should(BeNumerically(">=", 2))
-	running := func() cdiv1.DataVolumeCondition {
-		for _, cond := range get(unreachable)().Status.Conditions {
-			if cond.Type == cdiv1.DataVolumeRunning {
+	conditionOf := func(dv *cdiv1.DataVolume, t cdiv1.DataVolumeConditionType) cdiv1.DataVolumeCondition {
+		for _, cond := range get(dv)().Status.Conditions {
+			if cond.Type == t {
 				return cond
 			}
 		}
 		return cdiv1.DataVolumeCondition{}
 	}
-	g.Eventually(running, 30*time.Second).Should(And(
+	g.Eventually(func() cdiv1.DataVolumeCondition { return conditionOf(unreachable, cdiv1.DataVolumeRunning) }, 30*time.Second).Should(And(
 		HaveField("Status", corev1.ConditionFalse), HaveField("Reason", "Error"),
 		HaveField("Message", ContainSubstring("Unable to connect to http data source"))))
 	g.Expect(get(unreachable)().Status.Phase).NotTo(Equal(cdiv1.Succeeded))
+
+	tooSmall := dataVolume(ns, "too-small", world.StandardClass, golden.Spec.Source)
+	tooSmall.Spec.Storage.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("512Mi")
+	g.Expect(c.Create(ctx, tooSmall)).To(Succeed())
+	g.Eventually(func() cdiv1.DataVolumeCondition { return conditionOf(tooSmall, cdiv1.DataVolumeRunning) }, time.Minute).Should(And(
+		HaveField("Status", corev1.ConditionFalse), HaveField("Message", "DataVolume too small to contain image")),
+		"CDI's words for the importer's out-of-space error")
 
 	waiting := dataVolume(ns, "wffc", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
 	g.Expect(c.Create(ctx, waiting)).To(Succeed())
