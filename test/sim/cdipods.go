@@ -284,12 +284,16 @@ func (s *Simulator) runCloneSource(ctx context.Context, pod *corev1.Pod) (reconc
 	if err := s.fill(ctx, target, content); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := s.succeed(ctx, upload, "Clone Complete"); err != nil {
-		return reconcile.Result{}, err
+	// A retry after the upload server already ended (the source pod's
+	// update failed) only ends the source pod, counting the clone once.
+	if upload.Status.Phase != corev1.PodSucceeded {
+		if err := s.succeed(ctx, upload, "Clone Complete"); err != nil {
+			return reconcile.Result{}, err
+		}
+		s.Counters.Add(Clones, 1)
+		s.Counters.Add(HostAssistedClones, 1)
+		s.Counters.Add(CloneBytes, s.opts.ImageSize)
 	}
-	s.Counters.Add(Clones, 1)
-	s.Counters.Add(HostAssistedClones, 1)
-	s.Counters.Add(CloneBytes, s.opts.ImageSize)
 	return reconcile.Result{}, s.succeed(ctx, pod, "")
 }
 
@@ -363,7 +367,8 @@ func (s *Simulator) serviceAccountClient(pod *corev1.Pod) (client.Client, error)
 	return c, nil
 }
 
-// uploadServer finds the running upload server of a claim.
+// uploadServer finds the upload server of a claim that runs or has ended
+// well.
 func (s *Simulator) uploadServer(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := s.client.List(ctx, pods, client.InNamespace(claim.Namespace), client.MatchingLabels{cdiComponentLabel: cdiUploadServer}); err != nil {
@@ -371,7 +376,8 @@ func (s *Simulator) uploadServer(ctx context.Context, claim *corev1.PersistentVo
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if metav1.IsControlledBy(p, claim) && p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
+		if metav1.IsControlledBy(p, claim) && p.DeletionTimestamp.IsZero() &&
+			(p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded) {
 			return p, nil
 		}
 	}
