@@ -94,6 +94,11 @@ func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtua
 					return 0, err
 				}
 			}
+			if migrationUnderWay(vmi, ev) {
+				// The target took the VM over but has not reported the
+				// migration completed: its next status update says so.
+				return 0, nil
+			}
 			msg := "KubeVirt no longer asks the VM to leave " + ev.InfraNodeName
 			if ev.MigrationUID != "" && vmi.Status.NodeName != ev.InfraNodeName {
 				msg = fmt.Sprintf("live migration %s moved the VM from infra node %s to %s", ev.MigrationName, ev.InfraNodeName, vmi.Status.NodeName)

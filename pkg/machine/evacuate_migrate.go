@@ -86,6 +86,14 @@ func nextMigrationStep(ev *infrav1.EvacuationStatus, vmi *kubevirtv1.VirtualMach
 	return migrationWait, ""
 }
 
+// migrationUnderWay says whether the migration this evacuation started is
+// still neither completed nor failed on the instance.
+func migrationUnderWay(vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus) bool {
+	m := vmi.Status.MigrationState
+	return ev.MigrationUID != "" && !ev.MigrationAbandoned && m != nil &&
+		string(m.MigrationUID) == ev.MigrationUID && !m.Completed && !m.Failed
+}
+
 // migratable says whether KubeVirt says the instance can live migrate.
 func migratable(vmi *kubevirtv1.VirtualMachineInstance) bool {
 	c, ok := vmstatus.LiveMigratable(vmi)

@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -72,6 +73,36 @@ func TestNextMigrationStep(t *testing.T) {
 			got, why := nextMigrationStep(&tt.ev, tt.vmi, tt.timeout, tt.now)
 			if got != tt.want || why != tt.wantWhy {
 				t.Errorf("nextMigrationStep = %v %q, want %v %q", got, why, tt.want, tt.wantWhy)
+			}
+		})
+	}
+}
+
+func TestMigrationUnderWay(t *testing.T) {
+	started := infrav1.EvacuationStatus{MigrationUID: "uid-1"}
+	abandoned := started
+	abandoned.MigrationAbandoned = true
+	state := func(uid string, completed, failed bool) *kubevirtv1.VirtualMachineInstance {
+		return &kubevirtv1.VirtualMachineInstance{Status: kubevirtv1.VirtualMachineInstanceStatus{
+			MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{MigrationUID: types.UID(uid), Completed: completed, Failed: failed}}}
+	}
+	for _, tt := range []struct {
+		name string
+		ev   infrav1.EvacuationStatus
+		vmi  *kubevirtv1.VirtualMachineInstance
+		want bool
+	}{
+		{name: "taken over, not completed", ev: started, vmi: state("uid-1", false, false), want: true},
+		{name: "completed", ev: started, vmi: state("uid-1", true, false)},
+		{name: "failed", ev: started, vmi: state("uid-1", false, true)},
+		{name: "another migration", ev: started, vmi: state("uid-2", false, false)},
+		{name: "abandoned", ev: abandoned, vmi: state("uid-1", false, false)},
+		{name: "none started", ev: infrav1.EvacuationStatus{}, vmi: state("uid-1", false, false)},
+		{name: "no state", ev: started, vmi: &kubevirtv1.VirtualMachineInstance{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := migrationUnderWay(tt.vmi, &tt.ev); got != tt.want {
+				t.Errorf("migrationUnderWay = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -63,7 +63,13 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 	}
 	content := func(name string) string {
 		pvc := &corev1.PersistentVolumeClaim{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc)).To(Succeed())
+		// CDI calls a DataVolume Succeeded once its populator copied the
+		// pod's phase to the claim, which can be just before the volume is
+		// rebound from the populator's prime claim.
+		g.Eventually(func() string {
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc)).To(Succeed())
+			return pvc.Spec.VolumeName
+		}, 30*time.Second).ShouldNot(BeEmpty())
 		pv := &corev1.PersistentVolume{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
 		return pv.Annotations[sim.ContentAnnotation]
