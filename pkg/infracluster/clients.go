@@ -97,11 +97,17 @@ type Clients struct {
 	// (tests count requests with it).
 	WrapConfig func(*rest.Config)
 
-	mu           sync.Mutex
+	mu      sync.Mutex
+	entries map[string]*entry
+	users   map[User]string
+
+	// watchMu guards the watch functions and which caches have them. It is
+	// not mu: a controller's Watch blocks while that controller starts and
+	// waits for its event handlers to take in their first events, and one
+	// of those handlers calls ForgetAPIs, which takes mu.
+	watchMu      sync.Mutex
 	watches      []WatchFunc
 	localWatched bool
-	entries      map[string]*entry
-	users        map[User]string
 }
 
 type entry struct {
@@ -142,8 +148,8 @@ func (c *Clients) ForgetAPIs() {
 // AddWatches registers a watch function for every infra cluster, present
 // and future. Register before the first Acquire.
 func (c *Clients) AddWatches(w WatchFunc) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
 	c.watches = append(c.watches, w)
 }
 
@@ -222,8 +228,8 @@ func (c *Clients) addWatches(infra *Infra, watched *bool) error {
 	if !infra.Status.Available {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
 	if *watched {
 		return nil
 	}
