@@ -270,3 +270,22 @@ const (
 // ClusterFinalizer keeps a KubevirtCluster until what was created for it on
 // the infra cluster is gone.
 const ClusterFinalizer = "kubevirtcluster.infrastructure.cluster.x-k8s.io"
+
+// The VirtualMachinePoolReady condition of a KubevirtMachinePool and its
+// reasons.
+const (
+	// VirtualMachinePoolReadyCondition is True when the pool's
+	// VirtualMachinePool exists with the desired replicas and every instance
+	// is ready.
+	VirtualMachinePoolReadyCondition = "VirtualMachinePoolReady"
+	// WaitingForMachinePoolReason: no Cluster API MachinePool owns the
+	// KubevirtMachinePool yet.
+	WaitingForMachinePoolReason = "WaitingForMachinePool"
+	// ScalingReason: the pool has more or fewer instances than the
+	// MachinePool asks for, or some are not ready yet; the message counts
+	// them.
+	ScalingReason = "Scaling"
+	// PoolCreateFailedReason: the infra cluster refused the
+	// VirtualMachinePool; the message carries its error.
+	PoolCreateFailedReason = "PoolCreateFailed"
+)

@@ -50,6 +50,14 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		WithDefaulter(KubevirtMachineTemplate{}).WithValidator(KubevirtMachineTemplate{}).Complete(); err != nil {
 		return err
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachinePool{}).
+		WithDefaulter(KubevirtMachinePool{}).WithValidator(KubevirtMachinePool{}).Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachinePoolTemplate{}).
+		WithDefaulter(KubevirtMachinePoolTemplate{}).WithValidator(KubevirtMachinePoolTemplate{}).Complete(); err != nil {
+		return err
+	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtRemediation{}).
 		WithDefaulter(KubevirtRemediation{}).WithValidator(KubevirtRemediation{}).Complete(); err != nil {
 		return err

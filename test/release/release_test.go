@@ -239,8 +239,8 @@ func TestInfrastructureComponents(t *testing.T) {
 	if kinds["Namespace"] != 1 {
 		t.Errorf("%d Namespaces, want exactly 1", kinds["Namespace"])
 	}
-	if kinds["CustomResourceDefinition"] != 6 {
-		t.Errorf("%d CRDs, want 6", kinds["CustomResourceDefinition"])
+	if kinds["CustomResourceDefinition"] != 8 {
+		t.Errorf("%d CRDs, want 8", kinds["CustomResourceDefinition"])
 	}
 	for _, k := range []string{"Deployment", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Certificate", "Issuer", "Service"} {
 		if kinds[k] == 0 {

@@ -1,0 +1,128 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package webhooks
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachinepool,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinepools,versions=v1alpha1,name=default.kubevirtmachinepool.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachinepool,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinepools,versions=v1alpha1,name=validation.kubevirtmachinepool.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// KubevirtMachinePool defaults and validates KubevirtMachinePools.
+type KubevirtMachinePool struct{}
+
+// Default fills defaults of the pool's machine spec.
+func (KubevirtMachinePool) Default(_ context.Context, p *infrav1.KubevirtMachinePool) error {
+	defaultMachineSpec(&p.Spec.Template.Spec)
+	return nil
+}
+
+// ValidateCreate validates a new KubevirtMachinePool.
+func (KubevirtMachinePool) ValidateCreate(_ context.Context, p *infrav1.KubevirtMachinePool) (admission.Warnings, error) {
+	return nil, invalid("KubevirtMachinePool", p, validatePoolSpec(&p.Spec, p.Namespace, field.NewPath("spec")))
+}
+
+// ValidateUpdate validates a changed KubevirtMachinePool. Its machine spec
+// may change (the provider rolls the instances), except for the infra
+// cluster: the pool's VMs cannot move to another one.
+func (KubevirtMachinePool) ValidateUpdate(_ context.Context, oldP, newP *infrav1.KubevirtMachinePool) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	errs := validatePoolSpec(&newP.Spec, newP.Namespace, spec)
+	if !equality.Semantic.DeepEqual(oldP.Spec.Template.Spec.InfraClusterSecretRef, newP.Spec.Template.Spec.InfraClusterSecretRef) {
+		errs = append(errs, field.Forbidden(spec.Child("template", "spec", "infraClusterSecretRef"),
+			"cannot be changed: the pool's VMs stay on the infra cluster they were created on; create another MachinePool"))
+	}
+	return nil, invalid("KubevirtMachinePool", newP, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (KubevirtMachinePool) ValidateDelete(context.Context, *infrav1.KubevirtMachinePool) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachinepooltemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinepooltemplates,versions=v1alpha1,name=default.kubevirtmachinepooltemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachinepooltemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinepooltemplates,versions=v1alpha1,name=validation.kubevirtmachinepooltemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// KubevirtMachinePoolTemplate defaults and validates
+// KubevirtMachinePoolTemplates.
+type KubevirtMachinePoolTemplate struct{}
+
+// Default fills defaults of the templated machine spec.
+func (KubevirtMachinePoolTemplate) Default(_ context.Context, t *infrav1.KubevirtMachinePoolTemplate) error {
+	defaultMachineSpec(&t.Spec.Template.Spec.Template.Spec)
+	return nil
+}
+
+// ValidateCreate validates a new KubevirtMachinePoolTemplate.
+func (KubevirtMachinePoolTemplate) ValidateCreate(_ context.Context, t *infrav1.KubevirtMachinePoolTemplate) (admission.Warnings, error) {
+	return nil, invalid("KubevirtMachinePoolTemplate", t, validatePoolTemplate(t))
+}
+
+// ValidateUpdate keeps the template immutable, except for the topology
+// controller's dry runs.
+func (KubevirtMachinePoolTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.KubevirtMachinePoolTemplate) (admission.Warnings, error) {
+	errs := validatePoolTemplate(newT)
+	dryRun, err := isTopologyDryRun(ctx, newT)
+	if err != nil {
+		return nil, err
+	}
+	if !dryRun && !equality.Semantic.DeepEqual(oldT.Spec.Template.Spec, newT.Spec.Template.Spec) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "template", "spec"),
+			"is immutable: create a new KubevirtMachinePoolTemplate and point the ClusterClass at it"))
+	}
+	return nil, invalid("KubevirtMachinePoolTemplate", newT, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (KubevirtMachinePoolTemplate) ValidateDelete(context.Context, *infrav1.KubevirtMachinePoolTemplate) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validatePoolTemplate(t *infrav1.KubevirtMachinePoolTemplate) field.ErrorList {
+	tmpl := field.NewPath("spec", "template")
+	errs := t.Spec.Template.ObjectMeta.Validate(tmpl.Child("metadata"))
+	errs = append(errs, validatePoolSpec(&t.Spec.Template.Spec, t.Namespace, tmpl.Child("spec"))...)
+	if len(t.Spec.Template.Spec.ProviderIDList) > 0 {
+		errs = append(errs, field.Forbidden(tmpl.Child("spec", "providerIDList"),
+			"is set by the provider on each KubevirtMachinePool; a template must leave it empty"))
+	}
+	return errs
+}
+
+// validatePoolSpec validates the pool's machine template like a
+// KubevirtMachineTemplate's.
+func validatePoolSpec(spec *infrav1.KubevirtMachinePoolSpec, namespace string, fld *field.Path) field.ErrorList {
+	tmpl := fld.Child("template")
+	errs := spec.Template.ObjectMeta.Validate(tmpl.Child("metadata"))
+	errs = append(errs, validateMachineSpec(&spec.Template.Spec, namespace, tmpl.Child("spec"))...)
+	if spec.Template.Spec.ProviderID != nil {
+		errs = append(errs, field.Forbidden(tmpl.Child("spec", "providerID"),
+			"is set by the provider on each instance's KubevirtMachine; a pool's template must leave it empty"))
+	}
+	if vmi := spec.Template.Spec.VirtualMachineTemplate.Spec.Template; vmi != nil && vmi.Spec.Hostname != "" {
+		errs = append(errs, field.Forbidden(tmpl.Child("spec", "virtualMachineTemplate", "spec", "template", "spec", "hostname"),
+			"every instance of a pool would get this hostname and their tenant Nodes would collide; leave it empty, each instance is named after its VM"))
+	}
+	return errs
+}
