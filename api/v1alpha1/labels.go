@@ -37,6 +37,11 @@ const (
 	// VMNameLabel is the label KubeVirt's examples and the community provider
 	// use to select one VM's pods.
 	VMNameLabel = "kubevirt.io/vm"
+	// MachinePoolLabel names the MachinePool; CAPI's own key.
+	MachinePoolLabel = "cluster.x-k8s.io/pool-name"
+	// KubevirtMachinePoolLabel names the KubevirtMachinePool whose
+	// VirtualMachinePool made the VM; the pool's selector.
+	KubevirtMachinePoolLabel = "capkv.io/kubevirt-machine-pool"
 
 	// RoleControlPlane and RoleWorker are the values of RoleLabel.
 	RoleControlPlane = "control-plane"
@@ -48,6 +53,12 @@ const (
 // the provider made, whatever the length of the names (label values stop at
 // 63 characters).
 const OwnerAnnotation = "capkv.io/owner"
+
+// PoolOwnerAnnotation, "<namespace>/<name>" of the KubevirtMachinePool, is on
+// the VirtualMachinePool, its VM template and so on every VM it makes, in
+// place of OwnerAnnotation: each VM's KubevirtMachine has the VM's name, in
+// the pool's namespace.
+const PoolOwnerAnnotation = "capkv.io/owner-pool"
 
 // MachineFinalizer keeps a KubevirtMachine until its VM and everything
 // created for it on the infra cluster are gone.

@@ -52,9 +52,9 @@ type Input struct {
 	// KubevirtMachineNamespace is the namespace of the KubevirtMachine on the
 	// management cluster.
 	KubevirtMachineNamespace string
-	// ClusterName, MachineName and MachineDeployment (may be empty) name the
-	// CAPI objects the VM belongs to.
-	ClusterName, MachineName, MachineDeployment string
+	// ClusterName, MachineName, MachineDeployment and MachinePool (each but
+	// the first may be empty) name the CAPI objects the VM belongs to.
+	ClusterName, MachineName, MachineDeployment, MachinePool string
 	// ControlPlane is true for control-plane machines.
 	ControlPlane bool
 	// FailureDomain is the Machine's failure domain; empty means anywhere.
@@ -240,6 +240,9 @@ func identity(in Input) map[string]string {
 	}
 	if in.MachineDeployment != "" {
 		l[infrav1.MachineDeploymentLabel] = in.MachineDeployment
+	}
+	if in.MachinePool != "" {
+		l[infrav1.MachinePoolLabel] = in.MachinePool
 	}
 	for k, v := range l {
 		// Label values are limited to 63 characters; names can be longer.

@@ -35,13 +35,15 @@ const DefaultTopologyKey = corev1.LabelHostname
 
 // GroupSelector selects the VMs (and so their launcher pods, which carry the
 // VM template's labels) that a machine is kept apart from or spread with:
-// those of its MachineDeployment, else of its role (control plane or other
-// workers), in one tenant cluster.
+// those of its MachineDeployment or MachinePool, else of its role (control
+// plane or other workers), in one tenant cluster.
 func GroupSelector(in Input) *metav1.LabelSelector {
 	id := identity(in)
 	sel := ClusterSelector(in.ClusterName, in.KubevirtMachineNamespace)
 	if md, ok := id[infrav1.MachineDeploymentLabel]; ok && !in.ControlPlane {
 		sel[infrav1.MachineDeploymentLabel] = md
+	} else if mp, ok := id[infrav1.MachinePoolLabel]; ok && !in.ControlPlane {
+		sel[infrav1.MachinePoolLabel] = mp
 	} else {
 		sel[infrav1.RoleLabel] = id[infrav1.RoleLabel]
 	}
