@@ -118,7 +118,13 @@ func (r *KubevirtMachineReconciler) goldenToMachines(ctx context.Context, infraS
 // VM builder puts it on the VM, its instance template and its DataVolume
 // templates, and KubeVirt copies it), a Service to its KubevirtCluster.
 func ownerToRequest(_ context.Context, obj client.Object) []reconcile.Request {
-	ns, name, ok := strings.Cut(obj.GetAnnotations()[infrav1.OwnerAnnotation], "/")
+	return annotatedOwner(obj, infrav1.OwnerAnnotation)
+}
+
+// annotatedOwner is the request for the object named "<namespace>/<name>"
+// by annotation key of obj, if any.
+func annotatedOwner(obj client.Object, key string) []reconcile.Request {
+	ns, name, ok := strings.Cut(obj.GetAnnotations()[key], "/")
 	if !ok || ns == "" || name == "" {
 		return nil
 	}

@@ -56,6 +56,7 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.IntVar(&o.KubevirtClusterConcurrency, "kubevirtcluster-concurrency", 10, "KubevirtClusters reconciled at once.")
 	fs.IntVar(&o.KubevirtMachineConcurrency, "kubevirtmachine-concurrency", 10, "KubevirtMachines reconciled at once.")
 	fs.IntVar(&o.KubevirtMachineTemplateConcurrency, "kubevirtmachinetemplate-concurrency", 2, "KubevirtMachineTemplates reconciled at once.")
+	fs.IntVar(&o.KubevirtMachinePoolConcurrency, "kubevirtmachinepool-concurrency", 2, "KubevirtMachinePools reconciled at once.")
 	fs.IntVar(&o.KubevirtRemediationConcurrency, "kubevirtremediation-concurrency", 2, "KubevirtRemediations reconciled at once.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&o.LeaderElectionID, "leader-elect-id", "controller-leader-election-capkv", "Name of the leader election Lease.")

@@ -47,6 +47,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinepool"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/remediation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
@@ -70,6 +71,9 @@ type Options struct {
 	// KubevirtMachineConcurrency is the number of KubevirtMachines reconciled
 	// at once.
 	KubevirtMachineConcurrency int
+	// KubevirtMachinePoolConcurrency is the number of KubevirtMachinePools
+	// reconciled at once.
+	KubevirtMachinePoolConcurrency int
 	// KubevirtMachineTemplateConcurrency is the number of templates reconciled
 	// at once.
 	KubevirtMachineTemplateConcurrency int
@@ -293,6 +297,13 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder: recorder, ClusterCache: clusterCache, Machines: machines,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
+	}
+	if err := (&controllers.KubevirtMachinePoolReconciler{
+		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
+		Recorder: mgr.GetEventRecorder("kubevirtmachinepool-controller"),
+		Pools:    &machinepool.Service{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubevirtmachinepool-controller")},
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtMachinePoolConcurrency, 1)}); err != nil {
+		return fmt.Errorf("setting up KubevirtMachinePool controller: %w", err)
 	}
 	if err := (&controllers.KubevirtMachineTemplateReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,

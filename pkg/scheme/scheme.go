@@ -24,6 +24,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+	poolv1 "kubevirt.io/api/pool/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -40,6 +41,7 @@ func New() *runtime.Scheme {
 		infrav1.AddToScheme,
 		kubevirtv1.AddToScheme,
 		instancetypev1beta1.AddToScheme,
+		poolv1.AddToScheme,
 		cdiv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {

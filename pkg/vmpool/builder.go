@@ -58,7 +58,7 @@ func Build(in Input) (*poolv1.VirtualMachinePool, error) {
 	if err != nil {
 		return nil, err
 	}
-	selector := map[string]string{infrav1.KubevirtMachinePoolLabel: format.MustFormatValue(in.VM.Name)}
+	selector := Selector(in.VM.Name)
 	owner := map[string]string{infrav1.PoolOwnerAnnotation: vmbuilder.OwnerOf(in.VM.KubevirtMachineNamespace, in.VM.Name)}
 	relabel := func(m *metav1.ObjectMeta) {
 		for _, k := range perVMLabels {
@@ -94,6 +94,12 @@ func Build(in Input) (*poolv1.VirtualMachinePool, error) {
 			UpdateStrategy:  &poolv1.VirtualMachinePoolUpdateStrategy{Unmanaged: &poolv1.VirtualMachinePoolUnmanagedStrategy{}},
 		},
 	}, nil
+}
+
+// Selector is the label selecting the VMs of the pool named name; a name
+// too long for a label value is hashed.
+func Selector(name string) map[string]string {
+	return map[string]string{infrav1.KubevirtMachinePoolLabel: format.MustFormatValue(name)}
 }
 
 func mergedInto(base, extra map[string]string) map[string]string {

@@ -120,6 +120,10 @@ func validatePoolSpec(spec *infrav1.KubevirtMachinePoolSpec, namespace string, f
 		errs = append(errs, field.Forbidden(tmpl.Child("spec", "providerID"),
 			"is set by the provider on each instance's KubevirtMachine; a pool's template must leave it empty"))
 	}
+	if spec.Template.Spec.BootstrapCheckSpec.CheckStrategy == infrav1.CheckStrategySSH {
+		errs = append(errs, field.NotSupported(tmpl.Child("spec", "virtualMachineBootstrapCheck", "checkStrategy"),
+			infrav1.CheckStrategySSH, []string{infrav1.CheckStrategyNone, infrav1.CheckStrategyGuestAgent}))
+	}
 	if vmi := spec.Template.Spec.VirtualMachineTemplate.Spec.Template; vmi != nil && vmi.Spec.Hostname != "" {
 		errs = append(errs, field.Forbidden(tmpl.Child("spec", "virtualMachineTemplate", "spec", "template", "spec", "hostname"),
 			"every instance of a pool would get this hostname and their tenant Nodes would collide; leave it empty, each instance is named after its VM"))

@@ -67,6 +67,9 @@ func TestAdmissionMachinePools(t *testing.T) {
 		{"pool with one hostname for every instance", machinePool(func(p *infrav1.KubevirtMachinePool) {
 			p.Spec.Template.Spec.VirtualMachineTemplate.Spec.Template.Spec.Hostname = "node"
 		}), "spec.template.spec.virtualMachineTemplate.spec.template.spec.hostname"},
+		{"pool with the ssh bootstrap check", machinePool(func(p *infrav1.KubevirtMachinePool) {
+			p.Spec.Template.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategySSH
+		}), "spec.template.spec.virtualMachineBootstrapCheck.checkStrategy"},
 		{"pool with an invalid VM template", machinePool(func(p *infrav1.KubevirtMachinePool) {
 			p.Spec.Template.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.Devices.Disks[0].Name = "other"
 		}), "spec.template.spec.virtualMachineTemplate.spec.template.spec.domain.devices.disks[0].name"},

@@ -1,0 +1,239 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package machinepool keeps the KubeVirt VirtualMachinePool of a
+// KubevirtMachinePool: its VM template, its replicas and the bootstrap data
+// its VMs share, and reports the pool's instances.
+package machinepool
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	poolv1 "kubevirt.io/api/pool/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmpool"
+)
+
+// TemplateHashAnnotation on a VirtualMachinePool is the hash of the pool the
+// provider last wrote, so that an unchanged pool is not written again.
+const TemplateHashAnnotation = "capkv.io/pool-hash"
+
+// Scope is one KubevirtMachinePool with the objects around it.
+type Scope struct {
+	Pool *infrav1.KubevirtMachinePool
+	// MachinePool and Cluster own the pool; nil while it has no owner.
+	MachinePool *clusterv1.MachinePool
+	Cluster     *clusterv1.Cluster
+	// KubevirtCluster is nil when the Cluster's infrastructure is not one.
+	KubevirtCluster *infrav1.KubevirtCluster
+	// Access is the pool's infra cluster and whether it can be used.
+	Access infracluster.Access
+	// FinalizerStored is false in the reconcile that adds the finalizer:
+	// nothing is created on the infra cluster then.
+	FinalizerStored bool
+}
+
+// Key is the VirtualMachinePool on the infra cluster: the
+// KubevirtMachinePool's name, in the template's namespace or else the infra
+// cluster's.
+func (sc *Scope) Key() types.NamespacedName {
+	ns := sc.Pool.Spec.Template.Spec.VirtualMachineTemplate.ObjectMeta.Namespace
+	if ns == "" {
+		ns = sc.Access.Infra.Namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: sc.Pool.Name}
+}
+
+// Service keeps VirtualMachinePools.
+type Service struct {
+	// Client reads the management cluster: bootstrap data Secrets.
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// Reconcile creates or updates the pool's VirtualMachinePool and reports its
+// instances in the KubevirtMachinePool's status. The outcome is the
+// VirtualMachinePoolReady condition.
+func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+	p := sc.Pool
+	p.Status.InfrastructureMachineKind = ""
+	if sc.MachinePool == nil || sc.Cluster == nil {
+		return outcome.Wait(infrav1.WaitingForMachinePoolReason,
+			"waiting for a MachinePool to own this KubevirtMachinePool and for its Cluster to exist"), nil
+	}
+	if !sc.Access.Available() {
+		o := sc.Access.Outcome
+		return outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,
+			Message: "cannot use the infra cluster: " + o.Message}, nil
+	}
+	key := sc.Key()
+	infra := sc.Access.Infra
+	existing := &poolv1.VirtualMachinePool{}
+	found := true
+	if err := infra.Client.Get(ctx, key, existing); apierrors.IsNotFound(err) {
+		found = false
+	} else if err != nil {
+		return outcome.Outcome{}, fmt.Errorf("reading VirtualMachinePool %s: %w", key, err)
+	}
+	if found && existing.Annotations[infrav1.PoolOwnerAnnotation] != vmbuilder.OwnerOf(p.Namespace, p.Name) {
+		return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+			"VirtualMachinePool %s exists but was not created for this KubevirtMachinePool; rename or remove it", key)), nil
+	}
+	if !found && !sc.FinalizerStored {
+		return outcome.Wait(infrav1.PendingReason, "the VirtualMachinePool is created once the pool's finalizer is stored"), nil
+	}
+	data, wait, err := s.userData(ctx, sc)
+	if err != nil || data == nil {
+		return wait, err
+	}
+	want, err := vmpool.Build(s.input(sc, key, data))
+	if err != nil {
+		return outcome.Fail(infrav1.PoolCreateFailedReason, err.Error()), nil
+	}
+	hash, err := hashOf(want)
+	if err != nil {
+		return outcome.Outcome{}, err
+	}
+	want.Annotations[TemplateHashAnnotation] = hash
+	if !found {
+		if o, err := s.create(ctx, sc, want); err != nil || !o.IsDone() {
+			return o, err
+		}
+		existing = want
+	} else if existing.Annotations[TemplateHashAnnotation] != hash {
+		existing.Spec = want.Spec
+		existing.Labels, existing.Annotations = want.Labels, want.Annotations
+		if err := infra.Client.Update(ctx, existing); err != nil {
+			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+				return outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool update: "+err.Error()), nil
+			}
+			return outcome.Outcome{}, fmt.Errorf("updating VirtualMachinePool %s: %w", key, err)
+		}
+	}
+	if o, err := s.ensureUserDataSecret(ctx, sc, data, existing); err != nil || !o.IsDone() {
+		return o, err
+	}
+	p.Status.VirtualMachinePool = key.String()
+	p.Status.Ready = true
+	p.Status.Initialization.Provisioned = ptr.To(true)
+	return s.report(ctx, sc, key, *want.Spec.Replicas)
+}
+
+func (s *Service) create(ctx context.Context, sc *Scope, want *poolv1.VirtualMachinePool) (outcome.Outcome, error) {
+	key := client.ObjectKeyFromObject(want)
+	if err := sc.Access.Infra.Client.Create(ctx, want); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return outcome.Wait(infrav1.PendingReason, fmt.Sprintf("VirtualMachinePool %s exists, waiting for it", key)), nil
+		}
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+			return outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool: "+err.Error()), nil
+		}
+		return outcome.Outcome{}, fmt.Errorf("creating VirtualMachinePool %s: %w", key, err)
+	}
+	s.Recorder.Eventf(sc.Pool, want, corev1.EventTypeNormal, "VirtualMachinePoolCreated", "CreateVirtualMachinePool",
+		"created VirtualMachinePool %s with %d replicas on the %s", key, *want.Spec.Replicas, sc.Access.Infra.Description())
+	return outcome.Ready("", ""), nil
+}
+
+// input is what the pool's VMs are built from: the pool's machine template
+// with the cluster's networks, DNS and failure domain rules.
+func (s *Service) input(sc *Scope, key types.NamespacedName, data *bootstrapData) vmpool.Input {
+	p := sc.Pool
+	in := vmbuilder.Input{
+		Name: key.Name, Namespace: key.Namespace, Spec: p.Spec.Template.Spec, KubevirtMachineNamespace: p.Namespace,
+		ClusterName: sc.Cluster.Name, MachinePool: sc.MachinePool.Name,
+		UserDataSecret: key.Name + infrav1.UserDataSecretSuffix, Format: data.format, HasNetworkData: data.networkData != nil,
+	}
+	if fds := sc.MachinePool.Spec.FailureDomains; len(fds) == 1 {
+		// A pool spread over several failure domains is placed by the
+		// default topology spread; one failure domain pins it.
+		in.FailureDomain = fds[0]
+	}
+	if kc := sc.KubevirtCluster; kc != nil {
+		in.FailureDomainSelector = failuredomains.Selector(kc.Spec.FailureDomains, in.FailureDomain)
+		in.ClusterNetworks = tenantnet.ClusterNetworks(kc, sc.Access.Infra.Namespace)
+		in.DNSPolicy, in.DNSConfig = kc.Spec.DNSPolicy, kc.Spec.DNSConfig
+	}
+	if !sc.Access.Infra.External && key.Namespace == p.Namespace {
+		in.Owner = metav1.NewControllerRef(p, infrav1.GroupVersion.WithKind("KubevirtMachinePool"))
+	}
+	return vmpool.Input{VM: in, Replicas: ptr.Deref(sc.MachinePool.Spec.Replicas, 1)}
+}
+
+// report counts the pool's VMs and lists their providerIDs.
+func (s *Service) report(ctx context.Context, sc *Scope, key types.NamespacedName, desired int32) (outcome.Outcome, error) {
+	vms := &kubevirtv1.VirtualMachineList{}
+	if err := sc.Access.Infra.Client.List(ctx, vms, client.InNamespace(key.Namespace),
+		client.MatchingLabels(vmpool.Selector(key.Name))); err != nil {
+		return outcome.Outcome{}, fmt.Errorf("listing the VMs of VirtualMachinePool %s: %w", key, err)
+	}
+	var ids []string
+	var ready int32
+	for i := range vms.Items {
+		vm := &vms.Items[i]
+		if vm.Annotations[infrav1.PoolOwnerAnnotation] != vmbuilder.OwnerOf(sc.Pool.Namespace, sc.Pool.Name) || !vm.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ids = append(ids, infrav1.ProviderIDPrefix+vm.Name)
+		if vm.Status.Ready {
+			ready++
+		}
+	}
+	slices.Sort(ids)
+	p := sc.Pool
+	p.Spec.ProviderIDList = ids
+	p.Status.Replicas, p.Status.ReadyReplicas = int32(len(ids)), ready
+	msg := fmt.Sprintf("%d of %d VMs exist, %d ready, in VirtualMachinePool %s", len(ids), desired, ready, key)
+	if int32(len(ids)) != desired || ready != desired {
+		// The pool's status changes with its VMs: its watch brings the
+		// next step.
+		return outcome.Wait(infrav1.ScalingReason, msg), nil
+	}
+	return outcome.Ready(infrav1.ReadyReason, msg), nil
+}
+
+// hashOf hashes what the provider writes of a pool.
+func hashOf(p *poolv1.VirtualMachinePool) (string, error) {
+	b, err := json.Marshal(struct {
+		Labels, Annotations map[string]string
+		Spec                poolv1.VirtualMachinePoolSpec
+	}{p.Labels, p.Annotations, p.Spec})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
+}

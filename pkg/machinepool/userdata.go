@@ -1,0 +1,161 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package machinepool
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	poolv1 "kubevirt.io/api/pool/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+)
+
+// Keys KubeVirt reads from a cloud-init Secret
+// (docs/kubevirt-behaviour.md#cloud-init-secret-keys).
+const (
+	userDataKey    = "userdata"
+	networkDataKey = "networkdata"
+)
+
+type bootstrapData struct {
+	format      string
+	userData    []byte
+	networkData []byte
+}
+
+// userData reads the bootstrap data the MachinePool's bootstrap provider
+// wrote for every instance, and the pool's network data. It returns nil,
+// with an outcome saying why, while something is missing. Secret contents
+// never reach conditions, events or logs.
+func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outcome.Outcome, error) {
+	p := sc.Pool
+	name := sc.MachinePool.Spec.Template.Spec.Bootstrap.DataSecretName
+	if name == nil {
+		return nil, outcome.Wait(infrav1.WaitingForBootstrapDataReason,
+			"waiting for the bootstrap provider to write the MachinePool's bootstrap data Secret"), nil
+	}
+	secret := &corev1.Secret{}
+	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: *name}, secret); client.IgnoreNotFound(err) != nil {
+		return nil, outcome.Outcome{}, err
+	}
+	if len(secret.Data["value"]) == 0 {
+		return nil, outcome.Wait(infrav1.WaitingForBootstrapDataReason,
+			fmt.Sprintf("bootstrap data Secret %s does not exist yet or has no key \"value\"", *name)), nil
+	}
+	data := &bootstrapData{format: string(secret.Data["format"])}
+	if data.format == "" {
+		data.format = userdata.FormatCloudConfig
+	}
+	if ref := p.Spec.Template.Spec.UserData.NetworkDataSecretRef; ref != nil {
+		nd := &corev1.Secret{}
+		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, nd); client.IgnoreNotFound(err) != nil {
+			return nil, outcome.Outcome{}, err
+		}
+		if data.networkData = nd.Data["networkdata"]; data.networkData == nil {
+			data.networkData = nd.Data["networkData"]
+		}
+		if data.networkData == nil {
+			return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf(
+				"network data Secret %s does not exist or has neither key \"networkdata\" nor \"networkData\"", ref.Name)), nil
+		}
+		// Referenced by name only: clusterctl move must take it along.
+		if err := move.KeepWithClusters(ctx, s.Client, nd, p.Namespace); err != nil {
+			return nil, outcome.Outcome{}, err
+		}
+	}
+	rendered, err := userdata.Render(data.format, secret.Data["value"], userdata.Additions{})
+	if err != nil {
+		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)), nil
+	}
+	data.userData = rendered
+	return data, outcome.Outcome{}, nil
+}
+
+// ensureUserDataSecret keeps the Secret every VM of the pool boots from
+// beside the pool, owned by it so that it goes with the pool. Unlike a
+// machine's, a pool's bootstrap data can change (a new bootstrap token, a
+// new Kubernetes version): the Secret follows, for the VMs created next.
+func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData, pool *poolv1.VirtualMachinePool) (outcome.Outcome, error) {
+	p := sc.Pool
+	want := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pool.Name + infrav1.UserDataSecretSuffix, Namespace: pool.Namespace,
+			Labels:      map[string]string{infrav1.ClusterNameLabel: sc.Cluster.Name},
+			Annotations: map[string]string{infrav1.PoolOwnerAnnotation: vmbuilder.OwnerOf(p.Namespace, p.Name)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{userDataKey: data.userData},
+	}
+	if pool.UID != "" {
+		want.OwnerReferences = []metav1.OwnerReference{{APIVersion: poolv1.SchemeGroupVersion.String(), Kind: "VirtualMachinePool",
+			Name: pool.Name, UID: pool.UID, BlockOwnerDeletion: ptr.To(true)}}
+	}
+	if data.networkData != nil {
+		want.Data[networkDataKey] = data.networkData
+	}
+	infra := sc.Access.Infra
+	existing := &corev1.Secret{}
+	err := infra.APIReader.Get(ctx, client.ObjectKeyFromObject(want), existing)
+	if apierrors.IsNotFound(err) {
+		if err := infra.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return outcome.Outcome{}, fmt.Errorf("creating user data Secret %s: %w", client.ObjectKeyFromObject(want), err)
+		}
+		return outcome.Ready("", ""), nil
+	}
+	if err != nil {
+		return outcome.Outcome{}, err
+	}
+	if existing.Annotations[infrav1.PoolOwnerAnnotation] != want.Annotations[infrav1.PoolOwnerAnnotation] {
+		return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+			"Secret %s exists but was not created for this KubevirtMachinePool; rename or remove it", client.ObjectKeyFromObject(want))), nil
+	}
+	if sameData(existing.Data, want.Data) && (pool.UID == "" || len(existing.OwnerReferences) > 0) {
+		return outcome.Ready("", ""), nil
+	}
+	existing.Data = want.Data
+	if len(existing.OwnerReferences) == 0 {
+		existing.OwnerReferences = want.OwnerReferences
+	}
+	if err := infra.Client.Update(ctx, existing); err != nil {
+		return outcome.Outcome{}, fmt.Errorf("updating user data Secret %s: %w", client.ObjectKeyFromObject(want), err)
+	}
+	return outcome.Ready("", ""), nil
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !bytes.Equal(b[k], v) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,141 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	poolv1 "kubevirt.io/api/pool/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
+)
+
+// TestMachinePoolRunsOnAVirtualMachinePool drives a KubevirtMachinePool
+// through the real virt-controller's pool controller: the provider creates
+// the VirtualMachinePool and its shared bootstrap Secret, KubeVirt makes the
+// VMs, the pool reports them (replicas, providerIDs, Ready); scaling the
+// MachinePool scales the pool; a template change reaches the pool without
+// touching running VMs; deleting the KubevirtMachinePool leaves nothing.
+func TestMachinePoolRunsOnAVirtualMachinePool(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	mp, p, err := tc.NewMachinePool(ctx, fixture.MachinePoolOptions{Name: "pool-0", Replicas: 3})
+	g.Expect(err).NotTo(HaveOccurred())
+	infra := w.Env.Client
+	key := types.NamespacedName{Namespace: tc.ns, Name: p.Name}
+
+	vmNames := func() []string {
+		vms := &kubevirtv1.VirtualMachineList{}
+		g.Expect(infra.List(ctx, vms, client.InNamespace(tc.ns), client.MatchingLabels{infrav1.KubevirtMachinePoolLabel: p.Name})).To(Succeed())
+		var names []string
+		for _, vm := range vms.Items {
+			if vm.DeletionTimestamp.IsZero() {
+				names = append(names, vm.Name)
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	reported := func(n int) func() error {
+		return func() error {
+			cur := get(t, tc.c, &infrav1.KubevirtMachinePool{ObjectMeta: p.ObjectMeta})
+			var want []string
+			for i := range n {
+				want = append(want, fmt.Sprintf("%s%s-%d", infrav1.ProviderIDPrefix, p.Name, i))
+			}
+			ready := conditions.Get(cur, infrav1.ReadyCondition)
+			if !slices.Equal(cur.Spec.ProviderIDList, want) || cur.Status.Replicas != int32(n) || cur.Status.ReadyReplicas != int32(n) ||
+				ready == nil || ready.Status != "True" || !cur.Status.Ready || !ptr.Deref(cur.Status.Initialization.Provisioned, false) {
+				return fmt.Errorf("providerIDs %v, replicas %d, ready %d, Ready %+v", cur.Spec.ProviderIDList, cur.Status.Replicas, cur.Status.ReadyReplicas, ready)
+			}
+			return nil
+		}
+	}
+
+	eventually(t, reported(3)).Should(Succeed())
+	g.Expect(vmNames()).To(Equal([]string{"pool-0-0", "pool-0-1", "pool-0-2"}))
+	pool := &poolv1.VirtualMachinePool{}
+	g.Expect(infra.Get(ctx, key, pool)).To(Succeed())
+	g.Expect(pool.Spec.ScaleInStrategy.Unmanaged).NotTo(BeNil(), "the provider picks which VMs go")
+	secret := &corev1.Secret{}
+	g.Expect(infra.Get(ctx, types.NamespacedName{Namespace: tc.ns, Name: p.Name + infrav1.UserDataSecretSuffix}, secret)).To(Succeed())
+	g.Expect(secret.Data).To(HaveKeyWithValue("userdata", []byte(fixture.ValidCloudConfig)))
+	g.Expect(secret.OwnerReferences).To(ConsistOf(HaveField("UID", pool.UID)), "the Secret goes with the pool")
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, infra, tc.ns, "pool-0-1", vmi)).To(Succeed())
+	g.Expect(vmi.Spec.Hostname).To(BeEmpty(), "each guest is named after its VM")
+	g.Expect(vmi.Labels).To(HaveKeyWithValue(infrav1.MachinePoolLabel, mp.Name))
+	uids := map[string]types.UID{}
+	for _, n := range vmNames() {
+		vm := &kubevirtv1.VirtualMachine{}
+		g.Expect(infraGet(t, infra, tc.ns, n, vm)).To(Succeed())
+		uids[n] = vm.UID
+	}
+
+	// Scaling the MachinePool scales the VirtualMachinePool.
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := get(t, tc.c, &clusterv1.MachinePool{ObjectMeta: mp.ObjectMeta})
+		cur.Spec.Replicas = ptr.To[int32](5)
+		return tc.c.Update(ctx, cur)
+	})).To(Succeed())
+	eventually(t, reported(5)).Should(Succeed())
+
+	// A template change reaches the pool, not the running VMs.
+	g.Expect(infra.Get(ctx, key, pool)).To(Succeed())
+	hash := pool.Annotations["capkv.io/pool-hash"]
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := get(t, tc.c, &infrav1.KubevirtMachinePool{ObjectMeta: p.ObjectMeta})
+		cur.Spec.Template.Spec.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"team": "blue"}
+		return tc.c.Update(ctx, cur)
+	})).To(Succeed())
+	eventually(t, func() map[string]string {
+		g.Expect(infra.Get(ctx, key, pool)).To(Succeed())
+		return pool.Spec.VirtualMachineTemplate.ObjectMeta.Labels
+	}).Should(HaveKeyWithValue("team", "blue"))
+	g.Expect(pool.Annotations["capkv.io/pool-hash"]).NotTo(Equal(hash))
+	for n, uid := range uids {
+		vm := &kubevirtv1.VirtualMachine{}
+		g.Expect(infraGet(t, infra, tc.ns, n, vm)).To(Succeed())
+		g.Expect(vm.UID).To(Equal(uid), "VM %s is the same", n)
+	}
+
+	// Deleting the KubevirtMachinePool leaves nothing on the infra cluster.
+	g.Expect(tc.c.Delete(ctx, &infrav1.KubevirtMachinePool{ObjectMeta: p.ObjectMeta})).To(Succeed())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(tc.c.Get(ctx, key, &infrav1.KubevirtMachinePool{}))
+	}).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(infra.Get(ctx, key, &poolv1.VirtualMachinePool{}))).To(BeTrue())
+	g.Expect(vmNames()).To(BeEmpty())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(infra.Get(ctx, types.NamespacedName{Namespace: tc.ns, Name: p.Name + infrav1.UserDataSecretSuffix}, &corev1.Secret{}))
+	}).Should(BeTrue())
+}
