@@ -149,7 +149,7 @@ func (r *GoldenImageReconciler) countImport(dv *cdiv1.DataVolume) {
 	}
 }
 
-// users counts the KubevirtMachines and templates naming the volume.
+// users counts the KubevirtMachines, templates and pools naming the volume.
 func (r *GoldenImageReconciler) users(ctx context.Context, req GoldenRequest) (int, error) {
 	value := goldenIndexValue(req.InfraSecret, req.Namespace, req.Name)
 	kms := &infrav1.KubevirtMachineList{}
@@ -160,7 +160,11 @@ func (r *GoldenImageReconciler) users(ctx context.Context, req GoldenRequest) (i
 	if err := r.Client.List(ctx, templates, client.MatchingFields{GoldenImageIndex: value}); err != nil {
 		return 0, err
 	}
-	return len(kms.Items) + len(templates.Items), nil
+	pools := &infrav1.KubevirtMachinePoolList{}
+	if err := r.Client.List(ctx, pools, client.MatchingFields{GoldenImageIndex: value}); err != nil {
+		return 0, err
+	}
+	return len(kms.Items) + len(templates.Items) + len(pools.Items), nil
 }
 
 // mark sets (or with "" removes) the unused-since annotation.
@@ -190,6 +194,10 @@ func (r *GoldenImageReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		WatchesRawSource(source.TypedKind[client.Object, GoldenRequest](mgr.GetCache(), &infrav1.KubevirtMachineTemplate{},
 			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []GoldenRequest {
 				return requestOf(o.(*infrav1.KubevirtMachineTemplate).Status.GoldenImage)
+			}))).
+		WatchesRawSource(source.TypedKind[client.Object, GoldenRequest](mgr.GetCache(), &infrav1.KubevirtMachinePool{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []GoldenRequest {
+				return requestOf(o.(*infrav1.KubevirtMachinePool).Status.GoldenImage)
 			}))).
 		Build(r)
 	if err != nil {

@@ -26,7 +26,8 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
 
-// GoldenImageIndex indexes KubevirtMachines and KubevirtMachineTemplates by
+// GoldenImageIndex indexes KubevirtMachines, KubevirtMachineTemplates and
+// KubevirtMachinePools by
 // the golden volume in their status, "<infra Secret>|<namespace>/<name>".
 const GoldenImageIndex = "status.goldenImage"
 
@@ -53,7 +54,12 @@ func IndexGoldenImages(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	return mgr.GetFieldIndexer().IndexField(ctx, &infrav1.KubevirtMachineTemplate{}, GoldenImageIndex, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &infrav1.KubevirtMachineTemplate{}, GoldenImageIndex, func(o client.Object) []string {
 		return goldenIndexOf(o.(*infrav1.KubevirtMachineTemplate).Status.GoldenImage)
+	}); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &infrav1.KubevirtMachinePool{}, GoldenImageIndex, func(o client.Object) []string {
+		return goldenIndexOf(o.(*infrav1.KubevirtMachinePool).Status.GoldenImage)
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	poolv1 "kubevirt.io/api/pool/v1beta1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
@@ -169,7 +170,13 @@ func (r *KubevirtMachinePoolReconciler) SetupWithManager(ctx context.Context, mg
 	}
 	r.controller = c
 	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
-		return r.controller.Watch(source.Kind(infra.Cache, client.Object(&poolv1.VirtualMachinePool{}), handler.EnqueueRequestsFromMapFunc(poolOwnerToRequest)))
+		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&poolv1.VirtualMachinePool{}), handler.EnqueueRequestsFromMapFunc(poolOwnerToRequest))); err != nil {
+			return err
+		}
+		return r.controller.Watch(source.Kind(infra.Cache, client.Object(&cdiv1.DataVolume{}), handler.EnqueueRequestsFromMapFunc(
+			func(ctx context.Context, dv client.Object) []reconcile.Request {
+				return r.goldenToPools(ctx, infra.Secret, dv)
+			}), isGolden))
 	})
 	return nil
 }
@@ -178,6 +185,19 @@ func (r *KubevirtMachinePoolReconciler) SetupWithManager(ctx context.Context, mg
 func (r *KubevirtMachinePoolReconciler) clusterToPools(ctx context.Context, obj client.Object) []reconcile.Request {
 	pools := &infrav1.KubevirtMachinePoolList{}
 	if err := r.Client.List(ctx, pools, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: obj.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(pools.Items))
+	for i := range pools.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pools.Items[i])})
+	}
+	return reqs
+}
+
+// goldenToPools maps a golden volume to the pools that clone it.
+func (r *KubevirtMachinePoolReconciler) goldenToPools(ctx context.Context, infraSecret types.NamespacedName, dv client.Object) []reconcile.Request {
+	pools := &infrav1.KubevirtMachinePoolList{}
+	if err := r.Client.List(ctx, pools, client.MatchingFields{GoldenImageIndex: goldenIndexValue(infraSecret, dv.GetNamespace(), dv.GetName())}); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(pools.Items))

@@ -39,7 +39,6 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/capacity"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 )
 
@@ -100,7 +99,7 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 			// MachineDeployment up again does not download the image again.
 			// An infra cluster that cannot be resolved now keeps the last
 			// one: the volume is still there.
-			t.Status.GoldenImage = machine.GoldenImageOf(access.Infra.Secret, access.Infra.Namespace, spec.RootDisk)
+			t.Status.GoldenImage = golden.StatusOf(access.Infra.Secret, access.Infra.Namespace, spec.RootDisk)
 		}
 		if selectsInstancetypeOrPreference(vmSpec) {
 			if !access.Available() {

@@ -32,18 +32,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
-
-// GoldenImageOf is the status entry naming the golden volume of a root disk
-// in an infra cluster and namespace.
-func GoldenImageOf(infraSecret types.NamespacedName, ns string, rd *infrav1.RootDiskSpec) *infrav1.GoldenImageStatus {
-	s := &infrav1.GoldenImageStatus{Namespace: ns, Name: golden.Name(rd)}
-	if infraSecret.Name != "" {
-		s.InfraCluster = infraSecret.String()
-	}
-	return s
-}
 
 // goldenVolume makes sure the golden volume of the machine's root disk
 // exists, and returns it once its import succeeded. Until then the outcome
@@ -57,7 +46,7 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 	}
 	want := golden.DataVolume(rd, sc.VMNamespace())
 	key := client.ObjectKeyFromObject(want)
-	if ref := GoldenImageOf(sc.Infra().Secret, key.Namespace, rd); !equality.Semantic.DeepEqual(km.Status.GoldenImage, ref) {
+	if ref := golden.StatusOf(sc.Infra().Secret, key.Namespace, rd); !equality.Semantic.DeepEqual(km.Status.GoldenImage, ref) {
 		km.Status.GoldenImage = ref
 		if !s.templateUses(ctx, km, ref) {
 			// Become a user of the golden volume, saved, before touching
@@ -69,64 +58,7 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 				fmt.Sprintf("using golden volume %s for %s", key, golden.Describe(&rd.Image))), nil
 		}
 	}
-	dv := &cdiv1.DataVolume{}
-	found, err := get(ctx, sc.Infra().Client, key, dv)
-	if err != nil {
-		return nil, outcome.Outcome{}, err
-	}
-	if !found {
-		if err := sc.Infra().Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-				// Nothing announces a change of the infra API's mind.
-				return nil, outcome.Fail(infrav1.GoldenImageFailedReason,
-					fmt.Sprintf("the infra cluster refused golden volume %s: %v", key, err)).After(s.recheck()), nil
-			}
-			return nil, outcome.Outcome{}, fmt.Errorf("creating golden volume %s: %w", key, err)
-		}
-		s.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "GoldenImageCreated", "ImportGoldenImage",
-			"importing %s once into golden volume %s", golden.Describe(&rd.Image), key)
-		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
-			fmt.Sprintf("importing %s into golden volume %s", golden.Describe(&rd.Image), key)), nil
-	}
-	if dv.Labels[golden.Label] != "true" {
-		return nil, outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-			"DataVolume %s exists but is not a golden volume of the provider", key)), nil
-	}
-	if !dv.DeletionTimestamp.IsZero() {
-		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
-			fmt.Sprintf("golden volume %s is being deleted; it will be imported again", key)), nil
-	}
-	if size := golden.Size(dv); size.Cmp(rd.DiskSize) > 0 {
-		// The fix is in other machines' templates, which this machine does
-		// not watch.
-		return nil, outcome.Fail(infrav1.GoldenImageFailedReason, fmt.Sprintf(
-			"golden volume %s is %s, larger than this machine's diskSize %s; a clone cannot be smaller than its source: set rootDisk.imageSize on the templates sharing the image",
-			key, size.String(), rd.DiskSize.String())).After(s.recheck()), nil
-	}
-	switch dv.Status.Phase {
-	case cdiv1.Succeeded:
-		if _, unused := dv.Annotations[golden.UnusedSinceAnnotation]; unused {
-			// Claim it back before cloning, so that the golden image
-			// controller, whose delete is conditional on the version it saw,
-			// cannot delete it under this clone.
-			before := dv.DeepCopy()
-			delete(dv.Annotations, golden.UnusedSinceAnnotation)
-			if err := sc.Infra().Client.Patch(ctx, dv, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-				return nil, outcome.Outcome{}, fmt.Errorf("claiming golden volume %s: %w", key, err)
-			}
-		}
-		return &key, outcome.Outcome{}, nil
-	case cdiv1.Failed:
-		return nil, outcome.Fail(infrav1.GoldenImageFailedReason, fmt.Sprintf(
-			"importing %s into golden volume %s failed: %s; delete the volume to try again", golden.Describe(&rd.Image), key, vmstatus.DataVolumeMessage(dv))), nil
-	}
-	st, _ := vmstatus.Disk(dv)
-	if st.Message == "" {
-		st.Message = "DataVolume " + dv.Name + " is " + string(dv.Status.Phase)
-	}
-	waiting := fromState(vmstatus.State{Reason: infrav1.WaitingForGoldenImageReason, Warning: st.Warning,
-		Message: fmt.Sprintf("waiting for golden image %s: %s", golden.Describe(&rd.Image), st.Message)})
-	return nil, waiting, nil
+	return golden.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, key.Namespace, s.recheck())
 }
 
 // cloneAuthorized checks, for a root disk cloned from an admin-provided PVC

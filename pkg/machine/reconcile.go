@@ -162,7 +162,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		}
 	}
 	if golden.Needed(km.Spec.RootDisk) {
-		km.Status.GoldenImage = GoldenImageOf(infra.Secret, sc.VMNamespace(), km.Spec.RootDisk)
+		km.Status.GoldenImage = golden.StatusOf(infra.Secret, sc.VMNamespace(), km.Spec.RootDisk)
 	}
 	if golden.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) {
 		if err := s.ensureGoldenVolume(ctx, sc); err != nil {

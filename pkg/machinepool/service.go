@@ -26,8 +26,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +42,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
@@ -82,6 +85,9 @@ type Service struct {
 	// Client reads the management cluster: bootstrap data Secrets.
 	Client   client.Client
 	Recorder events.EventRecorder
+	// RecheckAfter is how soon a failure nothing announces the end of is
+	// looked at again; 0 means 10s.
+	RecheckAfter time.Duration
 }
 
 // Reconcile creates or updates the pool's VirtualMachinePool and reports its
@@ -115,11 +121,17 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	if !found && !sc.FinalizerStored {
 		return outcome.Wait(infrav1.PendingReason, "the VirtualMachinePool is created once the pool's finalizer is stored"), nil
 	}
+	goldenVolume, wait, err := s.goldenVolume(ctx, sc, key.Namespace)
+	if err != nil || !wait.IsDone() {
+		return wait, err
+	}
 	data, wait, err := s.userData(ctx, sc)
 	if err != nil || data == nil {
 		return wait, err
 	}
-	want, err := vmpool.Build(s.input(sc, key, data))
+	in := s.input(sc, key, data)
+	in.VM.GoldenVolume = goldenVolume
+	want, err := vmpool.Build(in)
 	if err != nil {
 		return outcome.Fail(infrav1.PoolCreateFailedReason, err.Error()), nil
 	}
@@ -150,6 +162,40 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	p.Status.Ready = true
 	p.Status.Initialization.Provisioned = ptr.To(true)
 	return s.report(ctx, sc, key, *want.Spec.Replicas)
+}
+
+// goldenVolume makes sure the golden volume the pool's root disks clone
+// exists, and returns it once imported. The pool first names it in its
+// status, saved before the volume is touched, so that the golden image
+// controller counts the pool as a user: each VM the pool makes later clones
+// the volume, so the pool keeps it as long as it has the root disk.
+func (s *Service) goldenVolume(ctx context.Context, sc *Scope, ns string) (*types.NamespacedName, outcome.Outcome, error) {
+	p := sc.Pool
+	rd := p.Spec.Template.Spec.RootDisk
+	if !golden.Needed(rd) {
+		p.Status.GoldenImage = nil
+		return nil, outcome.Ready("", ""), nil
+	}
+	ref := golden.StatusOf(sc.Access.Infra.Secret, ns, rd)
+	if !equality.Semantic.DeepEqual(p.Status.GoldenImage, ref) {
+		// The status patch that saves it brings the pool back.
+		p.Status.GoldenImage = ref
+		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
+			fmt.Sprintf("using golden volume %s/%s for %s", ref.Namespace, ref.Name, golden.Describe(&rd.Image))), nil
+	}
+	key, o, err := golden.Ensure(ctx, sc.Access.Infra.Client, s.Recorder, p, rd, ns, s.recheck())
+	if err != nil || key == nil {
+		return nil, o, err
+	}
+	return key, outcome.Ready("", ""), nil
+}
+
+// recheck is when to look again at what no event announces.
+func (s *Service) recheck() time.Duration {
+	if s.RecheckAfter > 0 {
+		return s.RecheckAfter
+	}
+	return 10 * time.Second
 }
 
 func (s *Service) create(ctx context.Context, sc *Scope, want *poolv1.VirtualMachinePool) (outcome.Outcome, error) {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -30,12 +31,15 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	poolv1 "kubevirt.io/api/pool/v1beta1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 )
 
 // TestMachinePoolRunsOnAVirtualMachinePool drives a KubevirtMachinePool
@@ -65,21 +69,7 @@ func TestMachinePoolRunsOnAVirtualMachinePool(t *testing.T) {
 		slices.Sort(names)
 		return names
 	}
-	reported := func(n int) func() error {
-		return func() error {
-			cur := get(t, tc.c, &infrav1.KubevirtMachinePool{ObjectMeta: p.ObjectMeta})
-			var want []string
-			for i := range n {
-				want = append(want, fmt.Sprintf("%s%s-%d", infrav1.ProviderIDPrefix, p.Name, i))
-			}
-			ready := conditions.Get(cur, infrav1.ReadyCondition)
-			if !slices.Equal(cur.Spec.ProviderIDList, want) || cur.Status.Replicas != int32(n) || cur.Status.ReadyReplicas != int32(n) ||
-				ready == nil || ready.Status != "True" || !cur.Status.Ready || !ptr.Deref(cur.Status.Initialization.Provisioned, false) {
-				return fmt.Errorf("providerIDs %v, replicas %d, ready %d, Ready %+v", cur.Spec.ProviderIDList, cur.Status.Replicas, cur.Status.ReadyReplicas, ready)
-			}
-			return nil
-		}
-	}
+	reported := func(n int) func() error { return poolReported(t, tc, p, n) }
 
 	eventually(t, reported(3)).Should(Succeed())
 	g.Expect(vmNames()).To(Equal([]string{"pool-0-0", "pool-0-1", "pool-0-2"}))
@@ -138,4 +128,55 @@ func TestMachinePoolRunsOnAVirtualMachinePool(t *testing.T) {
 	eventually(t, func() bool {
 		return apierrors.IsNotFound(infra.Get(ctx, types.NamespacedName{Namespace: tc.ns, Name: p.Name + infrav1.UserDataSecretSuffix}, &corev1.Secret{}))
 	}).Should(BeTrue())
+}
+
+// poolReported checks that a KubevirtMachinePool reports n ready instances
+// <pool>-0 to <pool>-(n-1), with their providerIDs, and is Ready.
+func poolReported(t *testing.T, tc *tenantCluster, p *infrav1.KubevirtMachinePool, n int) func() error {
+	return func() error {
+		cur := get(t, tc.c, &infrav1.KubevirtMachinePool{ObjectMeta: p.ObjectMeta})
+		var want []string
+		for i := range n {
+			want = append(want, fmt.Sprintf("%s%s-%d", infrav1.ProviderIDPrefix, p.Name, i))
+		}
+		ready := conditions.Get(cur, infrav1.ReadyCondition)
+		if !slices.Equal(cur.Spec.ProviderIDList, want) || cur.Status.Replicas != int32(n) || cur.Status.ReadyReplicas != int32(n) ||
+			ready == nil || ready.Status != "True" || !cur.Status.Ready || !ptr.Deref(cur.Status.Initialization.Provisioned, false) {
+			return fmt.Errorf("providerIDs %v, replicas %d, ready %d, Ready %+v", cur.Spec.ProviderIDList, cur.Status.Replicas, cur.Status.ReadyReplicas, ready)
+		}
+		return nil
+	}
+}
+
+// TestMachinePoolClonesOneGoldenVolume gives a pool a root disk from an
+// image: the image is imported once into a golden volume the pool names in
+// its status, each VM KubeVirt makes clones it into its own indexed
+// DataVolume, and the pool keeps the volume in use past the retention of
+// unused golden volumes, for the VMs it makes later.
+func TestMachinePoolClonesOneGoldenVolume(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	before := counters()
+	_, p, err := tc.NewMachinePool(ctx, fixture.MachinePoolOptions{Name: "golden-pool", Replicas: 3, Mutate: func(p *infrav1.KubevirtMachinePool) {
+		km := &infrav1.KubevirtMachine{Spec: p.Spec.Template.Spec}
+		withImage(imageA, "")(km)
+		p.Spec.Template.Spec = km.Spec
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	eventually(t, poolReported(t, tc, p, 3)).Should(Succeed())
+	g.Expect(delta(before, sim.Imports)).To(BeEquivalentTo(1), "one import for the pool")
+	g.Expect(delta(before, sim.Clones)).To(BeEquivalentTo(3), "one clone per VM")
+	ref := get(t, tc.c, p).Status.GoldenImage
+	g.Expect(ref).NotTo(BeNil())
+	for i := range 3 {
+		dv := &cdiv1.DataVolume{}
+		g.Expect(infraGet(t, w.Env.Client, tc.ns, fmt.Sprintf("golden-pool-rootdisk-%d", i), dv)).To(Succeed())
+		g.Expect(dv.Spec.Source.PVC).To(HaveField("Name", ref.Name), "VM %d clones the golden volume", i)
+	}
+	goldenDV := &cdiv1.DataVolume{}
+	g.Consistently(func() map[string]string {
+		g.Expect(infraGet(t, w.Env.Client, ref.Namespace, ref.Name, goldenDV)).To(Succeed())
+		return goldenDV.Annotations
+	}, 3*goldenRetention, 200*time.Millisecond).ShouldNot(HaveKey(golden.UnusedSinceAnnotation), "the pool uses its golden volume")
 }
