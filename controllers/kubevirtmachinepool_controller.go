@@ -21,8 +21,11 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	poolv1 "kubevirt.io/api/pool/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -74,6 +77,7 @@ func (r *KubevirtMachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Clients.Release(poolUser(req.NamespacedName))
+			r.Pools.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -161,6 +165,8 @@ func (r *KubevirtMachinePoolReconciler) SetupWithManager(ctx context.Context, mg
 		Watches(&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(r.clusterToPools),
 			predicates.ClusterPausedTransitions(mgr.GetScheme(), log), filter).
+		Watches(&infrav1.KubevirtCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToPools), filter).
+		WatchesMetadata(SecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.bootstrapDataToPools)).
 		WatchesMetadata(crdMetadata(),
 			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachinePoolList{} })),
 			kubevirtCRDChanged).
@@ -170,21 +176,63 @@ func (r *KubevirtMachinePoolReconciler) SetupWithManager(ctx context.Context, mg
 	}
 	r.controller = c
 	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
-		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&poolv1.VirtualMachinePool{}), handler.EnqueueRequestsFromMapFunc(poolOwnerToRequest))); err != nil {
-			return err
-		}
-		return r.controller.Watch(source.Kind(infra.Cache, client.Object(&cdiv1.DataVolume{}), handler.EnqueueRequestsFromMapFunc(
+		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&cdiv1.DataVolume{}), handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, dv client.Object) []reconcile.Request {
 				return r.goldenToPools(ctx, infra.Secret, dv)
-			}), isGolden))
+			}), isGolden)); err != nil {
+			return err
+		}
+		// The pool's VMs: their readiness, and their deletion after the
+		// pool's, come as VM events.
+		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&kubevirtv1.VirtualMachine{}), handler.EnqueueRequestsFromMapFunc(poolOwnerToRequest))); err != nil {
+			return err
+		}
+		gvk := poolv1.SchemeGroupVersion.WithKind("VirtualMachinePool")
+		if _, err := infra.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			// A watch on a kind the cluster does not serve would never sync;
+			// the pools there say so in their condition.
+			return ignoreNoMatch(err)
+		}
+		return r.controller.Watch(source.Kind(infra.Cache, client.Object(&poolv1.VirtualMachinePool{}), handler.EnqueueRequestsFromMapFunc(poolOwnerToRequest)))
 	})
 	return nil
 }
 
-// clusterToPools maps a Cluster to its KubevirtMachinePools.
+// bootstrapDataToPools maps a bootstrap data Secret to the pools of the
+// MachinePools that name it.
+func (r *KubevirtMachinePoolReconciler) bootstrapDataToPools(ctx context.Context, secret client.Object) []reconcile.Request {
+	mps := &clusterv1.MachinePoolList{}
+	if err := r.Client.List(ctx, mps, client.InNamespace(secret.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, mp := range mps.Items {
+		ref := mp.Spec.Template.Spec.InfrastructureRef
+		if ptr.Deref(mp.Spec.Template.Spec.Bootstrap.DataSecretName, "") == secret.GetName() && ref.Kind == "KubevirtMachinePool" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mp.Namespace, Name: ref.Name}})
+		}
+	}
+	return reqs
+}
+
+func ignoreNoMatch(err error) error {
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
+}
+
+// clusterToPools maps a Cluster, or a KubevirtCluster, to the
+// KubevirtMachinePools of the cluster of that name.
 func (r *KubevirtMachinePoolReconciler) clusterToPools(ctx context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetName()
+	if _, ok := obj.(*infrav1.KubevirtCluster); ok {
+		if name = obj.GetLabels()[clusterv1.ClusterNameLabel]; name == "" {
+			return nil
+		}
+	}
 	pools := &infrav1.KubevirtMachinePoolList{}
-	if err := r.Client.List(ctx, pools, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: obj.GetName()}); err != nil {
+	if err := r.Client.List(ctx, pools, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(pools.Items))

@@ -285,7 +285,11 @@ const (
 	// MachinePool asks for, or some are not ready yet; the message counts
 	// them.
 	ScalingReason = "Scaling"
-	// PoolCreateFailedReason: the infra cluster refused the
-	// VirtualMachinePool; the message carries its error.
+	// PoolCreateFailedReason: the VirtualMachinePool could not be built from
+	// the pool's spec, or the infra cluster refused it; the message carries
+	// the error.
 	PoolCreateFailedReason = "PoolCreateFailed"
+	// VirtualMachinePoolsNotServedReason: the infra cluster's KubeVirt does
+	// not serve pool.kubevirt.io/v1beta1.
+	VirtualMachinePoolsNotServedReason = "VirtualMachinePoolsNotServed"
 )

@@ -94,10 +94,11 @@ func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtua
 					return 0, err
 				}
 			}
-			if migrationUnderWay(vmi, ev) {
+			if wait := migrationReportDue(km, vmi, ev, time.Now()); wait > 0 {
 				// The target took the VM over but has not reported the
-				// migration completed: its next status update says so.
-				return 0, nil
+				// migration completed: its next status update says so,
+				// else the migration timeout ends the wait.
+				return wait, nil
 			}
 			msg := "KubeVirt no longer asks the VM to leave " + ev.InfraNodeName
 			if ev.MigrationUID != "" && vmi.Status.NodeName != ev.InfraNodeName {

@@ -94,6 +94,21 @@ func migrationUnderWay(vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.Evacu
 		string(m.MigrationUID) == ev.MigrationUID && !m.Completed && !m.Failed
 }
 
+// migrationReportDue is how long to wait for KubeVirt to report the
+// migration this evacuation started completed or failed: 0 when it did, or
+// when liveMigrationTimeoutSeconds is past and the evacuation ends anyway.
+func migrationReportDue(km *infrav1.KubevirtMachine, vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus, now time.Time) time.Duration {
+	if !migrationUnderWay(vmi, ev) {
+		return 0
+	}
+	return max(ev.StartTime.Add(migrationTimeout(km)).Sub(now), 0)
+}
+
+// migrationTimeout is the machine's liveMigrationTimeoutSeconds.
+func migrationTimeout(km *infrav1.KubevirtMachine) time.Duration {
+	return time.Duration(ptr.Deref(km.Spec.Evacuation.LiveMigrationTimeoutSeconds, 600)) * time.Second
+}
+
 // migratable says whether KubeVirt says the instance can live migrate.
 func migratable(vmi *kubevirtv1.VirtualMachineInstance) bool {
 	c, ok := vmstatus.LiveMigratable(vmi)
@@ -106,7 +121,7 @@ func migratable(vmi *kubevirtv1.VirtualMachineInstance) bool {
 // to look again, where no event of the instance will say.
 func (s *Service) migrateFirst(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus) (bool, time.Duration, error) {
 	km := sc.KubevirtMachine
-	timeout := time.Duration(ptr.Deref(km.Spec.Evacuation.LiveMigrationTimeoutSeconds, 600)) * time.Second
+	timeout := migrationTimeout(km)
 	step, why := nextMigrationStep(ev, vmi, timeout, time.Now())
 	deadline := ev.StartTime.Add(timeout)
 	switch step {

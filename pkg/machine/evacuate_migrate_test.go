@@ -107,3 +107,22 @@ func TestMigrationUnderWay(t *testing.T) {
 		})
 	}
 }
+
+func TestMigrationReportDue(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	km := &infrav1.KubevirtMachine{}
+	ev := &infrav1.EvacuationStatus{StartTime: metav1.NewTime(start), MigrationUID: "uid-1"}
+	running := &kubevirtv1.VirtualMachineInstance{Status: kubevirtv1.VirtualMachineInstanceStatus{
+		MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{MigrationUID: "uid-1"}}}
+	if got := migrationReportDue(km, running, ev, start.Add(time.Minute)); got != 9*time.Minute {
+		t.Errorf("within the default 600s timeout: wait %s, want 9m", got)
+	}
+	if got := migrationReportDue(km, running, ev, start.Add(11*time.Minute)); got != 0 {
+		t.Errorf("past the timeout: wait %s, want 0", got)
+	}
+	done := running.DeepCopy()
+	done.Status.MigrationState.Completed = true
+	if got := migrationReportDue(km, done, ev, start.Add(time.Minute)); got != 0 {
+		t.Errorf("completed: wait %s, want 0", got)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	poolv1 "kubevirt.io/api/pool/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -50,6 +51,10 @@ func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error
 	infra := sc.Access.Infra
 	pool := &poolv1.VirtualMachinePool{}
 	err := infra.Client.Get(ctx, key, pool)
+	if meta.IsNoMatchError(err) {
+		// Without the pool API there is no pool to delete.
+		return outcome.Ready(clusterv1.DeletionCompletedReason, "the infra cluster serves no VirtualMachinePools"), nil
+	}
 	if client.IgnoreNotFound(err) != nil {
 		return outcome.Outcome{}, fmt.Errorf("reading VirtualMachinePool %s: %w", key, err)
 	}

@@ -25,12 +25,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -88,6 +90,8 @@ type Service struct {
 	// RecheckAfter is how soon a failure nothing announces the end of is
 	// looked at again; 0 means 10s.
 	RecheckAfter time.Duration
+
+	memo memo
 }
 
 // Reconcile creates or updates the pool's VirtualMachinePool and reports its
@@ -111,6 +115,9 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	found := true
 	if err := infra.Client.Get(ctx, key, existing); apierrors.IsNotFound(err) {
 		found = false
+	} else if meta.IsNoMatchError(err) {
+		return outcome.Fail(infrav1.VirtualMachinePoolsNotServedReason,
+			"the infra cluster's KubeVirt does not serve VirtualMachinePools (pool.kubevirt.io/v1beta1), which MachinePools need").After(s.recheck()), nil
 	} else if err != nil {
 		return outcome.Outcome{}, fmt.Errorf("reading VirtualMachinePool %s: %w", key, err)
 	}
@@ -141,22 +148,32 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	}
 	want.Annotations[TemplateHashAnnotation] = hash
 	if !found {
+		// A Secret of that name that is not ours would be mounted by the
+		// pool's first VMs: refuse before creating anything.
+		if o, err := s.userDataConflict(ctx, sc, key); err != nil || !o.IsDone() {
+			return o, err
+		}
 		if o, err := s.create(ctx, sc, want); err != nil || !o.IsDone() {
 			return o, err
 		}
 		existing = want
-	} else if existing.Annotations[TemplateHashAnnotation] != hash {
+	}
+	// New bootstrap data reaches the Secret before a scale-up or new
+	// template makes VMs that read it.
+	if o, err := s.ensureUserDataSecret(ctx, sc, data, existing); err != nil || !o.IsDone() {
+		return o, err
+	}
+	if found && existing.Annotations[TemplateHashAnnotation] != hash {
 		existing.Spec = want.Spec
-		existing.Labels, existing.Annotations = want.Labels, want.Annotations
+		// Labels and annotations others add stay.
+		existing.Labels = mergedInto(existing.Labels, want.Labels)
+		existing.Annotations = mergedInto(existing.Annotations, want.Annotations)
 		if err := infra.Client.Update(ctx, existing); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-				return outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool update: "+err.Error()), nil
+				return outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool update: "+err.Error()).After(s.recheck()), nil
 			}
 			return outcome.Outcome{}, fmt.Errorf("updating VirtualMachinePool %s: %w", key, err)
 		}
-	}
-	if o, err := s.ensureUserDataSecret(ctx, sc, data, existing); err != nil || !o.IsDone() {
-		return o, err
 	}
 	p.Status.VirtualMachinePool = key.String()
 	p.Status.Ready = true
@@ -202,10 +219,13 @@ func (s *Service) create(ctx context.Context, sc *Scope, want *poolv1.VirtualMac
 	key := client.ObjectKeyFromObject(want)
 	if err := sc.Access.Infra.Client.Create(ctx, want); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return outcome.Wait(infrav1.PendingReason, fmt.Sprintf("VirtualMachinePool %s exists, waiting for it", key)), nil
+			// Ours, created by an earlier reconcile the cache has not seen
+			// yet: its watch event follows.
+			return outcome.Wait(infrav1.PendingReason, fmt.Sprintf("VirtualMachinePool %s exists, waiting for it", key)).After(s.recheck()), nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-			return outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool: "+err.Error()), nil
+			// Nothing announces a change of the infra API's mind.
+			return outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool: "+err.Error()).After(s.recheck()), nil
 		}
 		return outcome.Outcome{}, fmt.Errorf("creating VirtualMachinePool %s: %w", key, err)
 	}
@@ -282,4 +302,12 @@ func hashOf(p *poolv1.VirtualMachinePool) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8]), nil
+}
+
+func mergedInto(base, extra map[string]string) map[string]string {
+	if base == nil {
+		base = map[string]string{}
+	}
+	maps.Copy(base, extra)
+	return base
 }

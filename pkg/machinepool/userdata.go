@@ -60,6 +60,18 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 		return nil, outcome.Wait(infrav1.WaitingForBootstrapDataReason,
 			"waiting for the bootstrap provider to write the MachinePool's bootstrap data Secret"), nil
 	}
+	names := []string{*name}
+	if ref := p.Spec.Template.Spec.UserData.NetworkDataSecretRef; ref != nil {
+		names = append(names, ref.Name)
+	}
+	versions, err := versionsOf(ctx, s.Client, p.Namespace, names...)
+	if err != nil {
+		return nil, outcome.Outcome{}, err
+	}
+	key := client.ObjectKeyFromObject(p)
+	if r := s.memo.get(key); r.data != nil && r.versions == versions {
+		return r.data, outcome.Outcome{}, nil
+	}
 	secret := &corev1.Secret{}
 	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: *name}, secret); client.IgnoreNotFound(err) != nil {
 		return nil, outcome.Outcome{}, err
@@ -94,6 +106,7 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)), nil
 	}
 	data.userData = rendered
+	s.memo.set(key, remembered{versions: versions, data: data})
 	return data, outcome.Outcome{}, nil
 }
 
@@ -101,8 +114,19 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 // beside the pool, owned by it so that it goes with the pool. Unlike a
 // machine's, a pool's bootstrap data can change (a new bootstrap token, a
 // new Kubernetes version): the Secret follows, for the VMs created next.
-func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData, pool *poolv1.VirtualMachinePool) (outcome.Outcome, error) {
+func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData, pool *poolv1.VirtualMachinePool) (o outcome.Outcome, rerr error) {
 	p := sc.Pool
+	key := client.ObjectKeyFromObject(p)
+	if r := s.memo.get(key); pool.UID != "" && r.data == data && r.writtenFor == pool.UID {
+		return outcome.Ready("", ""), nil
+	}
+	defer func() {
+		// Remembered only while the memo still holds this data.
+		if r := s.memo.get(key); rerr == nil && o.IsDone() && pool.UID != "" && r.data == data {
+			r.writtenFor = pool.UID
+			s.memo.set(key, r)
+		}
+	}()
 	want := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pool.Name + infrav1.UserDataSecretSuffix, Namespace: pool.Namespace,
@@ -113,8 +137,10 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 		Data: map[string][]byte{userDataKey: data.userData},
 	}
 	if pool.UID != "" {
+		// No blockOwnerDeletion: it would need the finalizers subresource
+		// of pools, which clusters enforcing owner references check.
 		want.OwnerReferences = []metav1.OwnerReference{{APIVersion: poolv1.SchemeGroupVersion.String(), Kind: "VirtualMachinePool",
-			Name: pool.Name, UID: pool.UID, BlockOwnerDeletion: ptr.To(true)}}
+			Name: pool.Name, UID: pool.UID, BlockOwnerDeletion: ptr.To(false)}}
 	}
 	if data.networkData != nil {
 		want.Data[networkDataKey] = data.networkData
@@ -132,20 +158,43 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 		return outcome.Outcome{}, err
 	}
 	if existing.Annotations[infrav1.PoolOwnerAnnotation] != want.Annotations[infrav1.PoolOwnerAnnotation] {
-		return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-			"Secret %s exists but was not created for this KubevirtMachinePool; rename or remove it", client.ObjectKeyFromObject(want))), nil
+		return nameConflict(client.ObjectKeyFromObject(want)), nil
 	}
 	if sameData(existing.Data, want.Data) && (pool.UID == "" || len(existing.OwnerReferences) > 0) {
 		return outcome.Ready("", ""), nil
 	}
+	before := existing.DeepCopy()
 	existing.Data = want.Data
 	if len(existing.OwnerReferences) == 0 {
 		existing.OwnerReferences = want.OwnerReferences
 	}
-	if err := infra.Client.Update(ctx, existing); err != nil {
+	if err := infra.Client.Patch(ctx, existing, client.MergeFrom(before)); err != nil {
 		return outcome.Outcome{}, fmt.Errorf("updating user data Secret %s: %w", client.ObjectKeyFromObject(want), err)
 	}
 	return outcome.Ready("", ""), nil
+}
+
+// userDataConflict reports a Secret of the pool's user data name that is
+// not the pool's.
+func (s *Service) userDataConflict(ctx context.Context, sc *Scope, pool types.NamespacedName) (outcome.Outcome, error) {
+	existing := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name + infrav1.UserDataSecretSuffix}
+	err := sc.Access.Infra.APIReader.Get(ctx, key, existing)
+	if apierrors.IsNotFound(err) {
+		return outcome.Ready("", ""), nil
+	}
+	if err != nil {
+		return outcome.Outcome{}, err
+	}
+	if existing.Annotations[infrav1.PoolOwnerAnnotation] != vmbuilder.OwnerOf(sc.Pool.Namespace, sc.Pool.Name) {
+		return nameConflict(key), nil
+	}
+	return outcome.Ready("", ""), nil
+}
+
+func nameConflict(key types.NamespacedName) outcome.Outcome {
+	return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+		"Secret %s exists but was not created for this KubevirtMachinePool; rename or remove it", key))
 }
 
 func sameData(a, b map[string][]byte) bool {

@@ -45,13 +45,17 @@ func (KubevirtMachinePool) ValidateCreate(_ context.Context, p *infrav1.Kubevirt
 
 // ValidateUpdate validates a changed KubevirtMachinePool. Its machine spec
 // may change (the provider rolls the instances), except for the infra
-// cluster: the pool's VMs cannot move to another one.
+// cluster and namespace: the pool's VMs cannot move.
 func (KubevirtMachinePool) ValidateUpdate(_ context.Context, oldP, newP *infrav1.KubevirtMachinePool) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := validatePoolSpec(&newP.Spec, newP.Namespace, spec)
 	if !equality.Semantic.DeepEqual(oldP.Spec.Template.Spec.InfraClusterSecretRef, newP.Spec.Template.Spec.InfraClusterSecretRef) {
 		errs = append(errs, field.Forbidden(spec.Child("template", "spec", "infraClusterSecretRef"),
 			"cannot be changed: the pool's VMs stay on the infra cluster they were created on; create another MachinePool"))
+	}
+	if oldP.Spec.Template.Spec.VirtualMachineTemplate.ObjectMeta.Namespace != newP.Spec.Template.Spec.VirtualMachineTemplate.ObjectMeta.Namespace {
+		errs = append(errs, field.Forbidden(spec.Child("template", "spec", "virtualMachineTemplate", "metadata", "namespace"),
+			"cannot be changed: the pool's VMs stay in the namespace they were created in; create another MachinePool"))
 	}
 	return nil, invalid("KubevirtMachinePool", newP, errs)
 }

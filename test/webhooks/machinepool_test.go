@@ -98,7 +98,7 @@ func TestAdmissionMachinePools(t *testing.T) {
 			return env.Client.Update(ctx, obj, opts...)
 		})
 	}
-	t.Run("pool defaults, may change its machines, not its infra cluster", func(t *testing.T) {
+	t.Run("pool defaults, may change its machines, not its infra cluster or namespace", func(t *testing.T) {
 		p := machinePool(func(p *infrav1.KubevirtMachinePool) {
 			p.Spec.Template.Spec.VirtualMachineTemplate.Spec.RunStrategy = nil
 			p.Spec.Template.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Name: "infra"}
@@ -117,6 +117,8 @@ func TestAdmissionMachinePools(t *testing.T) {
 		}
 		expectInvalid(t, update(p, func() { p.Spec.Template.Spec.InfraClusterSecretRef.Name = "elsewhere" }),
 			"spec.template.spec.infraClusterSecretRef")
+		expectInvalid(t, update(p, func() { p.Spec.Template.Spec.VirtualMachineTemplate.ObjectMeta.Namespace = "elsewhere" }),
+			"spec.template.spec.virtualMachineTemplate.metadata.namespace")
 	})
 	t.Run("pool template is immutable but for the topology controller's dry run", func(t *testing.T) {
 		tmpl := machinePoolTemplate(func(*infrav1.KubevirtMachinePoolTemplate) {})
