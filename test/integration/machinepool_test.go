@@ -91,6 +91,30 @@ func TestMachinePoolRunsOnAVirtualMachinePool(t *testing.T) {
 		uids[n] = vm.UID
 	}
 
+	// A steady pool writes nothing.
+	versions := func() string {
+		g.Expect(infra.Get(ctx, key, pool)).To(Succeed())
+		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		return pool.ResourceVersion + "/" + secret.ResourceVersion + "/" + get(t, tc.c, &infrav1.KubevirtMachinePool{ObjectMeta: p.ObjectMeta}).ResourceVersion
+	}
+	steady := versions()
+	g.Consistently(versions, 3*time.Second, 200*time.Millisecond).Should(Equal(steady))
+
+	// New bootstrap data (a rotated token) reaches the pool's Secret.
+	rotated := fixture.ValidCloudConfig + "\n# rotated bootstrap token\n"
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		bootstrap := &corev1.Secret{}
+		if err := tc.c.Get(ctx, types.NamespacedName{Namespace: tc.ns, Name: *mp.Spec.Template.Spec.Bootstrap.DataSecretName}, bootstrap); err != nil {
+			return err
+		}
+		bootstrap.Data["value"] = []byte(rotated)
+		return tc.c.Update(ctx, bootstrap)
+	})).To(Succeed())
+	eventually(t, func() string {
+		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		return string(secret.Data["userdata"])
+	}).Should(Equal(rotated))
+
 	// Scaling the MachinePool scales the VirtualMachinePool.
 	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur := get(t, tc.c, &clusterv1.MachinePool{ObjectMeta: mp.ObjectMeta})
