@@ -45,7 +45,8 @@ import (
 // TestMachinePoolRunsOnAVirtualMachinePool drives a KubevirtMachinePool
 // through the real virt-controller's pool controller: the provider creates
 // the VirtualMachinePool and its shared bootstrap Secret, KubeVirt makes the
-// VMs, the pool reports them (replicas, providerIDs, Ready); scaling the
+// VMs, the pool reports them (replicas, providerIDs, Ready) and then writes
+// nothing; rotated bootstrap data reaches the pool's Secret; scaling the
 // MachinePool scales the pool; a template change reaches the pool without
 // touching running VMs; deleting the KubevirtMachinePool leaves nothing.
 func TestMachinePoolRunsOnAVirtualMachinePool(t *testing.T) {
