@@ -76,21 +76,9 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 		data.format = userdata.FormatCloudConfig
 	}
 	if ref := km.Spec.UserData.NetworkDataSecretRef; ref != nil {
-		nd := &corev1.Secret{}
-		found, err := get(ctx, s.Client, types.NamespacedName{Namespace: km.Namespace, Name: ref.Name}, nd)
-		if err != nil {
-			return nil, outcome.Outcome{}, err
-		}
-		if data.networkData = nd.Data["networkdata"]; data.networkData == nil {
-			data.networkData = nd.Data["networkData"]
-		}
-		if !found || data.networkData == nil {
-			return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf(
-				"network data Secret %s does not exist or has neither key \"networkdata\" nor \"networkData\"", ref.Name)), nil
-		}
-		// Referenced by name only: clusterctl move must take it along.
-		if err := move.KeepWithClusters(ctx, s.Client, nd, km.Namespace); err != nil {
-			return nil, outcome.Outcome{}, err
+		var o outcome.Outcome
+		if data.networkData, o, err = NetworkData(ctx, s.Client, km.Namespace, ref.Name); err != nil || data.networkData == nil {
+			return nil, o, err
 		}
 	}
 	var add userdata.Additions
@@ -112,6 +100,31 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)), nil
 	}
 	data.userData = rendered
+	return data, outcome.Outcome{}, nil
+}
+
+// NetworkData reads the network data Secret named name in namespace ns,
+// under either key KubeVirt's users write, and marks it to move with its
+// clusters. It returns nil, with a failed outcome, when the Secret or both
+// keys are missing.
+func NetworkData(ctx context.Context, c client.Client, ns, name string) ([]byte, outcome.Outcome, error) {
+	nd := &corev1.Secret{}
+	found, err := get(ctx, c, types.NamespacedName{Namespace: ns, Name: name}, nd)
+	if err != nil {
+		return nil, outcome.Outcome{}, err
+	}
+	data := nd.Data["networkdata"]
+	if data == nil {
+		data = nd.Data["networkData"]
+	}
+	if !found || data == nil {
+		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf(
+			"network data Secret %s does not exist or has neither key \"networkdata\" nor \"networkData\"", name)), nil
+	}
+	// Referenced by name only: clusterctl move must take it along.
+	if err := move.KeepWithClusters(ctx, c, nd, ns); err != nil {
+		return nil, outcome.Outcome{}, err
+	}
 	return data, outcome.Outcome{}, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
@@ -85,20 +86,9 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 		data.format = userdata.FormatCloudConfig
 	}
 	if ref := p.Spec.Template.Spec.UserData.NetworkDataSecretRef; ref != nil {
-		nd := &corev1.Secret{}
-		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, nd); client.IgnoreNotFound(err) != nil {
-			return nil, outcome.Outcome{}, err
-		}
-		if data.networkData = nd.Data["networkdata"]; data.networkData == nil {
-			data.networkData = nd.Data["networkData"]
-		}
-		if data.networkData == nil {
-			return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf(
-				"network data Secret %s does not exist or has neither key \"networkdata\" nor \"networkData\"", ref.Name)), nil
-		}
-		// Referenced by name only: clusterctl move must take it along.
-		if err := move.KeepWithClusters(ctx, s.Client, nd, p.Namespace); err != nil {
-			return nil, outcome.Outcome{}, err
+		var o outcome.Outcome
+		if data.networkData, o, err = machine.NetworkData(ctx, s.Client, p.Namespace, ref.Name); err != nil || data.networkData == nil {
+			return nil, o, err
 		}
 	}
 	rendered, err := userdata.Render(data.format, secret.Data["value"], userdata.Additions{})
@@ -160,7 +150,7 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	if existing.Annotations[infrav1.PoolOwnerAnnotation] != want.Annotations[infrav1.PoolOwnerAnnotation] {
 		return nameConflict(client.ObjectKeyFromObject(want)), nil
 	}
-	if sameData(existing.Data, want.Data) && (pool.UID == "" || len(existing.OwnerReferences) > 0) {
+	if maps.EqualFunc(existing.Data, want.Data, bytes.Equal) && (pool.UID == "" || len(existing.OwnerReferences) > 0) {
 		return outcome.Ready("", ""), nil
 	}
 	before := existing.DeepCopy()
@@ -195,16 +185,4 @@ func (s *Service) userDataConflict(ctx context.Context, sc *Scope, pool types.Na
 func nameConflict(key types.NamespacedName) outcome.Outcome {
 	return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
 		"Secret %s exists but was not created for this KubevirtMachinePool; rename or remove it", key))
-}
-
-func sameData(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !bytes.Equal(b[k], v) {
-			return false
-		}
-	}
-	return true
 }
