@@ -118,7 +118,26 @@ func (r *KubevirtMachineReconciler) goldenToMachines(ctx context.Context, infraS
 // VM builder puts it on the VM, its instance template and its DataVolume
 // templates, and KubeVirt copies it), a Service to its KubevirtCluster.
 func ownerToRequest(_ context.Context, obj client.Object) []reconcile.Request {
-	return annotatedOwner(obj, infrav1.OwnerAnnotation)
+	if reqs := annotatedOwner(obj, infrav1.OwnerAnnotation); reqs != nil {
+		return reqs
+	}
+	return poolInstanceToMachine(obj)
+}
+
+// poolInstanceToMachine maps a VM of a VirtualMachinePool, or its instance,
+// to the KubevirtMachine of the same name the KubevirtMachinePool made for
+// it, in the pool's namespace.
+func poolInstanceToMachine(obj client.Object) []reconcile.Request {
+	switch obj.(type) {
+	case *kubevirtv1.VirtualMachine, *kubevirtv1.VirtualMachineInstance:
+	default:
+		return nil
+	}
+	reqs := annotatedOwner(obj, infrav1.PoolOwnerAnnotation)
+	for i := range reqs {
+		reqs[i].Name = obj.GetName()
+	}
+	return reqs
 }
 
 // annotatedOwner is the request for the object named "<namespace>/<name>"

@@ -22,6 +22,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -69,6 +70,9 @@ type KubevirtMachinePoolReconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinepools/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinepools;machinepools/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups=pool.kubevirt.io,resources=virtualmachinepools,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;patch;delete
 
 // Reconcile fetches the pool and its owners, honours pause, keeps the
 // finalizer and the status patch, and hands the rest to the pool service.
@@ -166,6 +170,11 @@ func (r *KubevirtMachinePoolReconciler) SetupWithManager(ctx context.Context, mg
 			handler.EnqueueRequestsFromMapFunc(r.clusterToPools),
 			predicates.ClusterPausedTransitions(mgr.GetScheme(), log), filter).
 		Watches(&infrav1.KubevirtCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToPools), filter).
+		// An instance's machines: their deletion lets its VM go, their
+		// provisioning lets a roll go on, the delete-machine annotation
+		// orders a scale-down.
+		Watches(&infrav1.KubevirtMachine{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &infrav1.KubevirtMachinePool{})).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToPool)).
 		WatchesMetadata(SecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.bootstrapDataToPools)).
 		WatchesMetadata(crdMetadata(),
 			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachinePoolList{} })),
@@ -213,6 +222,23 @@ func (r *KubevirtMachinePoolReconciler) bootstrapDataToPools(ctx context.Context
 		}
 	}
 	return reqs
+}
+
+// machineToPool maps a MachinePool Machine to its MachinePool's
+// KubevirtMachinePool.
+func (r *KubevirtMachinePoolReconciler) machineToPool(ctx context.Context, obj client.Object) []reconcile.Request {
+	owner := metav1.GetControllerOf(obj)
+	if owner == nil || owner.Kind != "MachinePool" {
+		return nil
+	}
+	mp := &clusterv1.MachinePool{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: owner.Name}, mp); err != nil {
+		return nil
+	}
+	if ref := mp.Spec.Template.Spec.InfrastructureRef; ref.Kind == "KubevirtMachinePool" && ref.Name != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: mp.Namespace, Name: ref.Name}}}
+	}
+	return nil
 }
 
 func ignoreNoMatch(err error) error {

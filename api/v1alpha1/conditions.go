@@ -292,4 +292,7 @@ const (
 	// VirtualMachinePoolsNotServedReason: the infra cluster's KubeVirt does
 	// not serve pool.kubevirt.io/v1beta1.
 	VirtualMachinePoolsNotServedReason = "VirtualMachinePoolsNotServed"
+	// RollingReason: instances made from an older machine template are
+	// being replaced, one at a time, through their Machines.
+	RollingReason = "Rolling"
 )

@@ -60,6 +60,16 @@ const OwnerAnnotation = "capkv.io/owner"
 // the pool's namespace.
 const PoolOwnerAnnotation = "capkv.io/owner-pool"
 
+// PoolVMUIDAnnotation on a KubevirtMachine made for an instance of a
+// KubevirtMachinePool is the UID of the pool's VM it stands for. KubeVirt
+// reuses a pool VM's name for a later VM; the UID tells them apart.
+const PoolVMUIDAnnotation = "capkv.io/pool-vm-uid"
+
+// PoolTemplateHashAnnotation on a pool VM is the hash of the KubevirtMachinePool
+// machine template it was made from; a VM whose hash differs is outdated and
+// is replaced through its Machine.
+const PoolTemplateHashAnnotation = "capkv.io/template-hash"
+
 // MachineFinalizer keeps a KubevirtMachine until its VM and everything
 // created for it on the infra cluster are gone.
 const MachineFinalizer = "kubevirtmachine.infrastructure.cluster.x-k8s.io"

@@ -43,6 +43,11 @@ func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error
 	km := sc.KubevirtMachine
 	access := sc.Access
 	switch {
+	case access.Available() && sc.PoolVMUID() != "":
+		o, err := s.deletePoolInstance(ctx, sc)
+		if err != nil || !o.IsDone() {
+			return s.recordVM(km, o), err
+		}
 	case access.Available(), access.Outcome.Reason == infrav1.CDINotInstalledReason:
 		// Without CDI there are no DataVolumes to wait for, but the VM may
 		// exist.

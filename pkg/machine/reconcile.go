@@ -62,6 +62,9 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 		return s.recordVM(km, outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,
 			Message: "cannot use the infra cluster: " + o.Message}), nil
 	}
+	if sc.PoolVMUID() != "" {
+		return s.reconcilePoolInstance(ctx, sc)
+	}
 	vm := &kubevirtv1.VirtualMachine{}
 	key := types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.VMName()}
 	found, err := get(ctx, sc.Infra().Client, key, vm)
@@ -164,7 +167,8 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 	if golden.Needed(km.Spec.RootDisk) {
 		km.Status.GoldenImage = golden.StatusOf(infra.Secret, sc.VMNamespace(), km.Spec.RootDisk)
 	}
-	if golden.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) {
+	// A pool's VMs clone the golden volume their pool keeps.
+	if golden.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) && sc.PoolVMUID() == "" {
 		if err := s.ensureGoldenVolume(ctx, sc); err != nil {
 			return outcome.Outcome{}, err
 		}

@@ -84,9 +84,13 @@ func (sc *Scope) Key() types.NamespacedName {
 
 // Service keeps VirtualMachinePools.
 type Service struct {
-	// Client reads the management cluster: bootstrap data Secrets.
-	Client   client.Client
-	Recorder events.EventRecorder
+	// Client reads and writes the management cluster: bootstrap data
+	// Secrets, the instances' KubevirtMachines and Machines.
+	Client client.Client
+	// APIReader reads the management cluster uncached, to confirm that an
+	// instance's machines are gone.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// RecheckAfter is how soon a failure nothing announces the end of is
 	// looked at again; 0 means 10s.
 	RecheckAfter time.Duration
@@ -99,7 +103,6 @@ type Service struct {
 // VirtualMachinePoolReady condition.
 func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	p := sc.Pool
-	p.Status.InfrastructureMachineKind = ""
 	if sc.MachinePool == nil || sc.Cluster == nil {
 		return outcome.Wait(infrav1.WaitingForMachinePoolReason,
 			"waiting for a MachinePool to own this KubevirtMachinePool and for its Cluster to exist"), nil
@@ -178,7 +181,18 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	p.Status.VirtualMachinePool = key.String()
 	p.Status.Ready = true
 	p.Status.Initialization.Provisioned = ptr.To(true)
-	return s.report(ctx, sc, key, *want.Spec.Replicas)
+	p.Status.InfrastructureMachineKind = InfrastructureMachineKind
+	vms := &kubevirtv1.VirtualMachineList{}
+	if err := infra.Client.List(ctx, vms, client.InNamespace(key.Namespace), client.MatchingLabels(vmpool.Selector(key.Name))); err != nil {
+		return outcome.Outcome{}, fmt.Errorf("listing the VMs of VirtualMachinePool %s: %w", key, err)
+	}
+	owner := vmbuilder.OwnerOf(p.Namespace, p.Name)
+	vms.Items = slices.DeleteFunc(vms.Items, func(vm kubevirtv1.VirtualMachine) bool { return vm.Annotations[infrav1.PoolOwnerAnnotation] != owner })
+	counted := s.report(sc, key, vms.Items, *want.Spec.Replicas)
+	if o, err := s.syncInstances(ctx, sc, want, vms.Items); err != nil || !o.IsDone() {
+		return o, err
+	}
+	return counted, nil
 }
 
 // goldenVolume makes sure the golden volume the pool's root disks clone
@@ -260,17 +274,12 @@ func (s *Service) input(sc *Scope, key types.NamespacedName, data *bootstrapData
 }
 
 // report counts the pool's VMs and lists their providerIDs.
-func (s *Service) report(ctx context.Context, sc *Scope, key types.NamespacedName, desired int32) (outcome.Outcome, error) {
-	vms := &kubevirtv1.VirtualMachineList{}
-	if err := sc.Access.Infra.Client.List(ctx, vms, client.InNamespace(key.Namespace),
-		client.MatchingLabels(vmpool.Selector(key.Name))); err != nil {
-		return outcome.Outcome{}, fmt.Errorf("listing the VMs of VirtualMachinePool %s: %w", key, err)
-	}
+func (s *Service) report(sc *Scope, key types.NamespacedName, vms []kubevirtv1.VirtualMachine, desired int32) outcome.Outcome {
 	var ids []string
 	var ready int32
-	for i := range vms.Items {
-		vm := &vms.Items[i]
-		if vm.Annotations[infrav1.PoolOwnerAnnotation] != vmbuilder.OwnerOf(sc.Pool.Namespace, sc.Pool.Name) || !vm.DeletionTimestamp.IsZero() {
+	for i := range vms {
+		vm := &vms[i]
+		if !vm.DeletionTimestamp.IsZero() {
 			continue
 		}
 		ids = append(ids, infrav1.ProviderIDPrefix+vm.Name)
@@ -286,9 +295,9 @@ func (s *Service) report(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if int32(len(ids)) != desired || ready != desired {
 		// The pool's status changes with its VMs: its watch brings the
 		// next step.
-		return outcome.Wait(infrav1.ScalingReason, msg), nil
+		return outcome.Wait(infrav1.ScalingReason, msg)
 	}
-	return outcome.Ready(infrav1.ReadyReason, msg), nil
+	return outcome.Ready(infrav1.ReadyReason, msg)
 }
 
 // hashOf hashes what the provider writes of a pool.

@@ -301,7 +301,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := (&controllers.KubevirtMachinePoolReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 		Recorder: mgr.GetEventRecorder("kubevirtmachinepool-controller"),
-		Pools: &machinepool.Service{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubevirtmachinepool-controller"),
+		Pools: &machinepool.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kubevirtmachinepool-controller"),
 			RecheckAfter: o.RecheckInterval},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtMachinePoolConcurrency, 1)}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachinePool controller: %w", err)

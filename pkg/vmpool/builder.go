@@ -19,9 +19,13 @@ limitations under the License.
 package vmpool
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	poolv1 "kubevirt.io/api/pool/v1beta1"
 	"sigs.k8s.io/cluster-api/util/labels/format"
 
@@ -77,6 +81,12 @@ func Build(in Input) (*poolv1.VirtualMachinePool, error) {
 	}
 	vm.Spec.Template.Spec.Hostname = ""
 
+	hash, err := templateHash(vm)
+	if err != nil {
+		return nil, err
+	}
+	vm.Annotations[infrav1.PoolTemplateHashAnnotation] = hash
+
 	poolLabels := maps.Clone(vm.Labels)
 	return &poolv1.VirtualMachinePool{
 		ObjectMeta: metav1.ObjectMeta{
@@ -94,6 +104,28 @@ func Build(in Input) (*poolv1.VirtualMachinePool, error) {
 			UpdateStrategy:  &poolv1.VirtualMachinePoolUpdateStrategy{Unmanaged: &poolv1.VirtualMachinePoolUnmanagedStrategy{}},
 		},
 	}, nil
+}
+
+// templateHash hashes what makes one of the pool's VMs: its labels,
+// annotations and spec. KubeVirt's own revision names change with any pool
+// change, replicas included, so they cannot say whether a VM is outdated.
+func templateHash(vm *kubevirtv1.VirtualMachine) (string, error) {
+	b, err := json.Marshal(struct {
+		Labels, Annotations map[string]string
+		Spec                kubevirtv1.VirtualMachineSpec
+	}{vm.Labels, vm.Annotations, vm.Spec})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// Outdated reports whether a VM of the pool was made from an older template
+// than the pool's current one.
+func Outdated(pool *poolv1.VirtualMachinePool, vm *kubevirtv1.VirtualMachine) bool {
+	want := pool.Spec.VirtualMachineTemplate.ObjectMeta.Annotations[infrav1.PoolTemplateHashAnnotation]
+	return want != "" && vm.Annotations[infrav1.PoolTemplateHashAnnotation] != want
 }
 
 // Selector is the label selecting the VMs of the pool named name; a name

@@ -169,3 +169,39 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+func TestOutdated(t *testing.T) {
+	build := func(mutate func(in *Input)) *poolv1.VirtualMachinePool {
+		t.Helper()
+		p, err := Build(input(mutate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	current := build(nil)
+	vmOf := func(p *poolv1.VirtualMachinePool) *kubevirtv1.VirtualMachine {
+		return &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Annotations: p.Spec.VirtualMachineTemplate.ObjectMeta.Annotations}}
+	}
+	for _, tt := range []struct {
+		name     string
+		vm       *kubevirtv1.VirtualMachine
+		outdated bool
+	}{
+		{name: "a VM of the current template", vm: vmOf(current), outdated: false},
+		{name: "a VM of the same template at other replicas", vm: vmOf(build(func(in *Input) { in.Replicas = 7 })), outdated: false},
+		{name: "a VM of a template with other labels", vm: vmOf(build(func(in *Input) {
+			in.VM.Spec.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"team": "b"}
+		})), outdated: true},
+		{name: "a VM of a template with more memory", vm: vmOf(build(func(in *Input) {
+			in.VM.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.Memory.Guest = ptr.To(resource.MustParse("4Gi"))
+		})), outdated: true},
+		{name: "a VM made before templates were hashed", vm: &kubevirtv1.VirtualMachine{}, outdated: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Outdated(current, tt.vm); got != tt.outdated {
+				t.Errorf("Outdated = %v, want %v", got, tt.outdated)
+			}
+		})
+	}
+}
