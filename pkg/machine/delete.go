@@ -43,7 +43,8 @@ func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error
 	km := sc.KubevirtMachine
 	access := sc.Access
 	switch {
-	case access.Available() && sc.PoolVMUID() != "":
+	case sc.PoolVMUID() != "" && (access.Available() || access.Outcome.Reason == infrav1.CDINotInstalledReason):
+		// A pool's VM: the pool made it and its disks, and keeps them.
 		o, err := s.deletePoolInstance(ctx, sc)
 		if err != nil || !o.IsDone() {
 			return s.recordVM(km, o), err

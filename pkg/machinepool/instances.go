@@ -53,8 +53,9 @@ type instance struct {
 }
 
 // going reports whether the instance is on its way out: something of it
-// is being deleted, or its KubevirtMachine lost the Machine that owned it
-// (the garbage collector deletes it next).
+// is being deleted, or its KubevirtMachine still names a Machine the cache
+// no longer has (Cluster API deletes the KubevirtMachine before the
+// Machine goes).
 func (i instance) going() bool {
 	return !i.vm.DeletionTimestamp.IsZero() ||
 		i.km != nil && !i.km.DeletionTimestamp.IsZero() ||
@@ -116,9 +117,18 @@ func removalOrder(instances []instance, outdated func(instance) bool) []instance
 // as the provider wants it (its template hash tells outdated VMs). The
 // outcome is done when nothing is under way.
 func (s *Service) syncInstances(ctx context.Context, sc *Scope, want *poolv1.VirtualMachinePool, vms []kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
-	instances, err := s.instances(ctx, sc, vms)
+	instances, orphans, err := s.instances(ctx, sc, vms)
 	if err != nil {
 		return outcome.Outcome{}, err
+	}
+	pending := s.pending.settle(client.ObjectKeyFromObject(sc.Pool), standing(instances, orphans))
+	repaired, err := s.repair(ctx, sc, instances, orphans, pending)
+	if err != nil {
+		return outcome.Outcome{}, err
+	}
+	if repaired > 0 {
+		return outcome.Wait(infrav1.ReplacingMachineReason, fmt.Sprintf(
+			"deleted the Machines of %d gone or unhealthy instance(s); the pool replaces them", repaired)), nil
 	}
 	var live []instance
 	going := 0
@@ -133,7 +143,7 @@ func (s *Service) syncInstances(ctx context.Context, sc *Scope, want *poolv1.Vir
 		if err := s.ensureMachine(ctx, sc, &i); err != nil {
 			return outcome.Outcome{}, err
 		}
-		if i.going() {
+		if i.going() || pending[i.vm.UID] || i.machine != nil && pending[i.machine.UID] {
 			going++
 			continue
 		}
@@ -174,16 +184,17 @@ func (s *Service) syncInstances(ctx context.Context, sc *Scope, want *poolv1.Vir
 }
 
 // instances pairs the pool's VMs with their KubevirtMachines and Machines.
-func (s *Service) instances(ctx context.Context, sc *Scope, vms []kubevirtv1.VirtualMachine) ([]instance, error) {
+// Orphans are the Machines named after no VM of the pool.
+func (s *Service) instances(ctx context.Context, sc *Scope, vms []kubevirtv1.VirtualMachine) ([]instance, []*clusterv1.Machine, error) {
 	p := sc.Pool
 	kms := &infrav1.KubevirtMachineList{}
 	if err := s.Client.List(ctx, kms, client.InNamespace(p.Namespace), client.MatchingLabels{infrav1.KubevirtMachinePoolLabel: format.MustFormatValue(p.Name)}); err != nil {
-		return nil, fmt.Errorf("listing the KubevirtMachines of pool %s: %w", p.Name, err)
+		return nil, nil, fmt.Errorf("listing the KubevirtMachines of pool %s: %w", p.Name, err)
 	}
 	machines := &clusterv1.MachineList{}
 	if err := s.Client.List(ctx, machines, client.InNamespace(p.Namespace), client.MatchingLabels{
 		clusterv1.MachinePoolNameLabel: format.MustFormatValue(sc.MachinePool.Name), clusterv1.ClusterNameLabel: sc.Cluster.Name}); err != nil {
-		return nil, fmt.Errorf("listing the Machines of MachinePool %s: %w", sc.MachinePool.Name, err)
+		return nil, nil, fmt.Errorf("listing the Machines of MachinePool %s: %w", sc.MachinePool.Name, err)
 	}
 	kmByName := map[string]*infrav1.KubevirtMachine{}
 	for i := range kms.Items {
@@ -197,8 +208,10 @@ func (s *Service) instances(ctx context.Context, sc *Scope, vms []kubevirtv1.Vir
 	for i := range vms {
 		vm := &vms[i]
 		out = append(out, instance{vm: vm, km: kmByName[vm.Name], machine: machineByName[vm.Name]})
+		delete(machineByName, vm.Name)
 	}
-	return out, nil
+	orphans := slices.Collect(maps.Values(machineByName))
+	return out, orphans, nil
 }
 
 // ensureMachine creates the KubevirtMachine of a live VM. Cluster API's
@@ -230,6 +243,11 @@ func (s *Service) ensureMachine(ctx context.Context, sc *Scope, i *instance) err
 	if err := s.Client.Create(ctx, km); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Made by an earlier reconcile the cache has not seen yet.
+			existing := &infrav1.KubevirtMachine{}
+			if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(km), existing); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			i.km = existing
 			return nil
 		}
 		return fmt.Errorf("creating KubevirtMachine %s for VM %s: %w", km.Name, i.vm.Name, err)
@@ -266,7 +284,7 @@ func (s *Service) release(ctx context.Context, sc *Scope, i instance) error {
 	}
 	infra := sc.Access.Infra
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := infra.Client.Get(ctx, client.ObjectKeyFromObject(vm), vmi); err == nil {
+	if err := infra.APIReader.Get(ctx, client.ObjectKeyFromObject(vm), vmi); err == nil {
 		return nil
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading VirtualMachineInstance %s/%s: %w", vm.Namespace, vm.Name, err)
@@ -289,23 +307,36 @@ func (s *Service) release(ctx context.Context, sc *Scope, i instance) error {
 // nothing to drain: its VM and KubevirtMachine go at once.
 func (s *Service) remove(ctx context.Context, sc *Scope, victims []instance, why string) error {
 	infra := sc.Access.Infra
+	pool := client.ObjectKeyFromObject(sc.Pool)
 	for _, i := range victims {
-		var err error
-		var what string
-		if i.machine != nil {
-			what = "Machine " + i.machine.Name
-			err = s.Client.Delete(ctx, i.machine, client.Preconditions{UID: &i.machine.UID})
-		} else {
-			what = "VirtualMachine " + i.vm.Name
-			err = infra.Client.Delete(ctx, i.vm, client.Preconditions{UID: &i.vm.UID})
-			if client.IgnoreNotFound(err) == nil && i.km != nil {
-				err = s.Client.Delete(ctx, i.km, client.Preconditions{UID: &i.km.UID})
+		m := i.machine
+		if m == nil {
+			// The cache may not have the Machine Cluster API just made:
+			// one left without its KubevirtMachine would wait forever.
+			found := &clusterv1.Machine{}
+			err := s.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.Pool.Namespace, Name: i.vm.Name}, found)
+			switch {
+			case err == nil:
+				m = found
+			case !apierrors.IsNotFound(err):
+				return fmt.Errorf("reading Machine %s: %w", i.vm.Name, err)
 			}
 		}
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s: %w", what, err)
+		if m != nil {
+			if err := s.deleteMachine(ctx, sc, m, why); err != nil {
+				return err
+			}
+			continue
 		}
-		s.Recorder.Eventf(sc.Pool, nil, corev1.EventTypeNormal, "RemovingInstance", "RemoveInstance", "deleting %s: %s", what, why)
+		err := infra.Client.Delete(ctx, i.vm, client.Preconditions{UID: &i.vm.UID})
+		if client.IgnoreNotFound(err) == nil && i.km != nil {
+			err = s.Client.Delete(ctx, i.km, client.Preconditions{UID: &i.km.UID})
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting VirtualMachine %s: %w", i.vm.Name, err)
+		}
+		s.pending.add(pool, i.vm.UID)
+		s.Recorder.Eventf(sc.Pool, nil, corev1.EventTypeNormal, "RemovingInstance", "RemoveInstance", "deleting VirtualMachine %s: %s", i.vm.Name, why)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -94,5 +95,26 @@ func TestInstanceGoing(t *testing.T) {
 				t.Errorf("going = %v, want %v", got, tt.going)
 			}
 		})
+	}
+}
+
+func TestPendingDeletions(t *testing.T) {
+	var p pendingDeletions
+	pool := types.NamespacedName{Namespace: "ns", Name: "pool"}
+	p.add(pool, "machine-a")
+	p.add(pool, "vm-b")
+	// The cache still shows machine-a standing, vm-b already deleting.
+	got := p.settle(pool, map[types.UID]bool{"machine-a": true, "vm-c": true})
+	if !got["machine-a"] || got["vm-b"] || got["vm-c"] || len(got) != 1 {
+		t.Errorf("pending %v, want only machine-a", got)
+	}
+	// Once the cache shows machine-a deleting too, nothing is pending.
+	if got := p.settle(pool, map[types.UID]bool{"vm-c": true}); len(got) != 0 {
+		t.Errorf("pending %v, want none", got)
+	}
+	p.add(pool, "machine-d")
+	p.forget(pool)
+	if got := p.settle(pool, map[types.UID]bool{"machine-d": true}); len(got) != 0 {
+		t.Errorf("pending %v after forget, want none", got)
 	}
 }

@@ -64,6 +64,7 @@ func (s *Service) Forget(key types.NamespacedName) {
 	s.memo.mu.Lock()
 	defer s.memo.mu.Unlock()
 	delete(s.memo.pools, key)
+	s.pending.forget(key)
 }
 
 // versionsOf are the resourceVersions of the named Secrets in namespace ns,

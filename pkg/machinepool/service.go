@@ -96,11 +96,13 @@ type Service struct {
 	RecheckAfter time.Duration
 
 	memo memo
+	// pending are the deletions the cache does not show yet.
+	pending pendingDeletions
 }
 
-// Reconcile creates or updates the pool's VirtualMachinePool and reports its
-// instances in the KubevirtMachinePool's status. The outcome is the
-// VirtualMachinePoolReady condition.
+// Reconcile creates or updates the pool's VirtualMachinePool, keeps its
+// instances and reports them in the KubevirtMachinePool's status. The
+// outcome is the VirtualMachinePoolReady condition.
 func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	p := sc.Pool
 	if sc.MachinePool == nil || sc.Cluster == nil {
@@ -113,86 +115,110 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 			Message: "cannot use the infra cluster: " + o.Message}, nil
 	}
 	key := sc.Key()
-	infra := sc.Access.Infra
-	existing := &poolv1.VirtualMachinePool{}
-	found := true
-	if err := infra.Client.Get(ctx, key, existing); apierrors.IsNotFound(err) {
-		found = false
-	} else if meta.IsNoMatchError(err) {
-		return outcome.Fail(infrav1.VirtualMachinePoolsNotServedReason,
-			"the infra cluster's KubeVirt does not serve VirtualMachinePools (pool.kubevirt.io/v1beta1), which MachinePools need").After(s.recheck()), nil
-	} else if err != nil {
-		return outcome.Outcome{}, fmt.Errorf("reading VirtualMachinePool %s: %w", key, err)
-	}
-	if found && existing.Annotations[infrav1.PoolOwnerAnnotation] != vmbuilder.OwnerOf(p.Namespace, p.Name) {
-		return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-			"VirtualMachinePool %s exists but was not created for this KubevirtMachinePool; rename or remove it", key)), nil
-	}
-	if !found && !sc.FinalizerStored {
-		return outcome.Wait(infrav1.PendingReason, "the VirtualMachinePool is created once the pool's finalizer is stored"), nil
-	}
-	goldenVolume, wait, err := s.goldenVolume(ctx, sc, key.Namespace)
-	if err != nil || !wait.IsDone() {
-		return wait, err
-	}
-	data, wait, err := s.userData(ctx, sc)
-	if err != nil || data == nil {
-		return wait, err
-	}
-	in := s.input(sc, key, data)
-	in.VM.GoldenVolume = goldenVolume
-	want, err := vmpool.Build(in)
-	if err != nil {
-		return outcome.Fail(infrav1.PoolCreateFailedReason, err.Error()), nil
-	}
-	hash, err := hashOf(want)
-	if err != nil {
-		return outcome.Outcome{}, err
-	}
-	want.Annotations[TemplateHashAnnotation] = hash
-	if !found {
-		// A Secret of that name that is not ours would be mounted by the
-		// pool's first VMs: refuse before creating anything.
-		if o, err := s.userDataConflict(ctx, sc, key); err != nil || !o.IsDone() {
-			return o, err
-		}
-		if o, err := s.create(ctx, sc, want); err != nil || !o.IsDone() {
-			return o, err
-		}
-		existing = want
-	}
-	// New bootstrap data reaches the Secret before a scale-up or new
-	// template makes VMs that read it.
-	if o, err := s.ensureUserDataSecret(ctx, sc, data, existing); err != nil || !o.IsDone() {
+	pool, o, err := s.ensurePool(ctx, sc, key)
+	if err != nil || pool == nil {
 		return o, err
-	}
-	if found && existing.Annotations[TemplateHashAnnotation] != hash {
-		existing.Spec = want.Spec
-		// Labels and annotations others add stay.
-		existing.Labels = mergedInto(existing.Labels, want.Labels)
-		existing.Annotations = mergedInto(existing.Annotations, want.Annotations)
-		if err := infra.Client.Update(ctx, existing); err != nil {
-			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-				return outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool update: "+err.Error()).After(s.recheck()), nil
-			}
-			return outcome.Outcome{}, fmt.Errorf("updating VirtualMachinePool %s: %w", key, err)
-		}
 	}
 	p.Status.VirtualMachinePool = key.String()
 	p.Status.Ready = true
 	p.Status.Initialization.Provisioned = ptr.To(true)
 	p.Status.InfrastructureMachineKind = InfrastructureMachineKind
+	// The instances are kept even while the pool's template waits (a new
+	// image importing, bootstrap data missing): released VMs, machines of
+	// new VMs and scale-downs do not wait for it.
 	vms := &kubevirtv1.VirtualMachineList{}
-	if err := infra.Client.List(ctx, vms, client.InNamespace(key.Namespace), client.MatchingLabels(vmpool.Selector(key.Name))); err != nil {
+	if err := sc.Access.Infra.Client.List(ctx, vms, client.InNamespace(key.Namespace), client.MatchingLabels(vmpool.Selector(key.Name))); err != nil {
 		return outcome.Outcome{}, fmt.Errorf("listing the VMs of VirtualMachinePool %s: %w", key, err)
 	}
 	owner := vmbuilder.OwnerOf(p.Namespace, p.Name)
 	vms.Items = slices.DeleteFunc(vms.Items, func(vm kubevirtv1.VirtualMachine) bool { return vm.Annotations[infrav1.PoolOwnerAnnotation] != owner })
-	counted := s.report(sc, key, vms.Items, *want.Spec.Replicas)
-	if o, err := s.syncInstances(ctx, sc, want, vms.Items); err != nil || !o.IsDone() {
-		return o, err
+	counted := s.report(sc, key, vms.Items, ptr.Deref(sc.MachinePool.Spec.Replicas, 1))
+	instances, err := s.syncInstances(ctx, sc, pool, vms.Items)
+	switch {
+	case err != nil:
+		return outcome.Outcome{}, err
+	case !o.IsDone():
+		return o, nil
+	case !instances.IsDone():
+		return instances, nil
 	}
 	return counted, nil
+}
+
+// ensurePool creates or updates the VirtualMachinePool. It returns the
+// pool as it stands (nil when there is none that is ours) and, when it
+// stopped short, the outcome saying why.
+func (s *Service) ensurePool(ctx context.Context, sc *Scope, key types.NamespacedName) (*poolv1.VirtualMachinePool, outcome.Outcome, error) {
+	p := sc.Pool
+	infra := sc.Access.Infra
+	existing := &poolv1.VirtualMachinePool{}
+	if err := infra.Client.Get(ctx, key, existing); apierrors.IsNotFound(err) {
+		existing = nil
+	} else if meta.IsNoMatchError(err) {
+		return nil, outcome.Fail(infrav1.VirtualMachinePoolsNotServedReason,
+			"the infra cluster's KubeVirt does not serve VirtualMachinePools (pool.kubevirt.io/v1beta1), which MachinePools need").After(s.recheck()), nil
+	} else if err != nil {
+		return nil, outcome.Outcome{}, fmt.Errorf("reading VirtualMachinePool %s: %w", key, err)
+	}
+	if existing != nil && existing.Annotations[infrav1.PoolOwnerAnnotation] != vmbuilder.OwnerOf(p.Namespace, p.Name) {
+		return nil, outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+			"VirtualMachinePool %s exists but was not created for this KubevirtMachinePool; rename or remove it", key)), nil
+	}
+	if existing == nil && !sc.FinalizerStored {
+		return nil, outcome.Wait(infrav1.PendingReason, "the VirtualMachinePool is created once the pool's finalizer is stored"), nil
+	}
+	goldenVolume, wait, err := s.goldenVolume(ctx, sc, key.Namespace)
+	if err != nil || !wait.IsDone() {
+		return existing, wait, err
+	}
+	data, wait, err := s.userData(ctx, sc)
+	if err != nil || data == nil {
+		return existing, wait, err
+	}
+	in := s.input(sc, key, data)
+	in.VM.GoldenVolume = goldenVolume
+	want, err := vmpool.Build(in)
+	if err != nil {
+		return existing, outcome.Fail(infrav1.PoolCreateFailedReason, err.Error()), nil
+	}
+	hash, err := hashOf(want)
+	if err != nil {
+		return existing, outcome.Outcome{}, err
+	}
+	want.Annotations[TemplateHashAnnotation] = hash
+	if existing == nil {
+		// A Secret of that name that is not ours would be mounted by the
+		// pool's first VMs: refuse before creating anything.
+		if o, err := s.userDataConflict(ctx, sc, key); err != nil || !o.IsDone() {
+			return nil, o, err
+		}
+		if o, err := s.create(ctx, sc, want); err != nil || !o.IsDone() {
+			return nil, o, err
+		}
+		// New bootstrap data reaches the Secret before new VMs read it.
+		o, err := s.ensureUserDataSecret(ctx, sc, data, want)
+		return want, o, err
+	}
+	// New bootstrap data reaches the Secret before a scale-up or new
+	// template makes VMs that read it.
+	if o, err := s.ensureUserDataSecret(ctx, sc, data, existing); err != nil || !o.IsDone() {
+		return existing, o, err
+	}
+	if existing.Annotations[TemplateHashAnnotation] != hash {
+		updated := existing.DeepCopy()
+		updated.Spec = want.Spec
+		// Labels and annotations others add stay.
+		updated.Labels = mergedInto(updated.Labels, want.Labels)
+		updated.Annotations = mergedInto(updated.Annotations, want.Annotations)
+		if err := infra.Client.Update(ctx, updated); err != nil {
+			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+				return existing, outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool update: "+err.Error()).After(s.recheck()), nil
+			}
+			return existing, outcome.Outcome{}, fmt.Errorf("updating VirtualMachinePool %s: %w", key, err)
+		}
+		existing = updated
+	}
+	return existing, outcome.Ready("", ""), nil
 }
 
 // goldenVolume makes sure the golden volume the pool's root disks clone

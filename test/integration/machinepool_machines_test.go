@@ -190,6 +190,32 @@ func TestMachinePoolMachines(t *testing.T) {
 	eventually(t, provisioned("mpm-0")).Should(Succeed())
 	g.Expect(vms()).To(HaveLen(1))
 
+	// A MachineHealthCheck marks the Machine for its owner to remediate:
+	// the pool, as the owner, deletes it and a new instance replaces it.
+	replaced := vms()["mpm-0"]
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m := get(t, tc.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "mpm-0"}})
+		m.Status.Conditions = append(m.Status.Conditions,
+			metav1.Condition{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionFalse, Reason: "UnhealthyNode", LastTransitionTime: metav1.Now()},
+			metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: "WaitingForRemediation", LastTransitionTime: metav1.Now()})
+		return tc.c.Status().Update(ctx, m)
+	})).To(Succeed())
+	eventually(t, func() (types.UID, error) {
+		_, err := machines()
+		return vms()["mpm-0"], err
+	}).ShouldNot(Or(BeEmpty(), Equal(replaced)))
+	eventually(t, provisioned("mpm-0")).Should(Succeed())
+
+	// A pool VM deleted behind the provider's back: its Machine is deleted
+	// and the pool replaces the instance.
+	replaced = vms()["mpm-0"]
+	g.Expect(infra.Delete(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "mpm-0"}})).To(Succeed())
+	eventually(t, func() (types.UID, error) {
+		_, err := machines()
+		return vms()["mpm-0"], err
+	}).ShouldNot(Or(BeEmpty(), Equal(replaced)))
+	eventually(t, provisioned("mpm-0")).Should(Succeed())
+
 	// Scale to 2, then change the template: both instances are replaced.
 	setReplicas(2)
 	eventually(t, provisioned("mpm-0", "mpm-1")).Should(Succeed())

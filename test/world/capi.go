@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machineset"
 	topologycluster "sigs.k8s.io/cluster-api/core/reconcilers/topology/cluster"
 	topologymachinedeployment "sigs.k8s.io/cluster-api/core/reconcilers/topology/machinedeployment"
@@ -189,6 +190,8 @@ func setupCore(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCac
 		(&machineset.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
 		(&machinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(10)),
 		(&machinehealthcheck.Reconciler{Client: c, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
+		// MachinePools are on by default (feature gate MachinePool, beta).
+		(&machinepool.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
 	)
 }
 
@@ -223,6 +226,7 @@ func setupCAPIWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
 		(&coreadmission.Machine{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineSet{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineDeployment{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.MachinePool{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineDrainRule{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineHealthCheck{}).SetupWebhookWithManager(mgr),
 		(&bootstrapadmission.KubeadmConfig{}).SetupWebhookWithManager(mgr),
