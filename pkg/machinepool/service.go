@@ -21,9 +21,6 @@ package machinepool
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -328,15 +325,7 @@ func (s *Service) report(sc *Scope, key types.NamespacedName, vms []kubevirtv1.V
 
 // hashOf hashes what the provider writes of a pool.
 func hashOf(p *poolv1.VirtualMachinePool) (string, error) {
-	b, err := json.Marshal(struct {
-		Labels, Annotations map[string]string
-		Spec                poolv1.VirtualMachinePoolSpec
-	}{p.Labels, p.Annotations, p.Spec})
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8]), nil
+	return vmpool.Hash(p.Labels, p.Annotations, p.Spec)
 }
 
 func mergedInto(base, extra map[string]string) map[string]string {

@@ -110,10 +110,16 @@ func Build(in Input) (*poolv1.VirtualMachinePool, error) {
 // annotations and spec. KubeVirt's own revision names change with any pool
 // change, replicas included, so they cannot say whether a VM is outdated.
 func templateHash(vm *kubevirtv1.VirtualMachine) (string, error) {
+	return Hash(vm.Labels, vm.Annotations, vm.Spec)
+}
+
+// Hash is a short hash of an object's labels, annotations and spec, to
+// tell whether what the provider would write has changed.
+func Hash(labels, annotations map[string]string, spec any) (string, error) {
 	b, err := json.Marshal(struct {
 		Labels, Annotations map[string]string
-		Spec                kubevirtv1.VirtualMachineSpec
-	}{vm.Labels, vm.Annotations, vm.Spec})
+		Spec                any
+	}{labels, annotations, spec})
 	if err != nil {
 		return "", err
 	}
