@@ -73,9 +73,12 @@ func TestClusterTemplates(t *testing.T) {
 		switch filepath.Base(file) {
 		case "cluster-template-topology.yaml":
 			want = map[string]int{"Cluster": 1}
+		case "cluster-template-machinepool.yaml":
+			want = map[string]int{"Cluster": 1, "KubevirtCluster": 1, "KubevirtMachineTemplate": 1, "KubeadmControlPlane": 1,
+				"KubevirtMachinePool": 1, "KubeadmConfig": 1, "MachinePool": 1}
 		case "clusterclass-kubevirt.yaml":
 			want = map[string]int{"ClusterClass": 1, "KubevirtClusterTemplate": 1, "KubevirtMachineTemplate": 3,
-				"KubeadmControlPlaneTemplate": 1, "KubeadmConfigTemplate": 1}
+				"KubevirtMachinePoolTemplate": 1, "KubeadmControlPlaneTemplate": 1, "KubeadmConfigTemplate": 1}
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			kinds := renderAndDryRun(t, file, documented)
