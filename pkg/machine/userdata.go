@@ -254,10 +254,8 @@ func (s *Service) keepUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.Vi
 
 // adoptUserData makes the VM own its user data Secret where it does not yet.
 func (s *Service) adoptUserData(ctx context.Context, sc *Scope, secret client.Object, vm *kubevirtv1.VirtualMachine) error {
-	for _, o := range secret.GetOwnerReferences() {
-		if o.UID == vm.UID {
-			return nil
-		}
+	if ownedBy(secret, vm.UID) {
+		return nil
 	}
 	before := secret.DeepCopyObject().(client.Object)
 	secret.SetOwnerReferences(append(secret.GetOwnerReferences(), vmOwnerReference(vm)))

@@ -22,7 +22,6 @@ package machinepool
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -205,8 +204,8 @@ func (s *Service) ensurePool(ctx context.Context, sc *Scope, key types.Namespace
 		updated := existing.DeepCopy()
 		updated.Spec = want.Spec
 		// Labels and annotations others add stay.
-		updated.Labels = mergedInto(updated.Labels, want.Labels)
-		updated.Annotations = mergedInto(updated.Annotations, want.Annotations)
+		updated.Labels = vmpool.MergedInto(updated.Labels, want.Labels)
+		updated.Annotations = vmpool.MergedInto(updated.Annotations, want.Annotations)
 		if err := infra.Client.Update(ctx, updated); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 				return existing, outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool update: "+err.Error()).After(s.recheck()), nil
@@ -326,12 +325,4 @@ func (s *Service) report(sc *Scope, key types.NamespacedName, vms []kubevirtv1.V
 // hashOf hashes what the provider writes of a pool.
 func hashOf(p *poolv1.VirtualMachinePool) (string, error) {
 	return vmpool.Hash(p.Labels, p.Annotations, p.Spec)
-}
-
-func mergedInto(base, extra map[string]string) map[string]string {
-	if base == nil {
-		base = map[string]string{}
-	}
-	maps.Copy(base, extra)
-	return base
 }

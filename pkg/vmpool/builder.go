@@ -68,16 +68,16 @@ func Build(in Input) (*poolv1.VirtualMachinePool, error) {
 		for _, k := range perVMLabels {
 			delete(m.Labels, k)
 		}
-		m.Labels = mergedInto(m.Labels, selector)
+		m.Labels = MergedInto(m.Labels, selector)
 		delete(m.Annotations, infrav1.OwnerAnnotation)
-		m.Annotations = mergedInto(m.Annotations, owner)
+		m.Annotations = MergedInto(m.Annotations, owner)
 	}
 	relabel(&vm.ObjectMeta)
 	relabel(&vm.Spec.Template.ObjectMeta)
 	for i := range vm.Spec.DataVolumeTemplates {
 		t := &vm.Spec.DataVolumeTemplates[i]
 		delete(t.Annotations, infrav1.OwnerAnnotation)
-		t.Annotations = mergedInto(t.Annotations, owner)
+		t.Annotations = MergedInto(t.Annotations, owner)
 	}
 	vm.Spec.Template.Spec.Hostname = ""
 
@@ -140,7 +140,8 @@ func Selector(name string) map[string]string {
 	return map[string]string{infrav1.KubevirtMachinePoolLabel: format.MustFormatValue(name)}
 }
 
-func mergedInto(base, extra map[string]string) map[string]string {
+// MergedInto copies extra into base, made if nil, and returns it.
+func MergedInto(base, extra map[string]string) map[string]string {
 	if base == nil {
 		base = map[string]string{}
 	}
