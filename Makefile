@@ -144,7 +144,7 @@ kube-binaries: ## Build kube-apiserver, kube-scheduler, kube-controller-manager 
 	@hack/build-tools.sh kube
 
 .PHONY: tools
-tools: ## Build every pinned tool into bin/: the kube binaries, clusterctl, cert-manager, kustomize, KubeVirt's virt-api and virt-controller, CDI's controller and API server, Prometheus (once per pin).
+tools: ## Build every pinned tool into bin/: the kube binaries, clusterctl, cert-manager, kustomize, KubeVirt's virt-api and virt-controller, CDI's controller and API server, the in-cluster IPAM provider, Prometheus (once per pin).
 	@hack/build-tools.sh
 
 .PHONY: verify-history

@@ -26,6 +26,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -73,7 +74,10 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 		WatchesMetadata(crdMetadata(),
 			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachineList{} })),
 			kubevirtCRDChanged).
-		WatchesMetadata(SecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.secretToMachines))
+		WatchesMetadata(SecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.secretToMachines)).
+		// A claim's address, or the IPAM provider's reason for not giving
+		// one, wakes the machine that waits for it (docs/ipam.md).
+		Owns(&ipamv1.IPAddressClaim{}, filter)
 	b = b.WatchesRawSource(r.ClusterCache.GetClusterSource("kubevirtmachine", clusterToMachines))
 	c, err := b.Build(ctx, r)
 	if err != nil {

@@ -14,11 +14,13 @@
 #   cdi          cdi-controller and cdi-apiserver (CDI v1.64.0, thin mains
 #          over CDI's packages), and bin/cdi-install.yaml: the CRDs, RBAC,
 #          Services, webhooks and APIService CDI's operator would install
+#   ipam         Cluster API's in-cluster IPAM provider (v1.1.0) as
+#          bin/ipam-in-cluster, and bin/ipam-crds.yaml: its pool CRDs
 #   prometheus   the Prometheus server (v3.16.0, Go module v0.316.0) without
 #          service discovery plugins, which the monitoring test and the
 #          sandbox's --prometheus run
 #
-# Usage: hack/build-tools.sh [kube|clusterctl|cert-manager|kustomize|kubevirt|cdi|prometheus ...] (all when
+# Usage: hack/build-tools.sh [kube|clusterctl|cert-manager|kustomize|kubevirt|cdi|ipam|prometheus ...] (all when
 # none is named). A stamp per set holding the hash of its module's files
 # and link flags skips the build while they are unchanged.
 set -euo pipefail
@@ -56,7 +58,7 @@ kube_minor=$(echo "$kube_version" | cut -d. -f2)
 prometheus_module=$(awk '{ for (i = 1; i < NF; i++) if ($i == "github.com/prometheus/prometheus") { print $(i + 1); exit } }' "$root/hack/tools/prometheus/go.mod")
 prometheus_version="3.$(( $(echo "$prometheus_module" | cut -d. -f2) - 300 )).$(echo "$prometheus_module" | cut -d. -f3)"
 sets=("$@")
-[[ ${#sets[@]} -gt 0 ]] || sets=(kube clusterctl cert-manager kustomize kubevirt cdi prometheus)
+[[ ${#sets[@]} -gt 0 ]] || sets=(kube clusterctl cert-manager kustomize kubevirt cdi ipam prometheus)
 for set in "${sets[@]}"; do
   case $set in
     # clusterctl refuses an API server whose /version is not a release.
@@ -91,11 +93,18 @@ for set in "${sets[@]}"; do
       cdi-manifests=./manifests
       "$bin/cdi-manifests" > "$bin/cdi-install.yaml.tmp"
       mv "$bin/cdi-install.yaml.tmp" "$bin/cdi-install.yaml" ;;
+    # The pool CRDs come from the release's config/crd/bases, as its
+    # kustomization would install them, less the conversion webhook for
+    # v1alpha1, which nothing here writes.
+    ipam) GOWORK=off build ipam "$root/hack/tools/ipam" "" ipam-in-cluster=sigs.k8s.io/cluster-api-ipam-provider-in-cluster
+      ipam_dir=$(cd "$root/hack/tools/ipam" && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api-ipam-provider-in-cluster)
+      for f in "$ipam_dir"/config/crd/bases/*.yaml; do echo "---"; cat "$f"; done > "$bin/ipam-crds.yaml.tmp"
+      mv "$bin/ipam-crds.yaml.tmp" "$bin/ipam-crds.yaml" ;;
     # remove_all_sd leaves out every service discovery but static, file
     # and HTTP, which is all a scrape of one endpoint needs.
     prometheus) GOFLAGS="-tags=remove_all_sd -buildvcs=false" build prometheus "$root/hack/tools/prometheus" \
       "-X github.com/prometheus/common/version.Version=$prometheus_version" \
       prometheus=github.com/prometheus/prometheus/cmd/prometheus ;;
-    *) echo "unknown tool set $set (kube, clusterctl, cert-manager, kustomize, kubevirt, cdi, prometheus)" >&2; exit 2 ;;
+    *) echo "unknown tool set $set (kube, clusterctl, cert-manager, kustomize, kubevirt, cdi, ipam, prometheus)" >&2; exit 2 ;;
   esac
 done

@@ -130,6 +130,13 @@ const (
 	UnschedulableReason = "Unschedulable"
 	// PendingReason: KubeVirt has not started an instance yet.
 	PendingReason = "Pending"
+	// WaitingForIPAddressReason: an IPAddressClaim of the machine has no
+	// address yet; the message names the pool and carries the IPAM
+	// provider's reason, such as an exhausted pool (docs/ipam.md).
+	WaitingForIPAddressReason = "WaitingForIPAddress"
+	// AddressNetworkInvalidReason: networkAddresses names a network the VM
+	// lacks, or its pod network.
+	AddressNetworkInvalidReason = "AddressNetworkInvalid"
 	// NodeNetworkNotFoundReason: nodeAddressNetwork names no network of the
 	// VM.
 	NodeNetworkNotFoundReason = "NodeNetworkNotFound"

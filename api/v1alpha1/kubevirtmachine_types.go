@@ -107,6 +107,15 @@ type KubevirtMachineSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	NodeAddressNetwork string `json:"nodeAddressNetwork,omitempty"`
 
+	// networkAddresses gives VM networks static addresses from Cluster API
+	// IPAM pools; the guest gets them through its network configuration
+	// (docs/ipam.md).
+	// +optional
+	// +listType=map
+	// +listMapKey=network
+	// +kubebuilder:validation:MaxItems=8
+	NetworkAddresses []NetworkAddressesSpec `json:"networkAddresses,omitempty"`
+
 	// placement spreads and places the VM over the infra nodes: affinity
 	// presets and the topology spread constraint (docs/placement.md).
 	// +optional

@@ -31,6 +31,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
@@ -159,6 +160,10 @@ func (s *Service) deleteLeftovers(ctx context.Context, sc *Scope, key types.Name
 		if err := sc.Infra().Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
 			return outcome.Outcome{}, fmt.Errorf("deleting user data Secret %s/%s: %w", ns, secret.Name, err)
 		}
+	}
+	// The addresses go back to their pools only now, when no VM uses them.
+	if err := (&ipam.Claims{Client: s.Client}).Release(ctx, km); err != nil {
+		return outcome.Outcome{}, err
 	}
 	return outcome.Ready(infrav1.DeletingReason, "the VM's objects are deleted"), nil
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
@@ -316,8 +317,9 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		ClusterName: sc.Cluster.Name, MachineName: sc.Machine.Name,
 		MachineDeployment: sc.Machine.Labels[clusterv1.MachineDeploymentNameLabel],
 		ControlPlane:      isControlPlane(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
-		UserDataSecret: sc.UserDataSecretName(), Format: data.format, HasNetworkData: data.networkData != nil,
-		GoldenVolume: goldenVolume, NUMAPassthrough: numa,
+		UserDataSecret: sc.UserDataSecretName(), Format: data.format,
+		HasNetworkData: data.networkData != nil || (len(data.assigned) > 0 && data.format != userdata.FormatIgnition),
+		GoldenVolume:   goldenVolume, NUMAPassthrough: numa, InterfaceMAC: interfaceMAC(sc),
 	}
 	if sc.KubevirtCluster != nil {
 		kc := sc.KubevirtCluster
@@ -333,6 +335,9 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	vm, err := vmbuilder.Build(in)
 	if err != nil {
 		return outcome.Fail(infrav1.CreateFailedReason, err.Error()), nil
+	}
+	if o, err := networkConfig(data, vm); err != nil || o.Reason != "" {
+		return o, err
 	}
 	if conflict, err := s.userDataConflict(ctx, sc); err != nil || conflict.State == outcome.Failed {
 		return conflict, err

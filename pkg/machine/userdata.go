@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
@@ -51,6 +52,9 @@ type bootstrapData struct {
 	userData      []byte
 	networkData   []byte
 	hostPublicKey string
+	// assigned are the machine's pool addresses; cloud-init guests get
+	// them in networkData once the VM's interfaces are known.
+	assigned []ipam.Assigned
 }
 
 // userData gathers the bootstrap data of the machine. It returns nil, with
@@ -95,6 +99,11 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 			SSHUser: SSHUser, SSHAuthorizedKeys: []string{clientKeys.Public}}
 		data.hostPublicKey = host.Public
 	}
+	assigned, files, wait, err := s.staticAddresses(ctx, sc, data.format)
+	if err != nil || wait.Reason != "" {
+		return nil, wait, err
+	}
+	data.assigned, add.Files = assigned, files
 	rendered, err := userdata.Render(data.format, secret.Data["value"], add)
 	if err != nil {
 		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)), nil
@@ -248,6 +257,9 @@ func (s *Service) keepUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.Vi
 	data, wait, err := s.userData(ctx, sc)
 	if err != nil || data == nil {
 		return wait, err
+	}
+	if o, err := networkConfig(data, vm); err != nil || o.Reason != "" {
+		return o, err
 	}
 	return s.ensureUserDataSecret(ctx, sc, data, vm)
 }

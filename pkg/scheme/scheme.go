@@ -27,6 +27,7 @@ import (
 	poolv1 "kubevirt.io/api/pool/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
@@ -38,6 +39,7 @@ func New() *runtime.Scheme {
 		clientgoscheme.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		clusterv1.AddToScheme,
+		ipamv1.AddToScheme,
 		infrav1.AddToScheme,
 		kubevirtv1.AddToScheme,
 		instancetypev1beta1.AddToScheme,

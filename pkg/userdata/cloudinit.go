@@ -225,6 +225,17 @@ type cloudConfigAdditions struct {
 	// into the image, which every VM cloned from it would share.
 	SSHKeys map[string]string `json:"ssh_keys,omitempty"`
 	Users   []any             `json:"users,omitempty"`
+	// WriteFiles runs in cloud-init's first stage, before the user's
+	// runcmd; merging appends them to the user's list.
+	WriteFiles []cloudFile `json:"write_files,omitempty"`
+}
+
+// cloudFile is one entry of cloud-config's write_files.
+type cloudFile struct {
+	Path        string `json:"path"`
+	Permissions string `json:"permissions"`
+	Encoding    string `json:"encoding"`
+	Content     string `json:"content"`
 }
 
 // cloudUser is one entry of cloud-config's users list.
@@ -259,6 +270,10 @@ func additionsCloudConfig(add Additions, keepDefaultUser bool) ([]byte, error) {
 			Sudo:              sudoRule,
 			LockPasswd:        true,
 		})
+	}
+	for _, f := range add.Files {
+		cfg.WriteFiles = append(cfg.WriteFiles, cloudFile{Path: f.Path, Permissions: fmt.Sprintf("%#o", f.Mode),
+			Encoding: "b64", Content: base64.StdEncoding.EncodeToString(f.Contents)})
 	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {

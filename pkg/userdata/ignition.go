@@ -138,6 +138,9 @@ func renderIgnition(data []byte, add Additions) ([]byte, error) {
 			file(hostKeyPath, modePrivateKey, add.SSHHostKey),
 			file(hostPubKeyPath, modePublicKey, []byte(add.SSHHostPublicKey+"\n")))
 	}
+	for _, f := range add.Files {
+		cfg.Storage.Files = append(cfg.Storage.Files, file(f.Path, f.Mode, f.Contents))
+	}
 	if add.hasUser() {
 		// Ignition has no sudo setting, and group names that grant sudo
 		// differ between distros (a missing group fails the boot), so the

@@ -236,3 +236,33 @@ func TestRenderIgnitionErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderFilesBothFormats(t *testing.T) {
+	add := Additions{Files: []File{{Path: "/etc/systemd/network/10-x.network", Mode: 0o644, Contents: []byte("[Match]\n")}}}
+	out, err := Render(FormatCloudConfig, []byte("#cloud-config\n"), add)
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	_, parts := parseRendered(t, out)
+	cfg := additionsOf(t, parts[1])
+	files, _ := cfg["write_files"].([]any)
+	if len(files) != 1 {
+		t.Fatalf("write_files = %v", cfg["write_files"])
+	}
+	f := files[0].(map[string]any)
+	if f["path"] != "/etc/systemd/network/10-x.network" || f["permissions"] != "0644" || f["encoding"] != "b64" ||
+		f["content"] != base64.StdEncoding.EncodeToString([]byte("[Match]\n")) {
+		t.Errorf("write_files entry %v", f)
+	}
+	ign, err := Render(FormatIgnition, []byte(`{"ignition":{"version":"3.4.0"}}`), add)
+	if err != nil {
+		t.Fatalf("Render ignition: %v", err)
+	}
+	cfg3, _, err := ign3.Parse(ign)
+	if err != nil || len(cfg3.Storage.Files) != 1 || cfg3.Storage.Files[0].Path != "/etc/systemd/network/10-x.network" {
+		t.Errorf("ignition files %+v (%v)", cfg3.Storage.Files, err)
+	}
+	if _, err := Render(FormatCloudConfig, nil, Additions{Files: []File{{Path: "relative"}}}); err == nil {
+		t.Error("a relative path was accepted")
+	}
+}

@@ -53,12 +53,27 @@ type Additions struct {
 	SSHUser string
 	// SSHAuthorizedKeys are the authorized_keys lines SSHUser logs in with.
 	SSHAuthorizedKeys []string
+	// Files are written before the user's commands run: cloud-config
+	// write_files, or Ignition storage files. Their paths should be the
+	// provider's own: for the same path, Ignition keeps the user's file and
+	// cloud-init writes the provider's last.
+	Files []File
+}
+
+// File is a file the provider adds to the guest.
+type File struct {
+	// Path is absolute.
+	Path string
+	// Mode is the file's permission bits.
+	Mode int
+	// Contents are written as they are.
+	Contents []byte
 }
 
 // Empty reports whether a adds nothing to the user's data.
 func (a Additions) Empty() bool {
 	return len(a.SSHHostKey) == 0 && a.SSHHostPublicKey == "" &&
-		a.SSHUser == "" && len(a.SSHAuthorizedKeys) == 0
+		a.SSHUser == "" && len(a.SSHAuthorizedKeys) == 0 && len(a.Files) == 0
 }
 
 // hasHostKey and hasUser tell the renderers which halves to emit; validate
@@ -96,6 +111,11 @@ func (a Additions) validate() error {
 	for i, k := range a.SSHAuthorizedKeys {
 		if err := checkKeyLine(fmt.Sprintf("SSHAuthorizedKeys[%d]", i), k); err != nil {
 			return err
+		}
+	}
+	for i, f := range a.Files {
+		if !strings.HasPrefix(f.Path, "/") || strings.ContainsAny(f.Path, "\r\n") {
+			return fmt.Errorf("file %d: path %q is not an absolute path", i, f.Path)
 		}
 	}
 	return nil

@@ -85,6 +85,10 @@ type Input struct {
 	// NUMA feature gate, so the performance preset can map the guest's NUMA
 	// topology to the host's.
 	NUMAPassthrough bool
+	// InterfaceMAC, when set, gives each interface without a MAC address
+	// one, by network name: the guest's network configuration matches
+	// interfaces by MAC (docs/ipam.md).
+	InterfaceMAC func(network string) string
 }
 
 // Build returns the VirtualMachine for in. The user's virtualMachineTemplate
@@ -152,6 +156,13 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 	}
 	if err := addNetworks(&tmpl.Spec, in); err != nil {
 		return nil, err
+	}
+	if in.InterfaceMAC != nil {
+		for k := range tmpl.Spec.Domain.Devices.Interfaces {
+			if iface := &tmpl.Spec.Domain.Devices.Interfaces[k]; iface.MacAddress == "" {
+				iface.MacAddress = in.InterfaceMAC(iface.Name)
+			}
+		}
 	}
 	if tmpl.Spec.DNSPolicy == "" && tmpl.Spec.DNSConfig == nil {
 		tmpl.Spec.DNSPolicy = in.DNSPolicy

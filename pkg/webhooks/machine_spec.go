@@ -72,6 +72,7 @@ func validateMachineSpec(spec *infrav1.KubevirtMachineSpec, namespace string, fl
 	errs = append(errs, validateSecretRef(spec.InfraClusterSecretRef, fld.Child("infraClusterSecretRef"))...)
 	errs = append(errs, validateProviderDisks(spec, fld)...)
 	errs = append(errs, validateMachineNetworks(spec, fld)...)
+	errs = append(errs, validateNetworkAddresses(spec, fld)...)
 	errs = append(errs, validatePlacement(&spec.Placement, fld.Child("placement"))...)
 	errs = append(errs, validatePreset(spec, fld)...)
 	return errs

@@ -128,6 +128,10 @@ func validatePoolSpec(spec *infrav1.KubevirtMachinePoolSpec, namespace string, f
 		errs = append(errs, field.NotSupported(tmpl.Child("spec", "virtualMachineBootstrapCheck", "checkStrategy"),
 			infrav1.CheckStrategySSH, []string{infrav1.CheckStrategyNone, infrav1.CheckStrategyGuestAgent}))
 	}
+	if len(spec.Template.Spec.NetworkAddresses) > 0 {
+		errs = append(errs, field.Forbidden(tmpl.Child("spec", "networkAddresses"),
+			"a pool's VMs share one template, so no instance can get an address of its own; use MachineDeployments for pool addresses (docs/ipam.md)"))
+	}
 	if vmi := spec.Template.Spec.VirtualMachineTemplate.Spec.Template; vmi != nil && vmi.Spec.Hostname != "" {
 		errs = append(errs, field.Forbidden(tmpl.Child("spec", "virtualMachineTemplate", "spec", "template", "spec", "hostname"),
 			"every instance of a pool would get this hostname and their tenant Nodes would collide; leave it empty, each instance is named after its VM"))

@@ -29,10 +29,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/kubeconfig"
-	"sigs.k8s.io/cluster-api/util/secret"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -110,16 +106,7 @@ func TestNodeProviderID(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	key := types.NamespacedName{Namespace: tc.ns, Name: "tenant"}
-	host, port, err := w.Workloads.EnsureCluster(ctx, key)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = w.Workloads.DeleteCluster(key) })
-	cluster := get(t, tc.c, tc.cluster)
-	certs := secret.NewCertificatesForInitialControlPlane(&bootstrapv1.ClusterConfiguration{})
-	g.Expect(certs.LookupOrGenerate(ctx, w.Env.Client, key, *metav1.NewControllerRef(cluster, clusterv1.GroupVersion.WithKind("Cluster")))).To(Succeed())
-	cluster.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: host, Port: port}
-	g.Expect(w.Env.Client.Update(ctx, cluster)).To(Succeed())
-	g.Expect(kubeconfig.CreateSecret(ctx, w.Env.Client, cluster)).To(Succeed())
+	key := tc.reachable(t)
 
 	cp := tc.newMachine(t, fixture.MachineOptions{Name: "node-cp-0", ControlPlane: true})
 	eventually(t, tc.provisioned(cp)).Should(Succeed())
@@ -128,7 +115,7 @@ func TestNodeProviderID(t *testing.T) {
 	g.Expect(get(t, tc.c, cp).Status.NodeUpdated).To(BeFalse())
 
 	// What Cluster API does once the KubevirtCluster is provisioned.
-	cluster = get(t, tc.c, cluster)
+	cluster := get(t, tc.c, tc.cluster)
 	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	g.Expect(w.Env.Client.Status().Update(ctx, cluster)).To(Succeed())
 	eventually(t, providerIDOf(ctx, key, "node-cp-0")).Should(Equal("kubevirt://node-cp-0"))

@@ -23,11 +23,15 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/kubeconfig"
+	"sigs.k8s.io/cluster-api/util/secret"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -147,4 +151,38 @@ func (tc *tenantCluster) setBootstrapSecret(t *testing.T, machine, secret string
 	m := get(t, tc.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: machine, Namespace: tc.ns}})
 	m.Spec.Bootstrap.DataSecretName = ptr.To(secret)
 	NewWithT(t).Expect(tc.c.Update(context.Background(), m)).To(Succeed())
+}
+
+// reachable gives the tenant a workload cluster its guests join and the
+// provider reaches: its endpoint, CA and kubeconfig Secret, as Cluster
+// API's control plane would make them. It returns the cluster's key.
+func (tc *tenantCluster) reachable(t *testing.T) types.NamespacedName {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: tc.ns, Name: tc.cluster.Name}
+	host, port, err := w.Workloads.EnsureCluster(ctx, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = w.Workloads.DeleteCluster(key) })
+	cluster := get(t, tc.c, tc.cluster)
+	certs := secret.NewCertificatesForInitialControlPlane(&bootstrapv1.ClusterConfiguration{})
+	g.Expect(certs.LookupOrGenerate(ctx, w.Env.Client, key, *metav1.NewControllerRef(cluster, clusterv1.GroupVersion.WithKind("Cluster")))).To(Succeed())
+	cluster.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: host, Port: port}
+	g.Expect(w.Env.Client.Update(ctx, cluster)).To(Succeed())
+	g.Expect(kubeconfig.CreateSecret(ctx, w.Env.Client, cluster)).To(Succeed())
+	return key
+}
+
+// bridgeNetwork creates a NetworkAttachmentDefinition of a bridge on a VLAN
+// in the tenant's namespace.
+func (tc *tenantCluster) bridgeNetwork(t *testing.T, name string, vlan int) {
+	t.Helper()
+	nad := &unstructured.Unstructured{}
+	nad.SetAPIVersion("k8s.cni.cncf.io/v1")
+	nad.SetKind("NetworkAttachmentDefinition")
+	nad.SetNamespace(tc.ns)
+	nad.SetName(name)
+	g := NewWithT(t)
+	g.Expect(unstructured.SetNestedField(nad.Object, fmt.Sprintf(`{"cniVersion":"0.3.1","type":"bridge","bridge":"br-tenant","vlan":%d,"ipam":{}}`, vlan), "spec", "config")).To(Succeed())
+	g.Expect(w.Env.Client.Create(context.Background(), nad)).To(Succeed())
 }

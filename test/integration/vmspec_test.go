@@ -25,7 +25,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -66,15 +65,8 @@ func TestInstancetype(t *testing.T) {
 // node network, its address is the machine's first InternalIP.
 func TestNodeAddressNetwork(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
-	nad := &unstructured.Unstructured{}
-	nad.SetAPIVersion("k8s.cni.cncf.io/v1")
-	nad.SetKind("NetworkAttachmentDefinition")
-	nad.SetNamespace(tc.ns)
-	nad.SetName("tenant-vlan")
-	g.Expect(unstructured.SetNestedField(nad.Object, `{"cniVersion":"0.3.1","type":"bridge","bridge":"br-tenant","vlan":10}`, "spec", "config")).To(Succeed())
-	g.Expect(w.Env.Client.Create(ctx, nad)).To(Succeed())
+	tc.bridgeNetwork(t, "tenant-vlan", 10)
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "multus-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
 		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork(),

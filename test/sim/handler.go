@@ -17,6 +17,7 @@ limitations under the License.
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -94,7 +95,9 @@ func (s *Simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 		}
 		s.setPhase(vmi, kubevirtv1.Running)
 		setVMICondition(vmi, liveMigratable(vmi))
-		vmi.Status.Interfaces = s.interfaces(vmi, pod)
+		if vmi.Status.Interfaces, err = s.interfaces(ctx, vmi, pod); err != nil {
+			return reconcile.Result{}, err
+		}
 		vmi.Status.Machine = &kubevirtv1.Machine{Type: machineType(vmi)}
 		vmi.Status.SelinuxContext = "none"
 	case vmi.Status.Phase == kubevirtv1.Running:
@@ -151,21 +154,36 @@ func machineType(vmi *kubevirtv1.VirtualMachineInstance) string {
 // interfaces reports one entry per interface as the guest agent sees it:
 // the pod network carries the pod IP and comes first; Multus networks get
 // an IP of their own (docs/kubevirt-behaviour.md#interface-status-and-ip-addresses).
-func (s *Simulator) interfaces(vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
+func (s *Simulator) interfaces(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod) ([]kubevirtv1.VirtualMachineInstanceNetworkInterface, error) {
 	podInterface := map[string]string{}
 	for _, i := range vmi.Status.Interfaces {
 		podInterface[i.Name] = i.PodInterfaceName
 	}
+	specMAC := map[string]string{}
+	for _, i := range vmi.Spec.Domain.Devices.Interfaces {
+		specMAC[i.Name] = strings.ToLower(i.MacAddress)
+	}
+	static, err := s.staticAddresses(ctx, vmi)
+	if err != nil {
+		return nil, err
+	}
 	var pod0, rest []kubevirtv1.VirtualMachineInstanceNetworkInterface
 	for i, n := range vmi.Spec.Networks {
+		// KubeVirt gives the interface the MAC its spec asks for.
+		mac := cmp.Or(specMAC[n.Name], fmt.Sprintf("02:00:00:%02x:%02x:%02x", i, len(vmi.Name)%256, vmi.UID[0]))
 		iface := kubevirtv1.VirtualMachineInstanceNetworkInterface{
-			Name: n.Name, MAC: fmt.Sprintf("02:00:00:%02x:%02x:%02x", i, len(vmi.Name)%256, vmi.UID[0]),
+			Name: n.Name, MAC: mac,
 			InfoSource: "domain, guest-agent", PodInterfaceName: podInterface[n.Name], QueueCount: 1,
 		}
 		switch {
 		case n.Pod != nil:
 			iface.IP, iface.IPs, iface.InterfaceName = pod.Status.PodIP, []string{pod.Status.PodIP}, "eth0"
 			pod0 = append(pod0, iface)
+		case n.Multus != nil && len(static[mac]) > 0:
+			// The guest configured the address its network config gives.
+			iface.IP, iface.IPs, iface.InterfaceName = static[mac][0], static[mac], fmt.Sprintf("eth%d", i)
+			iface.InfoSource += ", multus-status"
+			rest = append(rest, iface)
 		case n.Multus != nil:
 			ip := s.ips.networkIP(qualified(vmi.Namespace, n.Multus.NetworkName))
 			iface.IP, iface.IPs, iface.InterfaceName = ip, []string{ip}, fmt.Sprintf("eth%d", i)
@@ -173,7 +191,7 @@ func (s *Simulator) interfaces(vmi *kubevirtv1.VirtualMachineInstance, pod *core
 			rest = append(rest, iface)
 		}
 	}
-	return append(pod0, rest...)
+	return append(pod0, rest...), nil
 }
 
 func qualified(ns, name string) string {

@@ -166,7 +166,9 @@ func (s *Simulator) migrate(ctx context.Context, vmi *kubevirtv1.VirtualMachineI
 		vmi.Status.MigrationTransport = kubevirtv1.MigrationTransportUnix
 		// With masquerade the guest is reached through its pod: the target
 		// pod's IP.
-		vmi.Status.Interfaces = s.interfaces(vmi, pod)
+		if vmi.Status.Interfaces, err = s.interfaces(ctx, vmi, pod); err != nil {
+			return reconcile.Result{}, err
+		}
 	default:
 		m.Completed = true
 	}

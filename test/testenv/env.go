@@ -270,6 +270,11 @@ func CRDs(withKubeVirt bool) ([]*apiextensionsv1.CustomResourceDefinition, error
 		}
 		all = append(all, crds...)
 	}
+	ipam, err := ipamCRDs()
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, ipam...)
 	if withKubeVirt {
 		crds, err := readCRDs(filepath.Join(root, "test", "crds"))
 		if err != nil {

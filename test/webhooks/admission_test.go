@@ -276,6 +276,31 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 		{"node address network that is no network name", machine(func(m *infrav1.KubevirtMachine) {
 			m.Spec.NodeAddressNetwork = "Storage_Net"
 		}), "spec.nodeAddressNetwork"},
+		{"pool reference with a lower-case kind", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.NetworkAddresses = []infrav1.NetworkAddressesSpec{{Network: "tenant",
+				AddressesFromPools: []infrav1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "inclusterippool", Name: "pool"}}}}
+		}), "spec.networkAddresses[0].addressesFromPools[0].kind"},
+		{"pool reference with an API group that is no DNS name", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.NetworkAddresses = []infrav1.NetworkAddressesSpec{{Network: "tenant",
+				AddressesFromPools: []infrav1.IPPoolReference{{APIGroup: "ipam_cluster", Kind: "InClusterIPPool", Name: "pool"}}}}
+		}), "spec.networkAddresses[0].addressesFromPools[0].apiGroup"},
+		{"gateway that is no address", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.NetworkAddresses = []infrav1.NetworkAddressesSpec{{Network: "tenant", Gateway: "192.168.10.1/24",
+				AddressesFromPools: []infrav1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "pool"}}}}
+		}), "spec.networkAddresses[0].gateway"},
+		{"nameserver that is no address", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.NetworkAddresses = []infrav1.NetworkAddressesSpec{{Network: "tenant", Nameservers: []string{"dns.example.com"},
+				AddressesFromPools: []infrav1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "pool"}}}}
+		}), "spec.networkAddresses[0].nameservers[0]"},
+		{"pool addresses on the pod network", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.NetworkAddresses = []infrav1.NetworkAddressesSpec{{Network: m.Spec.VirtualMachineTemplate.Spec.Template.Spec.Networks[0].Name,
+				AddressesFromPools: []infrav1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "pool"}}}}
+		}), "spec.networkAddresses[0].network"},
+		{"pool addresses beside the user's network data", machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.UserData.NetworkDataSecretRef = &corev1.LocalObjectReference{Name: "netdata"}
+			m.Spec.NetworkAddresses = []infrav1.NetworkAddressesSpec{{Network: "tenant",
+				AddressesFromPools: []infrav1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "pool"}}}}
+		}), "spec.userData.networkDataSecretRef"},
 		{"custom policy named like the provider's own", cluster(func(c *infrav1.KubevirtCluster) {
 			c.Spec.CustomNetworkPolicies = []infrav1.CustomNetworkPolicy{{Name: "api-server"}}
 		}), "spec.customNetworkPolicies[0].name"},

@@ -173,6 +173,10 @@ func startCAPI(env *testenv.Env) (*capiManagers, error) {
 		m.stopped = append(m.stopped, stopped)
 		go func() { stopped <- mgr.Start(ctx) }()
 	}
+	// clusterctl init --ipam in-cluster installs it next to Cluster API.
+	if err := env.StartIPAM(); err != nil {
+		return fail(err)
+	}
 	return m, nil
 }
 

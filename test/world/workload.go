@@ -204,6 +204,9 @@ type Member struct {
 	ProviderID   string
 	Version      string
 	ControlPlane bool
+	// Address is the InternalIP the kubelet reports: its --node-ip, or
+	// none when the bootstrap data does not set one.
+	Address string
 }
 
 // Join makes a machine a Node of its cluster, with the control-plane pieces
@@ -225,6 +228,9 @@ func (w *Workloads) Join(ctx context.Context, m Member) error {
 				{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastTransitionTime: metav1.Now()},
 			},
 		},
+	}
+	if m.Address != "" {
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: m.Address}, {Type: corev1.NodeHostName, Address: m.NodeName}}
 	}
 	if m.ControlPlane {
 		node.Labels["node-role.kubernetes.io/control-plane"] = ""

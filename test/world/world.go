@@ -188,6 +188,11 @@ func (w *World) build(o Options) error {
 		if w.capi, err = startCAPI(w.Env); err != nil {
 			return err
 		}
+	} else if o.WithWorkloads {
+		// Machines made by hand take addresses from pools all the same.
+		if err := w.Env.StartIPAM(); err != nil {
+			return err
+		}
 	}
 	if err := w.serveMetrics(); err != nil {
 		return err
