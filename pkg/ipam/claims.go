@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,27 +33,27 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 )
 
-// ClaimProtectionFinalizer keeps an IPAddressClaim, and so its address,
-// while its machine may still run a VM that uses the address; the machine's
-// deletion removes it once the VM is gone.
-const ClaimProtectionFinalizer = "capkv.io/ip-claim-protection"
-
 // ClaimName names the claim of a machine's address on a network from the
-// pool at index pool of its addressesFromPools.
+// pool at index pool of its addressesFromPools: <machine>.<network>-<pool>.
+// Network names hold no dots and indexes no dashes, so no two machines'
+// claims can share a name.
 func ClaimName(machine, network string, pool int) string {
-	name := fmt.Sprintf("%s-%s-%d", machine, network, pool)
+	name := fmt.Sprintf("%s.%s-%d", machine, network, pool)
 	if len(name) <= 253 {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
 	return name[:236] + "-" + hex.EncodeToString(sum[:8])
 }
+
+// addressRecheck is how soon a claim whose IPAddress the cache has not
+// seen yet is looked at again.
+const addressRecheck = 2 * time.Second
 
 // Claims takes a machine's addresses from its pools through Cluster API's
 // IPAM contract, in the machine's namespace on the management cluster.
@@ -75,8 +76,8 @@ func (c *Claims) Ensure(ctx context.Context, km *infrav1.KubevirtMachine, cluste
 				return nil, wait, err
 			}
 			a.Addresses = append(a.Addresses, prefix)
-			if a.Gateway == "" {
-				a.Gateway = gateway
+			if a.PoolGateway == "" {
+				a.PoolGateway = gateway
 			}
 		}
 		out = append(out, a)
@@ -122,8 +123,9 @@ func (c *Claims) address(ctx context.Context, km *infrav1.KubevirtMachine, clust
 	addr := &ipamv1.IPAddress{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: km.Namespace, Name: claim.Status.AddressRef.Name}, addr); err != nil {
 		if apierrors.IsNotFound(err) {
+			// Addresses are not watched: look again shortly.
 			return netip.Prefix{}, "", outcome.Wait(infrav1.WaitingForIPAddressReason, fmt.Sprintf(
-				"IPAddress %s of claim %s is not there yet", claim.Status.AddressRef.Name, name)), nil
+				"IPAddress %s of claim %s is not there yet", claim.Status.AddressRef.Name, name)).After(addressRecheck), nil
 		}
 		return netip.Prefix{}, "", outcome.Outcome{}, err
 	}
@@ -142,11 +144,15 @@ func (c *Claims) address(ctx context.Context, km *infrav1.KubevirtMachine, clust
 }
 
 func newClaim(km *infrav1.KubevirtMachine, clusterName, name string, pool infrav1.IPPoolReference) *ipamv1.IPAddressClaim {
+	labels := map[string]string{clusterv1.ClusterNameLabel: clusterName}
+	// A manager with --watch-filter sees only objects with its label.
+	if v, ok := km.Labels[clusterv1.WatchLabel]; ok {
+		labels[clusterv1.WatchLabel] = v
+	}
 	claim := &ipamv1.IPAddressClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: km.Namespace,
-			Labels:     map[string]string{clusterv1.ClusterNameLabel: clusterName},
-			Finalizers: []string{ClaimProtectionFinalizer},
+			Labels: labels,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(km,
 				infrav1.GroupVersion.WithKind("KubevirtMachine"))},
 		},
@@ -159,7 +165,8 @@ func newClaim(km *infrav1.KubevirtMachine, clusterName, name string, pool infrav
 }
 
 // Release deletes the machine's claims, which returns their addresses to
-// the pools. Call it once the VM is gone.
+// the pools. Call it once the VM is gone. A claim the cache has not seen
+// yet goes with the machine, through its owner reference.
 func (c *Claims) Release(ctx context.Context, km *infrav1.KubevirtMachine) error {
 	for _, na := range km.Spec.NetworkAddresses {
 		for i := range na.AddressesFromPools {
@@ -171,20 +178,11 @@ func (c *Claims) Release(ctx context.Context, km *infrav1.KubevirtMachine) error
 				}
 				return err
 			}
-			if !metav1.IsControlledBy(claim, km) {
+			if !metav1.IsControlledBy(claim, km) || !claim.DeletionTimestamp.IsZero() {
 				continue
 			}
-			if controllerutil.ContainsFinalizer(claim, ClaimProtectionFinalizer) {
-				before := claim.DeepCopy()
-				controllerutil.RemoveFinalizer(claim, ClaimProtectionFinalizer)
-				if err := c.Client.Patch(ctx, claim, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
-					return fmt.Errorf("releasing IPAddressClaim %s: %w", key.Name, err)
-				}
-			}
-			if claim.DeletionTimestamp.IsZero() {
-				if err := c.Client.Delete(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
-					return fmt.Errorf("deleting IPAddressClaim %s: %w", key.Name, err)
-				}
+			if err := c.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting IPAddressClaim %s: %w", key.Name, err)
 			}
 		}
 	}

@@ -38,8 +38,13 @@ type Assigned struct {
 	Network string
 	// Addresses with their prefix lengths, in the order of the pools.
 	Addresses []netip.Prefix
-	// Gateway is the default route through this network, or empty.
+	// Gateway is the default route the user asked for on this network,
+	// or empty.
 	Gateway string
+	// PoolGateway is the first pool address's gateway. It becomes the
+	// default route only on a VM without a pod network, whose DHCP would
+	// otherwise give it one (see Interfaces).
+	PoolGateway string
 	// Nameservers the guest resolves with on this network.
 	Nameservers []string
 }
@@ -65,8 +70,9 @@ type Interface struct {
 	Static *Assigned
 }
 
-// Interfaces pairs the VM's interfaces with the assigned addresses. It
-// fails when an assignment names a network the VM lacks, its pod network,
+// Interfaces pairs the VM's interfaces with the assigned addresses. The
+// default route goes through a static interface only when asked for, or
+// from its pool's gateway when the VM has no pod network. It fails when an assignment names a network the VM lacks, its pod network,
 // or an interface without a MAC address.
 func Interfaces(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assigned) ([]Interface, error) {
 	networks := map[string]kubevirtv1.Network{}
@@ -83,6 +89,7 @@ func Interfaces(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assigned
 			return nil, fmt.Errorf("networkAddresses names network %q, the VM's pod network, whose address KubeVirt hands out", a.Network)
 		}
 	}
+	hasPod := slices.ContainsFunc(spec.Networks, func(n kubevirtv1.Network) bool { return n.Pod != nil })
 	var out []Interface
 	for _, iface := range spec.Domain.Devices.Interfaces {
 		if _, ok := networks[iface.Name]; !ok {
@@ -93,7 +100,14 @@ func Interfaces(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assigned
 		}
 		i := Interface{Name: iface.Name, MAC: strings.ToLower(iface.MacAddress)}
 		if k := slices.IndexFunc(assigned, func(a Assigned) bool { return a.Network == iface.Name }); k >= 0 {
-			i.Static = &assigned[k]
+			static := assigned[k]
+			// Replies to what reaches the VM over its pod network leave
+			// by the default route: a VLAN gateway taken over silently
+			// would break the control-plane Service and the checks.
+			if static.Gateway == "" && !hasPod {
+				static.Gateway = static.PoolGateway
+			}
+			i.Static = &static
 		}
 		out = append(out, i)
 	}
@@ -183,14 +197,19 @@ func NetworkdUnit(i Interface) (path string, contents []byte) {
 }
 
 // KubeletNodeIPPath is the systemd drop-in that tells the kubelet the node
-// address. kubeadm's kubelet unit passes $KUBELET_EXTRA_ARGS after its own
-// flags; an EnvironmentFile the user writes (/etc/default/kubelet,
-// /etc/sysconfig/kubelet) still overrides this Environment line.
+// address. It sorts after kubeadm's 10-kubeadm.conf and replaces its
+// ExecStart with the same command plus the flag from a variable of its own:
+// KUBELET_EXTRA_ARGS could not carry it, as images write that variable in
+// an EnvironmentFile (/etc/default/kubelet, /etc/sysconfig/kubelet), which
+// systemd lets win over an Environment line.
 const KubeletNodeIPPath = "/etc/systemd/system/kubelet.service.d/20-capkv-node-ip.conf"
 
-// KubeletNodeIPDropIn is the drop-in's contents for the address ip.
+// KubeletNodeIPDropIn is the drop-in's contents for the address ip. The
+// flag comes last on the command line, so it wins over a --node-ip in
+// kubeadm's kubeletExtraArgs.
 func KubeletNodeIPDropIn(ip netip.Addr) []byte {
-	return []byte(fmt.Sprintf("[Service]\nEnvironment=\"KUBELET_EXTRA_ARGS=--node-ip=%s\"\n", ip))
+	return []byte(fmt.Sprintf("[Service]\nEnvironment=\"CAPKV_KUBELET_NODE_IP=--node-ip=%s\"\nExecStart=\n"+
+		"ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS $CAPKV_KUBELET_NODE_IP\n", ip))
 }
 
 // NodeIP is the address the kubelet should report: the first IPv4 address

@@ -135,7 +135,7 @@ func TestNetworkdUnitAndNodeIP(t *testing.T) {
 }
 
 func TestClaimNameIsBounded(t *testing.T) {
-	if got := ClaimName("m", "tenant", 1); got != "m-tenant-1" {
+	if got := ClaimName("m", "tenant", 1); got != "m.tenant-1" {
 		t.Errorf("ClaimName = %s", got)
 	}
 	long := ClaimName(strings.Repeat("a", 250), "tenant", 0)

@@ -29,70 +29,62 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
 )
 
-// staticAddresses claims the machine's pool addresses and returns them with
-// the files the guest needs for them: the kubelet's node address and, for
-// Ignition guests, the networkd units (cloud-init guests get network config
-// instead, see networkConfig). A nil outcome reason means all are bound.
-func (s *Service) staticAddresses(ctx context.Context, sc *Scope, format string) ([]ipam.Assigned, []userdata.File, outcome.Outcome, error) {
+// staticAddresses claims the machine's pool addresses and returns them
+// once every claim is bound; until then the outcome says what it waits for.
+func (s *Service) staticAddresses(ctx context.Context, sc *Scope) ([]ipam.Assigned, outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	if len(km.Spec.NetworkAddresses) == 0 {
-		return nil, nil, outcome.Outcome{}, nil
+		return nil, outcome.Outcome{}, nil
 	}
-	claims := &ipam.Claims{Client: s.Client}
-	assigned, wait, err := claims.Ensure(ctx, km, sc.Cluster.Name)
-	if err != nil || wait.Reason != "" {
-		return nil, nil, wait, err
-	}
-	var files []userdata.File
-	if ip, ok := ipam.NodeIP(assigned, tenantnet.NodeAddressNetwork(sc.KubevirtCluster, km)); ok {
-		files = append(files, userdata.File{Path: ipam.KubeletNodeIPPath, Mode: 0o644, Contents: ipam.KubeletNodeIPDropIn(ip)})
-	}
-	if format == userdata.FormatIgnition {
-		mac := interfaceMAC(sc)
-		for i := range assigned {
-			path, contents := ipam.NetworkdUnit(ipam.Interface{Name: assigned[i].Network, MAC: mac(assigned[i].Network), Static: &assigned[i]})
-			files = append(files, userdata.File{Path: path, Mode: 0o644, Contents: contents})
-		}
-	}
-	return assigned, files, outcome.Outcome{}, nil
+	return (&ipam.Claims{Client: s.Client}).Ensure(ctx, km, sc.Cluster.Name)
 }
 
-// interfaceMAC is the MAC of each VM network's interface: the template's,
-// else the one the provider derives (ipam.MAC); nil for machines without
-// networkAddresses, whose interfaces KubeVirt gives MACs as usual.
+// interfaceMAC is the MAC the provider gives interfaces without one, for
+// machines with networkAddresses, whose guest network configuration
+// matches interfaces by MAC; nil for the others, whose interfaces KubeVirt
+// gives MACs as usual.
 func interfaceMAC(sc *Scope) func(network string) string {
-	km := sc.KubevirtMachine
-	if len(km.Spec.NetworkAddresses) == 0 {
+	if len(sc.KubevirtMachine.Spec.NetworkAddresses) == 0 {
 		return nil
 	}
 	ns, name := sc.VMNamespace(), sc.VMName()
-	return func(network string) string {
-		if tmpl := km.Spec.VirtualMachineTemplate.Spec.Template; tmpl != nil {
-			for _, i := range tmpl.Spec.Domain.Devices.Interfaces {
-				if i.Name == network && i.MacAddress != "" {
-					return i.MacAddress
-				}
-			}
-		}
-		return ipam.MAC(ns, name, network)
-	}
+	return func(network string) string { return ipam.MAC(ns, name, network) }
 }
 
-// networkConfig is the cloud-init network config of a guest with static
-// addresses, for the VM's interfaces. A machine whose networkAddresses name
-// a network the VM lacks fails here, before anything is created.
-func networkConfig(data *bootstrapData, vm *kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
-	if len(data.assigned) == 0 || data.format == userdata.FormatIgnition || vm.Spec.Template == nil {
-		return outcome.Outcome{}, nil
+// guestNetwork adds the pool addresses to the bootstrap data, for the
+// built VM's interfaces: cloud-init network config, or networkd units for
+// Ignition guests, and the kubelet's node IP for both. A machine whose
+// networkAddresses name a network the VM lacks, or its pod network, fails
+// here, before anything is created.
+func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine) outcome.Outcome {
+	if len(data.assigned) == 0 || vm.Spec.Template == nil {
+		return outcome.Outcome{}
 	}
 	ifaces, err := ipam.Interfaces(&vm.Spec.Template.Spec, data.assigned)
 	if err != nil {
-		return outcome.Fail(infrav1.AddressNetworkInvalidReason, err.Error()), nil
+		return outcome.Fail(infrav1.AddressNetworkInvalidReason, err.Error())
 	}
-	cfg, err := ipam.CloudInitNetworkConfig(ifaces)
+	add := data.additions
+	add.Files = nil
+	if ip, ok := ipam.NodeIP(data.assigned, tenantnet.NodeAddressNetwork(sc.KubevirtCluster, sc.KubevirtMachine)); ok {
+		add.Files = append(add.Files, userdata.File{Path: ipam.KubeletNodeIPPath, Mode: 0o644, Contents: ipam.KubeletNodeIPDropIn(ip)})
+	}
+	if data.format == userdata.FormatIgnition {
+		for _, i := range ifaces {
+			if i.Static != nil {
+				path, contents := ipam.NetworkdUnit(i)
+				add.Files = append(add.Files, userdata.File{Path: path, Mode: 0o644, Contents: contents})
+			}
+		}
+	} else {
+		if data.networkData, err = ipam.CloudInitNetworkConfig(ifaces); err != nil {
+			return outcome.Fail(infrav1.AddressNetworkInvalidReason, "rendering network config: "+err.Error())
+		}
+	}
+	rendered, err := userdata.Render(data.format, data.raw, add)
 	if err != nil {
-		return outcome.Outcome{}, fmt.Errorf("rendering network config: %w", err)
+		return outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", data.secretName, err))
 	}
-	data.networkData = cfg
-	return outcome.Outcome{}, nil
+	data.userData = rendered
+	return outcome.Outcome{}
 }

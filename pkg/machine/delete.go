@@ -65,6 +65,10 @@ func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error
 		return s.recordVM(km, outcome.Wait(infrav1.DeletingReason,
 			"cannot delete the VM until the infra cluster can be used: "+access.Outcome.Message).After(access.Outcome.RequeueAfter)), nil
 	}
+	// The addresses go back to their pools only now, when no VM uses them.
+	if err := (&ipam.Claims{Client: s.Client}).Release(ctx, km); err != nil {
+		return outcome.Outcome{}, err
+	}
 	s.Recorder.Eventf(km, nil, corev1.EventTypeNormal, "Deleted", "DeleteVirtualMachine", "VirtualMachine and its objects are gone")
 	return outcome.Ready(clusterv1.DeletionCompletedReason, "VirtualMachine and its objects are gone"), nil
 }
@@ -160,10 +164,6 @@ func (s *Service) deleteLeftovers(ctx context.Context, sc *Scope, key types.Name
 		if err := sc.Infra().Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
 			return outcome.Outcome{}, fmt.Errorf("deleting user data Secret %s/%s: %w", ns, secret.Name, err)
 		}
-	}
-	// The addresses go back to their pools only now, when no VM uses them.
-	if err := (&ipam.Claims{Client: s.Client}).Release(ctx, km); err != nil {
-		return outcome.Outcome{}, err
 	}
 	return outcome.Ready(infrav1.DeletingReason, "the VM's objects are deleted"), nil
 }

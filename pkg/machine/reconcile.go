@@ -336,8 +336,8 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if err != nil {
 		return outcome.Fail(infrav1.CreateFailedReason, err.Error()), nil
 	}
-	if o, err := networkConfig(data, vm); err != nil || o.Reason != "" {
-		return o, err
+	if o := guestNetwork(sc, data, vm); o.Reason != "" {
+		return o, nil
 	}
 	if conflict, err := s.userDataConflict(ctx, sc); err != nil || conflict.State == outcome.Failed {
 		return conflict, err

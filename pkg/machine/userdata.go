@@ -52,9 +52,13 @@ type bootstrapData struct {
 	userData      []byte
 	networkData   []byte
 	hostPublicKey string
-	// assigned are the machine's pool addresses; cloud-init guests get
-	// them in networkData once the VM's interfaces are known.
-	assigned []ipam.Assigned
+	// assigned are the machine's pool addresses, which guestNetwork adds
+	// once the VM's interfaces are known; raw, additions and secretName
+	// let it render the user data again with them.
+	assigned   []ipam.Assigned
+	raw        []byte
+	additions  userdata.Additions
+	secretName string
 }
 
 // userData gathers the bootstrap data of the machine. It returns nil, with
@@ -99,11 +103,11 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 			SSHUser: SSHUser, SSHAuthorizedKeys: []string{clientKeys.Public}}
 		data.hostPublicKey = host.Public
 	}
-	assigned, files, wait, err := s.staticAddresses(ctx, sc, data.format)
+	assigned, wait, err := s.staticAddresses(ctx, sc)
 	if err != nil || wait.Reason != "" {
 		return nil, wait, err
 	}
-	data.assigned, add.Files = assigned, files
+	data.assigned, data.raw, data.additions, data.secretName = assigned, secret.Data["value"], add, *name
 	rendered, err := userdata.Render(data.format, secret.Data["value"], add)
 	if err != nil {
 		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)), nil
@@ -258,8 +262,8 @@ func (s *Service) keepUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.Vi
 	if err != nil || data == nil {
 		return wait, err
 	}
-	if o, err := networkConfig(data, vm); err != nil || o.Reason != "" {
-		return o, err
+	if o := guestNetwork(sc, data, vm); o.Reason != "" {
+		return o, nil
 	}
 	return s.ensureUserDataSecret(ctx, sc, data, vm)
 }

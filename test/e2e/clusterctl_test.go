@@ -152,7 +152,7 @@ var _ = Describe("clusterctl generate cluster", func() {
 		}
 		It(fmt.Sprintf("renders the %s flavor with only its defaults, and the cluster reaches Running", flavor), func() {
 			ns := newNamespace(ctx, "e2e-flavor-")
-			prepareFlavor(ctx, flavor, ns)
+			prepareFlavor(ctx, flavor, ns, "defaults")
 			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + releaseVersion, "-n", ns}
 			if flavor != "default" {
 				args = append(args, "--flavor", flavor)

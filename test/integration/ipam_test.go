@@ -37,8 +37,9 @@ import (
 )
 
 // TestStaticAddressesFromPool runs machines whose VLAN network takes its
-// addresses from an InClusterIPPool of two addresses, answered by the real
-// in-cluster IPAM provider: each VM's guest configures its pool address,
+// addresses from an InClusterIPPool of three addresses, answered by the
+// real in-cluster IPAM provider: each VM's guest (cloud-init or Ignition)
+// configures its pool address,
 // the machine and the tenant Node report it, a third machine waits naming
 // the pool and creates no VM, and deleting a machine returns its address,
 // which the waiting machine then gets.
@@ -53,7 +54,7 @@ func TestStaticAddressesFromPool(t *testing.T) {
 	pool.SetNamespace(tc.ns)
 	pool.SetName("tenant-pool")
 	g.Expect(unstructured.SetNestedField(pool.Object, map[string]any{
-		"addresses": []any{"192.168.30.10-192.168.30.11"}, "prefix": int64(24), "gateway": "192.168.30.1"}, "spec")).To(Succeed())
+		"addresses": []any{"192.168.30.10-192.168.30.12"}, "prefix": int64(24), "gateway": "192.168.30.1"}, "spec")).To(Succeed())
 	g.Expect(w.Env.Client.Create(ctx, pool)).To(Succeed())
 
 	// A workload cluster for the first machine's guest to join.
@@ -72,11 +73,14 @@ func TestStaticAddressesFromPool(t *testing.T) {
 	}
 	cp := tc.newMachine(t, fixture.MachineOptions{Name: "static-cp-0", ControlPlane: true, Mutate: withPool})
 	md := tc.newMachine(t, fixture.MachineOptions{Name: "static-md-0", Mutate: withPool})
+	flatcar := tc.newMachine(t, fixture.MachineOptions{Name: "static-flatcar-0", Format: "ignition", Data: ignitionConfig,
+		Mutate: func(km *infrav1.KubevirtMachine) { withPool(km); bootFlatcar(km) }})
 	eventually(t, tc.provisioned(cp)).Should(Succeed())
 	eventually(t, tc.provisioned(md)).Should(Succeed())
+	eventually(t, tc.provisioned(flatcar)).Should(Succeed())
 
 	taken := map[string]string{}
-	for _, km := range []*infrav1.KubevirtMachine{cp, md} {
+	for _, km := range []*infrav1.KubevirtMachine{cp, md, flatcar} {
 		claim := &ipamv1.IPAddressClaim{}
 		g.Expect(tc.c.Get(ctx, types.NamespacedName{Namespace: tc.ns, Name: ipam.ClaimName(km.Name, "tenant", 0)}, claim)).To(Succeed())
 		g.Expect(metav1.IsControlledBy(claim, km)).To(BeTrue(), "the machine owns its claim")
@@ -96,12 +100,19 @@ func TestStaticAddressesFromPool(t *testing.T) {
 		g.Expect(ifaces[1].MacAddress).To(Equal(ipam.MAC(tc.ns, km.Name, "tenant")))
 		ud := &corev1.Secret{}
 		g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name+infrav1.UserDataSecretSuffix, ud)).To(Succeed())
+		if km == flatcar {
+			g.Expect(ud.Data).NotTo(HaveKey("networkdata"), "Ignition guests get networkd units instead")
+			g.Expect(string(ud.Data["userdata"])).To(ContainSubstring("/etc/systemd/network/10-capkv-tenant.network"))
+			continue
+		}
 		nd := string(ud.Data["networkdata"])
 		g.Expect(nd).To(ContainSubstring(addr.Spec.Address+"/24"), "network config v2 with the pool's prefix")
-		g.Expect(nd).To(ContainSubstring("192.168.30.1"), "the pool's gateway")
+		g.Expect(nd).To(ContainSubstring("192.168.30.53"), "the nameserver")
+		g.Expect(nd).NotTo(ContainSubstring("192.168.30.1\n"), "the pod network keeps the default route, not the pool's gateway")
+		g.Expect(nd).NotTo(ContainSubstring("routes"))
 		g.Expect(nd).To(ContainSubstring("dhcp4: true"), "the pod network keeps DHCP")
 	}
-	g.Expect(taken).To(ConsistOf("192.168.30.10", "192.168.30.11"))
+	g.Expect(taken).To(ConsistOf("192.168.30.10", "192.168.30.11", "192.168.30.12"))
 	// The kubelet was told the pool address: the tenant Node reports it.
 	eventually(t, func() string {
 		n, err := w.Workloads.Node(ctx, key, cp.Name)
@@ -122,7 +133,7 @@ func TestStaticAddressesFromPool(t *testing.T) {
 	eventually(t, tc.reason(extra, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.WaitingForIPAddressReason))
 	// The IPAM provider's own reason follows once it has tried.
 	eventually(t, func() string { return condition(get(t, tc.c, extra), infrav1.VirtualMachineReadyCondition) }).Should(
-		And(ContainSubstring("InClusterIPPool/tenant-pool"), ContainSubstring("the pool is exhausted: no free address, 2 of 2 in use")))
+		And(ContainSubstring("InClusterIPPool/tenant-pool"), ContainSubstring("the pool is exhausted: no free address, 3 of 3 in use")))
 	g.Expect(apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, extra.Name, &kubevirtv1.VirtualMachine{}))).To(BeTrue())
 
 	// Deleting a machine returns its address, and the waiting one gets it.

@@ -23,7 +23,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/netip"
+	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,36 +129,114 @@ func networkdAddresses(unit []byte, out map[string][]string) {
 	}
 }
 
-// nodeIPRE finds the kubelet's --node-ip flag wherever bootstrap data sets
-// it: a systemd drop-in or environment file, or kubeadm's kubelet flags.
-var nodeIPRE = regexp.MustCompile(`--node-ip[= ]"?([0-9a-fA-F.:]+)`)
+// kubeadmNodeIPRE finds kubeadm's kubeletExtraArgs entry node-ip, which
+// kubeadm writes to /var/lib/kubelet/kubeadm-flags.env.
+var kubeadmNodeIPRE = regexp.MustCompile(`name:\s*"?node-ip"?\s*\n\s*value:\s*"?([0-9a-fA-F.:]+)`)
+
+// nodeIPFlagRE finds a --node-ip flag in a command line or variable.
+var nodeIPFlagRE = regexp.MustCompile(`--node-ip[= ]"?([0-9a-fA-F.:]+)`)
 
 // NodeIP is the address the guest's kubelet is told to report with
-// --node-ip, or "" when the bootstrap data does not say: cloud-init
-// documents and the files they write, or an Ignition config's files.
+// --node-ip, or "" when nothing tells it, resolved as systemd would start
+// kubeadm's kubelet unit: the last ExecStart of the kubelet.service.d
+// drop-ins the data writes expands its variables, where an EnvironmentFile
+// (/etc/default/kubelet, /etc/sysconfig/kubelet) wins over an
+// Environment= line; without such a drop-in, kubeadm's ExecStart passes
+// KUBELET_KUBEADM_ARGS (kubeletExtraArgs) then KUBELET_EXTRA_ARGS.
 func NodeIP(data *Bootstrap) string {
 	if data == nil {
 		return ""
 	}
-	text := bootstrapText(data)
-	if data.Format != "ignition" {
-		text += writtenFiles(data.Data)
-	}
-	if m := nodeIPRE.FindStringSubmatch(text); m != nil {
-		if _, err := netip.ParseAddr(m[1]); err == nil {
-			return m[1]
+	files := writtenFiles(data)
+	envFile := map[string]string{}
+	for _, path := range []string{"/etc/sysconfig/kubelet", "/etc/default/kubelet"} {
+		for k, v := range envAssignments(files[path]) {
+			envFile[k] = v
 		}
 	}
-	return ""
+	var dropIns []string
+	for path := range files {
+		if strings.HasPrefix(path, "/etc/systemd/system/kubelet.service.d/") && strings.HasSuffix(path, ".conf") {
+			dropIns = append(dropIns, path)
+		}
+	}
+	slices.Sort(dropIns)
+	env := map[string]string{}
+	execStart := ""
+	for _, path := range dropIns {
+		for _, line := range strings.Split(files[path], "\n") {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
+			switch k {
+			case "Environment":
+				for name, value := range envAssignments(strings.Trim(v, `"`)) {
+					env[name] = value
+				}
+			case "ExecStart":
+				execStart = v
+			}
+		}
+	}
+	for k, v := range envFile {
+		env[k] = v
+	}
+	if execStart == "" {
+		// kubeadm's own unit: its flags, then the user's extra ones.
+		ip := ""
+		if m := kubeadmNodeIPRE.FindStringSubmatch(bootstrapText(data)); m != nil {
+			ip = m[1]
+		}
+		if m := nodeIPFlagRE.FindStringSubmatch(env["KUBELET_EXTRA_ARGS"]); m != nil {
+			ip = m[1]
+		}
+		return validIP(ip)
+	}
+	expanded := os.Expand(execStart, func(name string) string { return env[name] })
+	ip := ""
+	for _, m := range nodeIPFlagRE.FindAllStringSubmatch(expanded, -1) {
+		ip = m[1] // the last flag wins
+	}
+	return validIP(ip)
 }
 
-// writtenFiles is the decoded contents of every cloud-config write_files
-// entry, which cloud-init writes before any command runs.
-func writtenFiles(data []byte) string {
-	var buf strings.Builder
-	walkCloudInit(data, "", nil, 0, func(doc []byte, _ string) {
+func validIP(s string) string {
+	if _, err := netip.ParseAddr(s); err != nil {
+		return ""
+	}
+	return s
+}
+
+// envAssignments reads NAME=value pairs, as an environment file or an
+// Environment= setting holds them.
+func envAssignments(text string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && !strings.HasPrefix(k, "#") {
+			out[k] = strings.Trim(v, `"`)
+		}
+	}
+	return out
+}
+
+// writtenFiles is what the bootstrap data writes before any command runs,
+// by path: cloud-config write_files (in any part) or an Ignition config's
+// files (merged or appended configs after their parent, so they win).
+func writtenFiles(data *Bootstrap) map[string]string {
+	files := map[string]string{}
+	if data.Format == "ignition" {
+		walkIgnition(data.Data, 0, func(cfg *guestIgnition, _ []byte) {
+			for _, f := range cfg.Storage.Files {
+				if b, err := decodeDataURL(f.Contents.Source); err == nil {
+					files[f.Path] = string(b)
+				}
+			}
+		})
+		return files
+	}
+	walkCloudInit(data.Data, "", nil, 0, func(doc []byte, _ string) {
 		var cfg struct {
 			WriteFiles []struct {
+				Path     string `json:"path"`
 				Encoding string `json:"encoding"`
 				Content  string `json:"content"`
 			} `json:"write_files"`
@@ -171,9 +251,8 @@ func writtenFiles(data []byte) string {
 					content = b
 				}
 			}
-			buf.Write(content)
-			buf.WriteString("\n")
+			files[f.Path] = string(content)
 		}
 	})
-	return buf.String()
+	return files
 }

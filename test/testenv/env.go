@@ -33,6 +33,8 @@ import (
 	controlplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1" //nolint:staticcheck // v1beta1 manifests must still convert
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // v1beta1 manifests must still convert
+	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1"  //nolint:staticcheck // the conversion webhooks serve the old versions, as in Cluster API's own scheme
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"    //nolint:staticcheck // see above
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -380,7 +382,7 @@ func NewScheme() *runtime.Scheme {
 	s := scheme.New()
 	for _, add := range []func(*runtime.Scheme) error{
 		clusterv1beta1.AddToScheme, bootstrapv1.AddToScheme, bootstrapv1beta1.AddToScheme,
-		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme, runtimev1.AddToScheme, addonsv1.AddToScheme, ipamv1.AddToScheme,
+		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme, runtimev1.AddToScheme, addonsv1.AddToScheme, ipamv1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

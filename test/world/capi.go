@@ -233,6 +233,8 @@ func setupCAPIWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
 		(&coreadmission.MachinePool{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineDrainRule{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineHealthCheck{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.IPAddress{Client: c}).SetupWebhookWithManager(mgr),
+		(&coreadmission.IPAddressClaim{}).SetupWebhookWithManager(mgr),
 		(&bootstrapadmission.KubeadmConfig{}).SetupWebhookWithManager(mgr),
 		(&bootstrapadmission.KubeadmConfigTemplate{}).SetupWebhookWithManager(mgr),
 		(&controlplaneadmission.KubeadmControlPlane{}).SetupWebhookWithManager(mgr),

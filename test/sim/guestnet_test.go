@@ -1,0 +1,77 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sim
+
+import (
+	"encoding/base64"
+	"fmt"
+	"testing"
+)
+
+// cloudConfigWriting is a cloud-config that writes files, base64-encoded
+// as the provider writes them.
+func cloudConfigWriting(files map[string]string) *Bootstrap {
+	doc := "#cloud-config\nwrite_files:\n"
+	for path, content := range files {
+		doc += fmt.Sprintf("- path: %s\n  encoding: b64\n  content: %s\n", path, base64.StdEncoding.EncodeToString([]byte(content)))
+	}
+	return &Bootstrap{Format: "cloud-config", Data: []byte(doc)}
+}
+
+func TestNodeIPFollowsSystemd(t *testing.T) {
+	execStart := "ExecStart=\nExecStart=/usr/bin/kubelet $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS $CAPKV_KUBELET_NODE_IP\n"
+	cases := map[string]struct {
+		data *Bootstrap
+		want string
+	}{
+		"nothing": {cloudConfigWriting(nil), ""},
+		"a drop-in with its own variable": {cloudConfigWriting(map[string]string{
+			"/etc/systemd/system/kubelet.service.d/20-capkv-node-ip.conf": "[Service]\nEnvironment=\"CAPKV_KUBELET_NODE_IP=--node-ip=192.168.30.10\"\n" + execStart,
+			"/etc/default/kubelet": "KUBELET_EXTRA_ARGS=\n",
+		}), "192.168.30.10"},
+		"an Environment line loses to the image's environment file": {cloudConfigWriting(map[string]string{
+			"/etc/systemd/system/kubelet.service.d/20-x.conf": "[Service]\nEnvironment=\"KUBELET_EXTRA_ARGS=--node-ip=192.168.30.10\"\n",
+			"/etc/default/kubelet":                            "KUBELET_EXTRA_ARGS=\n",
+		}), ""},
+		"the environment file's extra args": {cloudConfigWriting(map[string]string{
+			"/etc/default/kubelet": "KUBELET_EXTRA_ARGS=--node-ip=10.1.2.3\n",
+		}), "10.1.2.3"},
+		"kubeadm's kubeletExtraArgs": {&Bootstrap{Format: "cloud-config", Data: []byte(
+			"#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm-join-config.yaml\n  content: |\n    nodeRegistration:\n      kubeletExtraArgs:\n      - name: node-ip\n        value: 10.9.8.7\nruncmd: [kubeadm join]\n")}, "10.9.8.7"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := NodeIP(tc.data); got != tc.want {
+				t.Errorf("NodeIP = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGuestStaticAddressParsers(t *testing.T) {
+	out := map[string][]string{}
+	netplanAddresses([]byte("version: 2\nethernets:\n  tenant:\n    match: {macaddress: \"02:AA:00:00:00:01\"}\n    addresses: [192.168.30.10/24]\n  other:\n    match: {name: \"e*\"}\n    addresses: [10.0.0.1/24]\n"), out)
+	networkdAddresses([]byte("[Match]\nMACAddress=02:bb:00:00:00:02\n\n[Network]\nAddress=192.168.31.10/24\nAddress=fd00::10/64\n"), out)
+	if fmt.Sprint(out["02:aa:00:00:00:01"]) != "[192.168.30.10]" || fmt.Sprint(out["02:bb:00:00:00:02"]) != "[192.168.31.10 fd00::10]" || len(out) != 2 {
+		t.Errorf("static addresses %v", out)
+	}
+	v1 := map[string][]string{}
+	netplanAddresses([]byte("version: 1\nconfig: []\n"), v1)
+	if len(v1) != 0 {
+		t.Errorf("version 1 config gave %v", v1)
+	}
+}
