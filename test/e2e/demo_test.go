@@ -350,10 +350,13 @@ func restartProvider(ctx context.Context) {
 }
 
 // scaleWorkers sets the MachineDeployment's replicas.
-func scaleWorkers(ctx context.Context, ns string, n int32) {
+func scaleWorkers(ctx context.Context, ns string, n int32) { scaleDeployment(ctx, ns, "demo-md-0", n) }
+
+// scaleDeployment sets the replicas of a MachineDeployment.
+func scaleDeployment(ctx context.Context, ns, name string, n int32) {
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		md := &clusterv1.MachineDeployment{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, md); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, md); err != nil {
 			return err
 		}
 		md.Spec.Replicas = ptr.To(n)
@@ -363,9 +366,15 @@ func scaleWorkers(ctx context.Context, ns string, n int32) {
 
 // expectWorkers waits for exactly n worker machines, all ready with Nodes.
 func expectWorkers(ctx context.Context, ns string, n int) {
+	expectDeploymentNodes(ctx, ns, "demo-md-0", n)
+}
+
+// expectDeploymentNodes waits for exactly n machines of a
+// MachineDeployment, all with Nodes.
+func expectDeploymentNodes(ctx context.Context, ns, md string, n int) {
 	Eventually(func() string {
 		machines := &clusterv1.MachineList{}
-		if err := c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "demo-md-0"}); err != nil {
+		if err := c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err != nil {
 			return err.Error()
 		}
 		withNode := 0
