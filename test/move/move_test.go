@@ -107,14 +107,7 @@ var _ = Describe("clusterctl move", Ordered, func() {
 
 	It("scales on the second management cluster", func() {
 		before := infraUIDs(ctx, ns)["VirtualMachine"]
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			md := &clusterv1.MachineDeployment{}
-			if err := to.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "moved-md-0"}, md); err != nil {
-				return err
-			}
-			md.Spec.Replicas = ptr.To[int32](2)
-			return to.Client.Update(ctx, md)
-		})).To(Succeed())
+		scaleTo(ctx, ns, "moved-md-0", 2)
 		expectMachinesWithNodes(ctx, to.Client, ns, 3)
 		Expect(infraUIDs(ctx, ns)["VirtualMachine"]).To(SatisfyAll(HaveLen(3), ContainElements(before)))
 	})
@@ -130,6 +123,19 @@ var _ = Describe("clusterctl move", Ordered, func() {
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero())
 	})
 })
+
+// scaleTo sets the replicas of a MachineDeployment on the second
+// management cluster.
+func scaleTo(ctx context.Context, ns, name string, n int32) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		md := &clusterv1.MachineDeployment{}
+		if err := to.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, md); err != nil {
+			return err
+		}
+		md.Spec.Replicas = ptr.To(n)
+		return to.Client.Update(ctx, md)
+	})).To(Succeed())
+}
 
 // expectMachinesWithNodes waits for n Machines, each with a Node.
 func expectMachinesWithNodes(ctx context.Context, c client.Client, ns string, n int) {
