@@ -102,6 +102,7 @@ func TestClusterClassPatches(t *testing.T) {
 		"evictionStrategy":     `"External"`,
 		"evacuation":           `{"workerAction":"ReplaceMachine","tenantDrainTimeoutSeconds":0,"liveMigrationTimeoutSeconds":120}`,
 		"dataDisks":            `[{"name":"data","diskSize":"10Gi"}]`,
+		"networkAddresses":     `[{"network":"tenant","addressesFromPools":[{"apiGroup":"ipam.cluster.x-k8s.io","kind":"InClusterIPPool","name":"nodes"}]}]`,
 	}
 	for _, tt := range []struct {
 		name      string
@@ -154,6 +155,8 @@ func TestClusterClassPatches(t *testing.T) {
 				g.Expect(field(u, append(vm, "template", "spec", "domain", "cpu")...)).To(BeNil(), "the instance type owns CPU")
 				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "storageClassName")).To(Equal("fast"))
 				g.Expect(field(u, "spec", "template", "spec", "dataDisks")).To(HaveLen(1))
+				g.Expect(field(u, "spec", "template", "spec", "networkAddresses")).To(Equal([]any{map[string]any{"network": "tenant",
+					"addressesFromPools": []any{map[string]any{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "nodes"}}}}))
 				g.Expect(field(u, "spec", "template", "spec", "virtualMachineBootstrapCheck", "checkStrategy")).To(Equal("guest-agent"))
 				g.Expect(field(u, append(vm, "template", "spec", "evictionStrategy")...)).To(Equal("External"))
 				g.Expect(field(u, "spec", "template", "spec", "evacuation", "action")).To(Equal("ReplaceMachine"))

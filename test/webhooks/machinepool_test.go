@@ -73,6 +73,10 @@ func TestAdmissionMachinePools(t *testing.T) {
 		{"pool with an invalid VM template", machinePool(func(p *infrav1.KubevirtMachinePool) {
 			p.Spec.Template.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.Devices.Disks[0].Name = "other"
 		}), "spec.template.spec.virtualMachineTemplate.spec.template.spec.domain.devices.disks[0].name"},
+		{"pool with pool addresses", machinePool(func(p *infrav1.KubevirtMachinePool) {
+			p.Spec.Template.Spec.NetworkAddresses = []infrav1.NetworkAddressesSpec{{Network: "tenant",
+				AddressesFromPools: []infrav1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "pool"}}}}
+		}), "spec.template.spec.networkAddresses"},
 		{"pool with an invalid label for its machines", machinePool(func(p *infrav1.KubevirtMachinePool) {
 			p.Spec.Template.ObjectMeta = clusterv1.ObjectMeta{Labels: map[string]string{"-bad": "x"}}
 		}), "spec.template.metadata.labels"},
