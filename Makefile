@@ -23,7 +23,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capkv/cluster-api-provider-kubevirt/pkg/version.Version=$(VERSION)
 IMG ?= ghcr.io/capkv/cluster-api-provider-kubevirt:$(VERSION)
 
-TEST_TIMEOUT ?= 40m
+TEST_TIMEOUT ?= 60m
 FUZZ_TIME ?= 60s
 
 ##@ General

@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,10 +197,15 @@ func (c *Claims) Release(ctx context.Context, km *infrav1.KubevirtMachine) error
 // condition on a claim it cannot serve. Empty when the pool cannot be read
 // or keeps no such status.
 func (c *Claims) poolUsage(ctx context.Context, namespace string, ref infrav1.IPPoolReference) string {
-	mapping, err := c.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
-	if err != nil {
+	mappings, err := c.Client.RESTMapper().RESTMappings(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+	if err != nil || len(mappings) == 0 {
 		return fmt.Sprintf("pool kind %s.%s is not served by the management cluster", ref.Kind, ref.APIGroup)
 	}
+	// The newest version: an older one may lack the status fields, and
+	// the mapper's order is not defined.
+	mapping := slices.MaxFunc(mappings, func(a, b *meta.RESTMapping) int {
+		return version.CompareKubeAwareVersionStrings(a.GroupVersionKind.Version, b.GroupVersionKind.Version)
+	})
 	pool := &unstructured.Unstructured{}
 	pool.SetGroupVersionKind(mapping.GroupVersionKind)
 	key := types.NamespacedName{Name: ref.Name}

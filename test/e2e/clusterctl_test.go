@@ -145,14 +145,14 @@ var _ = Describe("clusterctl generate cluster", func() {
 	})
 
 	for _, flavor := range flavors() {
-		if flavor == "machinepool" {
-			// Its own ordered spec (machinepool_test.go) starts from the
-			// defaults and goes on with the same cluster.
+		if flavor == "machinepool" || flavor == "multus-ipam" {
+			// Its own ordered spec (machinepool_test.go, ipam_test.go)
+			// starts from the defaults and goes on with the same cluster.
 			continue
 		}
 		It(fmt.Sprintf("renders the %s flavor with only its defaults, and the cluster reaches Running", flavor), func() {
 			ns := newNamespace(ctx, "e2e-flavor-")
-			prepareFlavor(ctx, flavor, ns, "defaults")
+			prepareFlavor(ctx, flavor, ns)
 			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + releaseVersion, "-n", ns}
 			if flavor != "default" {
 				args = append(args, "--flavor", flavor)

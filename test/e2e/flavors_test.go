@@ -45,14 +45,10 @@ const (
 
 // prepareFlavor creates what a flavor expects to exist before its cluster
 // is applied, as its section of docs/flavors.md says: the administrator's
-// VLAN template for multus (and the cluster's IP pool for multus-ipam), the
-// infra kubeconfig Secret for external-infra.
-func prepareFlavor(ctx context.Context, flavor, ns, cluster string) {
+// VLAN template for multus, the infra kubeconfig Secret for external-infra.
+func prepareFlavor(ctx context.Context, flavor, ns string) {
 	switch flavor {
-	case "multus", "multus-ipam":
-		if flavor == "multus-ipam" {
-			createIPPool(ctx, ns, cluster+"-nodes", "192.168.40.10-192.168.40.19")
-		}
+	case "multus":
 		Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vlanTemplateNamespace}}))).To(Succeed())
 		nad := &unstructured.Unstructured{}
 		nad.SetAPIVersion("k8s.cni.cncf.io/v1")
@@ -85,9 +81,6 @@ func checkFlavor(ctx context.Context, flavor string, kc *infrav1.KubevirtCluster
 		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: "infra-a"}, infraA)).To(Succeed())
 		Expect(kc.Spec.ControlPlaneEndpoint).To(Equal(infrav1.APIEndpoint{Host: sim.InternalIP(infraA), Port: svc.Spec.Ports[0].NodePort}),
 			"without a host, the endpoint is the first infra node's address and the node port")
-	case "multus-ipam":
-		Expect(km.Status.Addresses).NotTo(BeEmpty())
-		Expect(km.Status.Addresses[0].Address).To(HavePrefix("192.168.40."), "the node address is the pool's")
 	case "multus":
 		Expect(kc.Status.Network.PerCluster).To(Equal(ns+"/"+kc.Name+"-tenant"), "the cluster's own network")
 		Expect(kc.Status.Network.VLANID).To(BeNumerically(">=", 200))

@@ -51,7 +51,7 @@ var _ = Describe("The multus-ipam flavor", Ordered, func() {
 		}
 		ns = newNamespace(ctx, "e2e-ipam-")
 		// Three addresses: one control plane and two workers fill it.
-		prepareFlavor(ctx, "multus", ns, name)
+		prepareFlavor(ctx, "multus", ns)
 		createIPPool(ctx, ns, pool, "192.168.40.10-192.168.40.12")
 	})
 
