@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
@@ -142,4 +143,23 @@ func isNotConnected(err error) bool { return errors.Is(err, clustercache.ErrClus
 // bypass the watch predicates, so reconcilers check it themselves.
 func filteredOut(obj client.Object, watchFilter string) bool {
 	return watchFilter != "" && obj.GetLabels()[clusterv1.WatchLabel] != watchFilter
+}
+
+// lostInfraSource wakes the objects of one kind whose external infra
+// cluster's watches lost its API server (infracluster.Clients.OnLost), so
+// that each reports InfraClusterUnreachable even when it had nothing to do
+// there.
+func lostInfraSource(clients *infracluster.Clients, kind string) source.Source {
+	lost := make(chan event.GenericEvent, 256)
+	clients.OnLost(func(u infracluster.User) {
+		if u.Kind != kind {
+			return
+		}
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetNamespace(u.Namespace)
+		obj.SetName(u.Name)
+		// The reflector that reports the loss must not wait for the queue.
+		go func() { lost <- event.GenericEvent{Object: obj} }()
+	})
+	return source.Channel(lost, &handler.EnqueueRequestForObject{})
 }

@@ -173,6 +173,7 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 		WatchesMetadata(crdMetadata(),
 			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })),
 			kubevirtCRDChanged).
+		WatchesRawSource(lostInfraSource(r.Clients, "KubevirtCluster")).
 		Build(ctx, r)
 	if err != nil {
 		return err

@@ -67,10 +67,11 @@ type KubevirtMachineReconciler struct {
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=delete
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=get;create;delete
 // +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=list
-// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddressclaims,verbs=get;list;watch;create;patch;delete
@@ -166,6 +167,9 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}
 	o, err = r.Machines.Reconcile(ctx, scope)
+	if err != nil {
+		r.Clients.Failed(scope.Infra(), err)
+	}
 	return o.Result(), err
 }
 
@@ -214,6 +218,9 @@ func kubevirtClusterOf(ctx context.Context, c client.Reader, cluster *clusterv1.
 func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, sc *machine.Scope) (ctrl.Result, error) {
 	km := sc.KubevirtMachine
 	o, err := r.Machines.Delete(ctx, sc)
+	if err != nil {
+		r.Clients.Failed(sc.Infra(), err)
+	}
 	if err != nil || !o.IsDone() {
 		return o.Result(), err
 	}

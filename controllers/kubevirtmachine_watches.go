@@ -43,6 +43,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
 // SetupWithManager registers the controller and its watches: its own
@@ -78,7 +79,8 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 		// A claim's address, or the IPAM provider's reason for not giving
 		// one, wakes the machine that waits for it (docs/ipam.md).
 		Owns(&ipamv1.IPAddressClaim{}, filter)
-	b = b.WatchesRawSource(r.ClusterCache.GetClusterSource("kubevirtmachine", clusterToMachines))
+	b = b.WatchesRawSource(r.ClusterCache.GetClusterSource("kubevirtmachine", clusterToMachines)).
+		WatchesRawSource(lostInfraSource(r.Clients, "KubevirtMachine"))
 	c, err := b.Build(ctx, r)
 	if err != nil {
 		return err
@@ -95,13 +97,49 @@ func (r *KubevirtMachineReconciler) watchInfra(infra *infracluster.Infra) error 
 			return err
 		}
 	}
-	return r.controller.Watch(source.Kind[client.Object](infra.Cache, &cdiv1.DataVolume{}, handler.EnqueueRequestsFromMapFunc(
+	if err := r.controller.Watch(source.Kind[client.Object](infra.Cache, &cdiv1.DataVolume{}, handler.EnqueueRequestsFromMapFunc(
 		func(ctx context.Context, dv client.Object) []reconcile.Request {
 			if dv.GetLabels()[golden.Label] == "true" {
 				return r.goldenToMachines(ctx, infra.Secret, dv)
 			}
 			return ownerToRequest(ctx, dv)
-		})))
+		}))); err != nil {
+		return err
+	}
+	// A quota or limit range that changes may now admit what it refused
+	// (docs/operations.md#quota).
+	for _, obj := range []client.Object{&corev1.ResourceQuota{}, &corev1.LimitRange{}} {
+		if err := r.controller.Watch(source.Kind(infra.Cache, obj, handler.EnqueueRequestsFromMapFunc(
+			func(ctx context.Context, o client.Object) []reconcile.Request {
+				return refusedInNamespace(ctx, infra.Cache, o.GetNamespace())
+			}))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refusedInNamespace maps the namespace's instances and DataVolumes whose
+// launcher pod or claim a quota or limit range refused to their machines.
+func refusedInNamespace(ctx context.Context, c client.Reader, namespace string) []reconcile.Request {
+	var reqs []reconcile.Request
+	vmis := &kubevirtv1.VirtualMachineInstanceList{}
+	if err := c.List(ctx, vmis, client.InNamespace(namespace)); err == nil {
+		for i := range vmis.Items {
+			if _, refused := vmstatus.LauncherRefusal(&vmis.Items[i]); refused {
+				reqs = append(reqs, ownerToRequest(ctx, &vmis.Items[i])...)
+			}
+		}
+	}
+	dvs := &cdiv1.DataVolumeList{}
+	if err := c.List(ctx, dvs, client.InNamespace(namespace)); err == nil {
+		for i := range dvs.Items {
+			if _, refused := vmstatus.DiskRefusal(&dvs.Items[i]); refused {
+				reqs = append(reqs, ownerToRequest(ctx, &dvs.Items[i])...)
+			}
+		}
+	}
+	return reqs
 }
 
 // goldenToMachines maps a golden volume to the machines waiting for it.

@@ -128,6 +128,15 @@ const (
 	DiskFailedReason = "DiskFailed"
 	// UnschedulableReason: no infra node can take the VM.
 	UnschedulableReason = "Unschedulable"
+	// QuotaExceededReason: a ResourceQuota of the infra namespace refused
+	// the VM's launcher pod or a claim of its disks; the message names the
+	// quota and the exhausted resources, in the API server's words
+	// (docs/operations.md#quota).
+	QuotaExceededReason = "QuotaExceeded"
+	// LimitRangeViolatedReason: a LimitRange of the infra namespace refused
+	// the VM's launcher pod or a claim of its disks; the message carries the
+	// API server's (docs/operations.md#limit-ranges).
+	LimitRangeViolatedReason = "LimitRangeViolated"
 	// PendingReason: KubeVirt has not started an instance yet.
 	PendingReason = "Pending"
 	// WaitingForIPAddressReason: an IPAddressClaim of the machine has no

@@ -70,6 +70,14 @@ const PoolVMUIDAnnotation = "capkv.io/pool-vm-uid"
 // is replaced through its Machine.
 const PoolTemplateHashAnnotation = "capkv.io/template-hash"
 
+// GuardrailsAnnotation on a VM instance or DataVolume whose launcher pod
+// or claim a ResourceQuota or LimitRange refused is the fingerprint of the
+// namespace's quotas and limit ranges the provider last asked KubeVirt or
+// CDI to retry against: setting it wakes their controllers, which back off
+// for up to about 17 minutes and do not watch quotas themselves
+// (docs/operations.md#quota).
+const GuardrailsAnnotation = "capkv.io/guardrails"
+
 // MachineFinalizer keeps a KubevirtMachine until its VM and everything
 // created for it on the infra cluster are gone.
 const MachineFinalizer = "kubevirtmachine.infrastructure.cluster.x-k8s.io"

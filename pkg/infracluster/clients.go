@@ -18,13 +18,18 @@ package infracluster
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -108,11 +113,91 @@ type Clients struct {
 	watchMu      sync.Mutex
 	watches      []WatchFunc
 	localWatched bool
+
+	lostMu sync.Mutex
+	onLost []func(User)
+}
+
+// OnLost registers f to be told of every user of an external infra
+// cluster whose API server went out of reach, and again when it is back: a
+// machine that is provisioned makes no request of its own there, and would
+// otherwise go on reporting the infra cluster available. f must not block.
+func (c *Clients) OnLost(f func(User)) {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	c.onLost = append(c.onLost, f)
+}
+
+// detectLoss wraps an infra cluster's transport: a request that cannot
+// reach its API server (the cache's watches retry on their own, silently)
+// marks the outage for connectionLost.
+// The first request that gets through again after an outage wakes the
+// users too, so that they recover at once rather than at their next
+// recheck.
+func (c *Clients) detectLoss(key string, o *outage) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			// Never under the caller's locks: in goroutines.
+			switch {
+			case err != nil && IsUnreachable(err) && req.Context().Err() == nil:
+				if !o.lost.Swap(true) {
+					go c.wakeUsers(key, true)
+				}
+			case err == nil && o.lost.Load() && !o.back.Swap(true):
+				go c.wakeUsers(key, false)
+			}
+			return resp, err
+		})
+	}
+}
+
+// outage tracks an external infra cluster's API server being out of
+// reach: lost from the first request that could not reach it, back from
+// the first that did after that, both until a check finds its APIs served.
+type outage struct {
+	lost, back atomic.Bool
+}
+
+// over ends the outage, if any, once the APIs were found served.
+func (o *outage) over() {
+	o.back.Store(false)
+	o.lost.Store(false)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// wakeUsers tells the OnLost functions of every user of the infra cluster
+// when its API server went out of reach or came back; a loss first makes
+// the next Acquire ask its discovery endpoint rather than trust an earlier
+// answer. Between the two, users look again every RetryUnannounced.
+func (c *Clients) wakeUsers(key string, lost bool) {
+	c.mu.Lock()
+	e := c.entries[key]
+	if e == nil {
+		c.mu.Unlock()
+		return
+	}
+	if lost {
+		e.apis.forget()
+	}
+	users := e.users.UnsortedList()
+	c.mu.Unlock()
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	for _, u := range users {
+		for _, f := range c.onLost {
+			f(u)
+		}
+	}
 }
 
 type entry struct {
 	infra   *Infra
 	watched bool
+	outage  *outage
 	hash    [32]byte
 	cancel  context.CancelFunc
 	apis    *rememberedAPIs
@@ -143,6 +228,35 @@ func (c *Clients) ForgetAPIs() {
 	for _, e := range c.entries {
 		e.apis.forget()
 	}
+}
+
+// Failed takes note of an error met on an infra cluster: one of its
+// transport (connection refused or reset, a timeout, TLS) makes the next
+// Acquire ask its discovery endpoint again instead of trusting an earlier
+// answer, so that an API server gone away shows as InfraClusterUnreachable
+// at the next retry rather than after apisRecheck.
+func (c *Clients) Failed(infra *Infra, err error) {
+	if infra == nil || !IsUnreachable(err) {
+		return
+	}
+	if !infra.External {
+		c.checker.localAPIs.forget()
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[infra.Key]; e != nil {
+		e.apis.forget()
+	}
+}
+
+// IsUnreachable reports whether err is a failure to reach an API server
+// rather than its answer: client-go returns those as *url.Error, a
+// net.Error.
+func IsUnreachable(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // AddWatches registers a watch function for every infra cluster, present
@@ -189,6 +303,9 @@ func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns, 
 	// cluster does not hold up the others.
 	infra := *e.infra
 	infra.Status = e.apis.check()
+	if infra.Status.Available {
+		e.outage.over()
+	}
 	return &infra, c.addWatches(&infra, &e.watched)
 }
 
@@ -248,6 +365,8 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 		c.WrapConfig(cfg)
 	}
 	metrics.InstrumentConfig(cfg, target.Secret.String())
+	out := &outage{}
+	cfg.Wrap(c.detectLoss(key, out))
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("infra cluster %s: %w", key, err)
@@ -276,6 +395,7 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 	return &entry{
 		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key},
 		hash:  hash, cancel: cancel, apis: &rememberedAPIs{discovery: d, ttl: apisRecheck}, users: sets.New[User](),
+		outage: out,
 	}, nil
 }
 

@@ -87,6 +87,11 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	if !found {
 		o, err := s.create(ctx, sc, key)
 		if err != nil {
+			// The infra API server failed (a webhook of KubeVirt's down, an
+			// etcd timeout): the machine says so, and the error brings it
+			// back with the controller's bounded backoff. The message stays
+			// the same from one retry to the next, and so costs no write.
+			s.recordVM(km, outcome.Fail(infrav1.CreateFailedReason, "retrying with backoff: "+err.Error()))
 			return outcome.Outcome{}, err
 		}
 		return s.recordVM(km, o), nil
@@ -175,6 +180,9 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		}
 	}
 	state := vmstatus.Of(vm, vmi, dvs)
+	if err := s.retryRefused(ctx, sc, vmi, dvs); err != nil {
+		return outcome.Outcome{}, err
+	}
 	nodeNetwork := ""
 	if vmi != nil {
 		nodeNetwork = vmstatus.NodeNetwork(vmi, tenantnet.NodeAddressNetwork(sc.KubevirtCluster, km))

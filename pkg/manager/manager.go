@@ -27,10 +27,12 @@ import (
 	"net"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -206,6 +209,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if o.LeaderElection {
 		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
+		// A replica that stops on SIGTERM (a rollout, a drain) gives up
+		// the Lease, so that the standby takes over within a retry period
+		// rather than a lease duration; main exits as soon as the manager
+		// returns, which is what makes releasing safe
+		// (docs/operations.md#replicas-and-leader-election).
+		opts.LeaderElectionReleaseOnCancel = true
 	}
 	if o.EnableWebhooks {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{
@@ -281,7 +290,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
 		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace,
 			IPFamilies: families},
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency, RateLimiter: failureBackoff()}); err != nil {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
 	recorder := mgr.GetEventRecorder("kubevirtmachine-controller")
@@ -295,7 +304,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := (&controllers.KubevirtMachineReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 		Recorder: recorder, ClusterCache: clusterCache, Machines: machines,
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency, RateLimiter: failureBackoff()}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
 	}
 	if err := (&controllers.KubevirtMachinePoolReconciler{
@@ -327,6 +336,23 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up golden image controller: %w", err)
 	}
 	return nil
+}
+
+// MaxFailureBackoff is the longest a KubevirtCluster or KubevirtMachine
+// waits before it is tried again after a failed reconcile (an infra API
+// server or webhook that errs): controller-runtime's default grows to about
+// 17 minutes, far longer than the outages a platform team sees recover
+// (docs/operations.md#outages).
+const MaxFailureBackoff = 2 * time.Minute
+
+// failureBackoff retries a failing object after 5 ms, doubling up to
+// MaxFailureBackoff, within controller-runtime's overall 10 per second
+// (burst 100) of retries.
+func failureBackoff() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxFailureBackoff),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 // stripMetadata drops what the Secret metadata watch does not need: every

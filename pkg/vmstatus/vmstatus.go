@@ -94,6 +94,9 @@ func Disk(dv *cdiv1.DataVolume) (State, bool) {
 		return State{Reason: infrav1.DiskFailedReason, Warning: true,
 			Message: fmt.Sprintf("DataVolume %s failed: %s", dv.Name, DataVolumeMessage(dv))}, true
 	}
+	if r, refused := DiskRefusal(dv); refused {
+		return refusalState(r, "the claim of DataVolume "+dv.Name), true
+	}
 	reason := infrav1.DiskPendingReason
 	p := string(phase)
 	switch {
@@ -168,6 +171,9 @@ func instance(vmi *kubevirtv1.VirtualMachineInstance) State {
 			return State{Reason: infrav1.UnschedulableReason, Warning: true, Message: "no infra node can take the VM: " + c.Message}
 		}
 		return State{Reason: infrav1.PendingReason, Message: "VM instance is being scheduled"}
+	}
+	if r, refused := LauncherRefusal(vmi); refused {
+		return refusalState(r, "the VM's launcher pod")
 	}
 	msg := "VM instance is pending"
 	if m := conditionMessage(vmi, "Synchronized"); m != "" {

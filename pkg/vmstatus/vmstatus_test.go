@@ -39,6 +39,23 @@ func vmi(phase kubevirtv1.VirtualMachineInstancePhase, conds ...kubevirtv1.Virtu
 		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: phase, NodeName: "infra-a", Conditions: conds}}
 }
 
+// The API server's words, as virt-controller and CDI pass them on.
+const (
+	quotaMessage    = `failed to create virtual machine pod: pods "virt-launcher-m-0-x7k2p" is forbidden: exceeded quota: tenant-pods, requested: pods=1, used: pods=6, limited: pods=6`
+	limitMessage    = `failed to create virtual machine pod: pods "virt-launcher-m-0-x7k2p" is forbidden: maximum cpu usage per Container is 2, but limit is 4`
+	pvcQuotaMessage = `persistentvolumeclaims "root" is forbidden: exceeded quota: storage, requested: requests.storage=10Gi, used: requests.storage=50Gi, limited: requests.storage=55Gi`
+)
+
+func TestRefusalNamesQuota(t *testing.T) {
+	r, ok := refusal(quotaMessage)
+	if !ok || r.Quota != "tenant-pods" || r.Reason != infrav1.QuotaExceededReason {
+		t.Fatalf("got %+v, %v", r, ok)
+	}
+	if r, ok := refusal(`pods "p" is forbidden: status unknown for quota: q1, resource: pods`); !ok || r.Quota != "q1" {
+		t.Fatalf("quota not yet computed: got %+v, %v", r, ok)
+	}
+}
+
 func TestOf(t *testing.T) {
 	ready := kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}
 	notReady := kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Message: "readiness probe has not passed yet"}
@@ -71,6 +88,18 @@ func TestOf(t *testing.T) {
 		{"failed instance of an Always VM restarts", alwaysVM, vmi(kubevirtv1.Failed), nil, infrav1.RestartingReason, "starts a new one", false, false},
 		{"stopped instance of an Always VM restarts", alwaysVM, vmi(kubevirtv1.Succeeded), nil, infrav1.RestartingReason, "succeeded", false, false},
 		{"crash loop says when KubeVirt retries", crashLoopVM, nil, nil, infrav1.CrashLoopBackOffReason, "failed 3 times", false, false},
+		{"launcher pod refused by a quota names it", nil, vmi(kubevirtv1.Pending, kubevirtv1.VirtualMachineInstanceCondition{
+			Type: "Synchronized", Status: corev1.ConditionFalse, Reason: "FailedCreate", Message: quotaMessage}), nil,
+			infrav1.QuotaExceededReason, "ResourceQuota tenant-pods of the infra namespace", false, false},
+		{"launcher pod refused by a limit range", nil, vmi(kubevirtv1.Pending, kubevirtv1.VirtualMachineInstanceCondition{
+			Type: "Synchronized", Status: corev1.ConditionFalse, Reason: "FailedCreate", Message: limitMessage}), nil,
+			infrav1.LimitRangeViolatedReason, "maximum cpu usage per Container is 2", false, false},
+		{"other launcher failures stay pending", nil, vmi(kubevirtv1.Pending, kubevirtv1.VirtualMachineInstanceCondition{
+			Type: "Synchronized", Status: corev1.ConditionFalse, Reason: "FailedCreate", Message: "failed to create virtual machine pod: etcdserver: timeout"}), nil,
+			infrav1.PendingReason, "etcdserver: timeout", false, false},
+		{"disk claim refused by a quota", nil, nil, []*cdiv1.DataVolume{dv(cdiv1.Pending, "", cdiv1.DataVolumeCondition{
+			Type: cdiv1.DataVolumeBound, Status: corev1.ConditionFalse, Reason: "ErrExceededQuota", Message: pvcQuotaMessage})},
+			infrav1.QuotaExceededReason, "claim of DataVolume root refused by ResourceQuota storage", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -242,7 +242,7 @@ func TestInfrastructureComponents(t *testing.T) {
 	if kinds["CustomResourceDefinition"] != 8 {
 		t.Errorf("%d CRDs, want 8", kinds["CustomResourceDefinition"])
 	}
-	for _, k := range []string{"Deployment", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Certificate", "Issuer", "Service"} {
+	for _, k := range []string{"Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Certificate", "Issuer", "Service"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in the manifest", k)
 		}
@@ -257,6 +257,9 @@ func checkDeployment(t *testing.T, o *unstructured.Unstructured) {
 	containers := d.Spec.Template.Spec.Containers
 	if len(containers) != 1 || containers[0].Name != "manager" {
 		t.Fatalf("Deployment %s: want one container named manager, got %d", d.Name, len(containers))
+	}
+	if r := d.Spec.Replicas; r == nil || *r != 2 {
+		t.Errorf("Deployment %s: replicas %v, want 2 (a leader and a warm standby)", d.Name, r)
 	}
 	args := strings.Join(containers[0].Args, " ")
 	for _, want := range []string{"--leader-elect", "--diagnostics-address=:8443", "--v=2"} {

@@ -37,7 +37,9 @@ import (
 // cluster), ReplicaSets and Deployments (so plain workloads behave), the
 // disruption controller (PodDisruptionBudgets answer evictions), and
 // CronJobs, Jobs and their clean-up (a DataImportCron polls its registry
-// from a CronJob).
+// from a CronJob), and resource quotas (the API server's quota admission
+// enforces a ResourceQuota only once this controller has computed its
+// usage, docs/operations.md#quota).
 // The node lifecycle controller is left out: simulated nodes have no kubelet
 // heartbeat and would be tainted unreachable.
 var kubeControllers = []string{
@@ -53,13 +55,15 @@ var kubeControllers = []string{
 	"cronjob-controller",
 	"job-controller",
 	"ttl-after-finished-controller",
+	"resourcequota-controller",
 }
 
 // process is a control-plane binary started by the environment.
 type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  *os.File
+	name    string
+	cmd     *exec.Cmd
+	log     *os.File
+	stopped bool
 }
 
 // StartKubeComponents starts the real kube-scheduler and
@@ -146,26 +150,54 @@ func (e *Env) startProcessEnv(bin, binary, name string, args, env []string) erro
 func (e *Env) stopProcesses() error {
 	var errs []error
 	for _, p := range slices.Backward(e.processes) {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() {
-			_ = p.cmd.Wait() // the exit status after SIGTERM says nothing useful
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-done
-			errs = append(errs, fmt.Errorf("%s did not stop within 10s and was killed", p.name))
-		}
-		_ = p.log.Close()
+		errs = append(errs, p.stop())
 	}
 	e.processes = nil
 	if e.componentsDir != "" && os.Getenv("TESTENV_VERBOSE") == "" {
 		_ = os.RemoveAll(e.componentsDir)
 	}
 	return errors.Join(errs...)
+}
+
+// stop ends the process with SIGTERM, or SIGKILL after 10 s.
+func (p *process) stop() error {
+	if p.stopped {
+		return nil
+	}
+	p.stopped = true
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait() // the exit status after SIGTERM says nothing useful
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+		err = fmt.Errorf("%s did not stop within 10s and was killed", p.name)
+	}
+	_ = p.log.Close()
+	return err
+}
+
+// StopComponent stops the component name (virt-api, cdi-apiserver, …) as
+// an outage would, and returns the function that starts it again with the
+// same command line, logging to name-restarted.log.
+func (e *Env) StopComponent(name string) (restart func() error, err error) {
+	i := slices.IndexFunc(e.processes, func(p *process) bool { return p.name == name && !p.stopped })
+	if i < 0 {
+		return nil, fmt.Errorf("no running component %s", name)
+	}
+	p := e.processes[i]
+	if err := p.stop(); err != nil {
+		return nil, err
+	}
+	return func() error {
+		return e.startProcessEnv(filepath.Dir(p.cmd.Path), filepath.Base(p.cmd.Path), name+"-restarted", p.cmd.Args[1:], p.cmd.Env)
+	}, nil
 }
 
 // WriteKubeconfig writes a kubeconfig of the environment's API server to

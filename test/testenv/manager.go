@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -37,6 +38,8 @@ type Manager struct {
 
 	cancel  context.CancelFunc
 	stopped chan error
+	elected <-chan struct{}
+	cut     atomic.Bool
 	err     error
 	done    bool
 }
@@ -67,16 +70,48 @@ func StartManager(cfg *rest.Config, o manager.Options) (*Manager, error) {
 			*n = 2
 		}
 	}
+	m := &Manager{HealthAddr: o.HealthProbeBindAddress, stopped: make(chan error, 1)}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(m.cuttable)
 	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
 	mgr, err := manager.New(ctx, cfg, o)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("building the provider's manager: %w", err)
 	}
-	m := &Manager{HealthAddr: o.HealthProbeBindAddress, cancel: cancel, stopped: make(chan error, 1)}
+	m.elected = mgr.Elected()
 	go func() { m.stopped <- mgr.Start(ctx) }()
 	return m, nil
 }
+
+// Elected is closed once the manager leads: at once without leader
+// election, when it acquired the Lease with it.
+func (m *Manager) Elected() <-chan struct{} { return m.elected }
+
+// Crash plays a replica killed with SIGKILL or by the OOM killer: from now
+// on none of its requests to the management cluster reach it (in-flight
+// ones fail, the leader election Lease is not given up), then it stops.
+func (m *Manager) Crash() error {
+	m.cut.Store(true)
+	return m.Stop()
+}
+
+// cuttable fails every request once the manager crashed.
+func (m *Manager) cuttable(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if m.cut.Load() {
+			return nil, errCrashed
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+var errCrashed = errors.New("the replica crashed")
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // Stop stops the manager and returns the error it stopped with.
 func (m *Manager) Stop() error {
