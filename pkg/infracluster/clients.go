@@ -251,12 +251,17 @@ func (c *Clients) Failed(infra *Infra, err error) {
 }
 
 // IsUnreachable reports whether err is a failure to reach an API server
-// rather than its answer: client-go returns those as *url.Error, a
-// net.Error.
+// rather than its answer: a connection refused, reset or dropped, or a dial
+// or TLS handshake that timed out. A request whose own context ended is
+// not one.
 func IsUnreachable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var opErr *net.OpError
 	var netErr net.Error
-	return errors.As(err, &netErr) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.As(err, &opErr) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // AddWatches registers a watch function for every infra cluster, present
@@ -303,7 +308,7 @@ func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns, 
 	// cluster does not hold up the others.
 	infra := *e.infra
 	infra.Status = e.apis.check()
-	if infra.Status.Available {
+	if infra.Status.Available && e.outage != nil {
 		e.outage.over()
 	}
 	return &infra, c.addWatches(&infra, &e.watched)

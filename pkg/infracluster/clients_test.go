@@ -17,9 +17,17 @@ limitations under the License.
 package infracluster
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"syscall"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // A controller's Watch blocks until that controller's event handlers took
@@ -53,5 +61,26 @@ func TestForgetAPIsDoesNotWaitForWatchFunctions(t *testing.T) {
 	}
 	if !watched || calls != 1 {
 		t.Errorf("watched %v after %d calls; want the watches added once", watched, calls)
+	}
+}
+
+func TestIsUnreachable(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "https://infra:6443/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", refused, true},
+		{"connection reset", fmt.Errorf("watch: %w", syscall.ECONNRESET), true},
+		{"dropped mid-answer", &url.Error{Op: "Get", URL: "https://infra:6443/api", Err: io.ErrUnexpectedEOF}, true},
+		{"the caller gave up", &url.Error{Op: "Get", URL: "https://infra:6443/api", Err: context.Canceled}, false},
+		{"an answer", apierrors.NewInternalError(errors.New("failed calling webhook")), false},
+		{"none", nil, false},
+	}
+	for _, tt := range tests {
+		if got := IsUnreachable(tt.err); got != tt.want {
+			t.Errorf("%s: IsUnreachable(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
 	}
 }

@@ -54,7 +54,12 @@ func (s *Service) retryRefused(ctx context.Context, sc *Scope, vmi *kubevirtv1.V
 	if len(refused) == 0 {
 		return nil
 	}
-	fingerprint, err := guardrails(ctx, sc.Infra().Client, refused[0].GetNamespace())
+	// Read directly, with a deadline: the kubeconfig of an external infra
+	// cluster may not allow listing quotas, and a cached list would then
+	// wait for an informer that never syncs.
+	readCtx, cancel := context.WithTimeout(ctx, infraReadTimeout)
+	defer cancel()
+	fingerprint, err := guardrails(readCtx, sc.Infra().APIReader, refused[0].GetNamespace())
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -87,11 +88,9 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	if !found {
 		o, err := s.create(ctx, sc, key)
 		if err != nil {
-			// The infra API server failed (a webhook of KubeVirt's down, an
-			// etcd timeout): the machine says so, and the error brings it
-			// back with the controller's bounded backoff. The message stays
-			// the same from one retry to the next, and so costs no write.
-			s.recordVM(km, outcome.Fail(infrav1.CreateFailedReason, "retrying with backoff: "+err.Error()))
+			if o.Reason != "" {
+				s.recordVM(km, o)
+			}
 			return outcome.Outcome{}, err
 		}
 		return s.recordVM(km, o), nil
@@ -181,7 +180,9 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 	}
 	state := vmstatus.Of(vm, vmi, dvs)
 	if err := s.retryRefused(ctx, sc, vmi, dvs); err != nil {
-		return outcome.Outcome{}, err
+		// The refusal is reported either way; KubeVirt and CDI then retry
+		// on their own backoff (docs/operations.md#quota).
+		ctrl.LoggerFrom(ctx).Info("Cannot ask for a retry of what a quota refused", "error", err.Error())
 	}
 	nodeNetwork := ""
 	if vmi != nil {
@@ -359,7 +360,12 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
 			return outcome.Fail(infrav1.CreateFailedReason, "the infra cluster refused the VirtualMachine: "+err.Error()), nil
 		}
-		return outcome.Outcome{}, fmt.Errorf("creating VirtualMachine %s: %w", key, err)
+		// The infra API server failed (a webhook of KubeVirt's down, an
+		// etcd timeout): the machine says so, and the error brings it back
+		// with the controller's bounded backoff. The message stays the same
+		// from one retry to the next, and so costs no write.
+		err = fmt.Errorf("creating VirtualMachine %s: %w", key, err)
+		return outcome.Fail(infrav1.CreateFailedReason, "retrying with backoff: "+err.Error()), err
 	}
 	km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
 	s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineCreated", "CreateVirtualMachine",

@@ -33,7 +33,8 @@ type Refusal struct {
 	Reason string
 	// Quota names the ResourceQuota that refused, when one did.
 	Quota string
-	// Message is the API server's own.
+	// Message is the API server's own, from the quota's or limit's
+	// words on, without the refused object's generated name.
 	Message string
 }
 
@@ -49,13 +50,24 @@ func refusal(msg string) (Refusal, bool) {
 	for _, marker := range []string{"exceeded quota: ", "status unknown for quota: "} {
 		if _, rest, found := strings.Cut(msg, marker); found {
 			name, _, _ := strings.Cut(rest, ",")
-			return Refusal{Reason: infrav1.QuotaExceededReason, Quota: strings.TrimSpace(name), Message: msg}, true
+			return Refusal{Reason: infrav1.QuotaExceededReason, Quota: strings.TrimSpace(name), Message: marker + rest}, true
 		}
 	}
 	if strings.Contains(msg, " usage per ") || strings.Contains(msg, " limit to request ratio per ") {
-		return Refusal{Reason: infrav1.LimitRangeViolatedReason, Message: msg}, true
+		return Refusal{Reason: infrav1.LimitRangeViolatedReason, Message: afterForbidden(msg)}, true
 	}
 	return Refusal{}, false
+}
+
+// afterForbidden is the API server's reason without what precedes it
+// (`pods "virt-launcher-m-0-x7k2p" is forbidden: `): the launcher pod's
+// generated name changes with every retry, and a message that changes is
+// a status write each time.
+func afterForbidden(msg string) string {
+	if _, rest, found := strings.Cut(msg, " is forbidden: "); found {
+		return rest
+	}
+	return msg
 }
 
 // LauncherRefusal is the refusal of the instance's launcher pod, if

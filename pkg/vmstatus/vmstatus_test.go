@@ -51,6 +51,12 @@ func TestRefusalNamesQuota(t *testing.T) {
 	if !ok || r.Quota != "tenant-pods" || r.Reason != infrav1.QuotaExceededReason {
 		t.Fatalf("got %+v, %v", r, ok)
 	}
+	if strings.Contains(r.Message, "virt-launcher") {
+		t.Errorf("message %q keeps the launcher pod's generated name, which changes with every retry", r.Message)
+	}
+	if l, ok := refusal(limitMessage); !ok || l.Message != "maximum cpu usage per Container is 2, but limit is 4" {
+		t.Errorf("limit range refusal: got %+v, %v", l, ok)
+	}
 	if r, ok := refusal(`pods "p" is forbidden: status unknown for quota: q1, resource: pods`); !ok || r.Quota != "q1" {
 		t.Fatalf("quota not yet computed: got %+v, %v", r, ok)
 	}

@@ -18,6 +18,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -79,6 +80,10 @@ func (r *replicas) leader() int {
 	deadline := time.After(3 * chaosLease)
 	for {
 		for i, m := range r.running {
+			// A replica that lost the Lease exits; it leads no more.
+			if !errors.Is(m.Exited(), testenv.ErrRunning) {
+				continue
+			}
 			select {
 			case <-m.Elected():
 				return i
@@ -163,12 +168,10 @@ func TestChaosLeaderKills(t *testing.T) {
 	// Exactly one of everything per machine.
 	vms := &kubevirtv1.VirtualMachineList{}
 	g.Expect(c.List(ctx, vms, client.InNamespace(tc.ns))).To(Succeed())
-	owners := map[string]int{}
-	for _, vm := range vms.Items {
-		owners[vm.Annotations[infrav1.OwnerAnnotation]]++
-	}
 	g.Expect(vms.Items).To(HaveLen(chaosMachines), "one VM per machine")
-	g.Expect(owners).To(HaveLen(chaosMachines), "no machine has two VMs")
+	for _, vm := range vms.Items {
+		g.Expect(vm.Annotations).To(HaveKeyWithValue(infrav1.OwnerAnnotation, tc.ns+"/"+vm.Name), "each VM made for its machine")
+	}
 	g.Expect(countIn(t, c, tc.ns, &cdiv1.DataVolumeList{})).To(Equal(chaosMachines))
 	g.Expect(countIn(t, c, tc.ns, &kubevirtv1.VirtualMachineInstanceList{})).To(Equal(chaosMachines))
 	secrets := &corev1.SecretList{}
@@ -202,8 +205,9 @@ func TestChaosLeaderKills(t *testing.T) {
 		WithTimeout(time.Minute).Should(BeZero(), "launcher pods left behind")
 
 	// Every handover fit the lease: a stop hands over within a retry
-	// period or two, a crash within the lease duration.
-	g.Expect(slices.Max(r.handovers)).To(BeNumerically("<", chaosLease+2*time.Second))
+	// period or two, a crash within the lease duration and a few retry
+	// periods (client-go adds up to 20% jitter to each).
+	g.Expect(slices.Max(r.handovers)).To(BeNumerically("<", chaosLease+3*time.Second))
 }
 
 // handoverSummary is the median and longest handover.
