@@ -146,9 +146,9 @@ func filteredOut(obj client.Object, watchFilter string) bool {
 }
 
 // lostInfraSource wakes the objects of one kind whose external infra
-// cluster's watches lost its API server (infracluster.Clients.OnLost), so
-// that each reports InfraClusterUnreachable even when it had nothing to do
-// there.
+// cluster's API server went out of reach or came back
+// (infracluster.Clients.OnLost), so that each reports it even when it had
+// nothing to do there.
 func lostInfraSource(clients *infracluster.Clients, kind string) source.Source {
 	lost := make(chan event.GenericEvent, 256)
 	clients.OnLost(func(u infracluster.User) {
@@ -158,7 +158,7 @@ func lostInfraSource(clients *infracluster.Clients, kind string) source.Source {
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetNamespace(u.Namespace)
 		obj.SetName(u.Name)
-		// The reflector that reports the loss must not wait for the queue.
+		// The request that noticed the loss must not wait for the queue.
 		go func() { lost <- event.GenericEvent{Object: obj} }()
 	})
 	return source.Channel(lost, &handler.EnqueueRequestForObject{})

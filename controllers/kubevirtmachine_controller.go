@@ -167,9 +167,6 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}
 	o, err = r.Machines.Reconcile(ctx, scope)
-	if err != nil {
-		r.Clients.Failed(scope.Infra(), err)
-	}
 	return o.Result(), err
 }
 
@@ -218,9 +215,6 @@ func kubevirtClusterOf(ctx context.Context, c client.Reader, cluster *clusterv1.
 func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, sc *machine.Scope) (ctrl.Result, error) {
 	km := sc.KubevirtMachine
 	o, err := r.Machines.Delete(ctx, sc)
-	if err != nil {
-		r.Clients.Failed(sc.Infra(), err)
-	}
 	if err != nil || !o.IsDone() {
 		return o.Result(), err
 	}

@@ -130,8 +130,7 @@ func (c *Clients) OnLost(f func(User)) {
 
 // detectLoss wraps an infra cluster's transport: a request that cannot
 // reach its API server (the cache's watches retry on their own, silently)
-// marks the outage for connectionLost.
-// The first request that gets through again after an outage wakes the
+// wakes the users, through wakeUsers. The first request that gets through again after an outage wakes the
 // users too, so that they recover at once rather than at their next
 // recheck.
 func (c *Clients) detectLoss(key string, o *outage) func(http.RoundTripper) http.RoundTripper {
@@ -226,26 +225,6 @@ func (c *Clients) ForgetAPIs() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.entries {
-		e.apis.forget()
-	}
-}
-
-// Failed takes note of an error met on an infra cluster: one of its
-// transport (connection refused or reset, a timeout, TLS) makes the next
-// Acquire ask its discovery endpoint again instead of trusting an earlier
-// answer, so that an API server gone away shows as InfraClusterUnreachable
-// at the next retry rather than after apisRecheck.
-func (c *Clients) Failed(infra *Infra, err error) {
-	if infra == nil || !IsUnreachable(err) {
-		return
-	}
-	if !infra.External {
-		c.checker.localAPIs.forget()
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.entries[infra.Key]; e != nil {
 		e.apis.forget()
 	}
 }
