@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# make test: every check CI runs before lint, each step timed, and the timing
+# table (hack/timings.sh) printed at the end, passed or failed.
+#
+# Environment: TEST_TIMEOUT (go test -timeout of the test module),
+# TEST_PARALLEL (how many test packages run at once; go test -p),
+# TIMINGS_DIR (where the timings go; out/timings).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export TIMINGS_DIR=${TIMINGS_DIR:-$root/out/timings}
+rm -rf "$TIMINGS_DIR"; mkdir -p "$TIMINGS_DIR"
+start=$(date +%s)
+trap 'status=$?; "$root/hack/timings.sh"; echo ">> make test took $(( $(date +%s) - start ))s"; exit $status' EXIT
+
+step() { local name=$1; shift; echo ">> $name"; "$root/hack/timed.sh" step "$name" "$@"; }
+
+# The modules of both Go modules download while the tools build.
+(go mod download && cd test && go mod download) > "$TIMINGS_DIR/download.log" 2>&1 &
+downloads=$!
+step tools hack/build-tools.sh
+wait $downloads || { cat "$TIMINGS_DIR/download.log" >&2; exit 1; }
+step verify-gen make --no-print-directory verify-gen
+step verify-boilerplate make --no-print-directory verify-boilerplate
+step build make --no-print-directory build
+step release-manifests make --no-print-directory release-manifests
+# go vet runs once, in make lint (golangci-lint's govet); go test runs its
+# own vet checks on every package it tests.
+step unit-tests go test -count=1 -exec "$root/hack/timed-test.sh" ./...
+cd test
+step test-module env KUBE_BIN_DIR="$root/bin" go test -p "${TEST_PARALLEL:-2}" -timeout "${TEST_TIMEOUT:-45m}" \
+  -count=1 -exec "$root/hack/timed-test.sh" ./...
