@@ -118,6 +118,6 @@ func installInventoryCRD(cfg *rest.Config) error {
 		crd.Labels["clusterctl.cluster.x-k8s.io/core"] = "inventory"
 		crds = append(crds, crd)
 	}
-	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds})
+	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds, MaxTime: testenv.CRDWait})
 	return err
 }

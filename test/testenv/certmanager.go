@@ -47,7 +47,7 @@ func (e *Env) StartCertManager() error {
 		return err
 	}
 	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(dir, "deploy", "crds")}, ErrorIfPathMissing: true,
+		Paths: []string{filepath.Join(dir, "deploy", "crds")}, ErrorIfPathMissing: true, MaxTime: CRDWait,
 	}); err != nil {
 		return fmt.Errorf("installing cert-manager's CRDs: %w", err)
 	}

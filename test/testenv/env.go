@@ -60,6 +60,11 @@ const (
 	ProviderLabel   = "cluster.x-k8s.io/provider"
 )
 
+// CRDWait bounds the wait for installed CRDs to be served. envtest's
+// default of 10 s is too short for an API server that shares 2 cores with
+// other test packages' worlds; the wait ends as soon as they are served.
+const CRDWait = 2 * time.Minute
+
 // capiProviders are the directories of Cluster API's CRDs in its module, by
 // the provider (clusterctl's manifest label) that installs them.
 var capiProviders = map[string]string{
@@ -336,7 +341,7 @@ func (e *Env) InstallCRDsOf(groups ...string) error {
 	if err != nil {
 		return err
 	}
-	_, err = envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: selected})
+	_, err = envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: selected, MaxTime: CRDWait})
 	return err
 }
 

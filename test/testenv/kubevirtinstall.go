@@ -121,7 +121,7 @@ func installKubeVirtCRDs(cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds, MaxTime: CRDWait}); err != nil {
 		return fmt.Errorf("installing KubeVirt's CRDs: %w", err)
 	}
 	return nil

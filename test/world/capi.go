@@ -92,6 +92,10 @@ type capiManagers struct {
 // capiStarts counts the Cluster API starts of this process, see startCAPI.
 var capiStarts atomic.Int32
 
+// connectionRetryInterval is how soon the world's Cluster API controllers
+// retry a tenant API server that refused them.
+const connectionRetryInterval = 2 * time.Second
+
 // startCAPI runs Cluster API's core, kubeadm bootstrap and kubeadm control
 // plane managers against env. Their informer names are taken for the life
 // of the process (Cluster API gives no way to release them), so every
@@ -161,6 +165,13 @@ func startCAPI(env *testenv.Env) (*capiManagers, error) {
 		if err != nil {
 			return fail(err)
 		}
+		// A tenant API server answers only once its control-plane VM
+		// "boots", so the first connection is refused; the 30 s default
+		// retry would then hold every cluster's Nodes back by up to 30 s.
+		// Cluster API's own suites (core/reconcilers/machine, cluster,
+		// machinehealthcheck) set 2 s the same way; health checks and rate
+		// limits keep their defaults.
+		cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }).SetConnectionCreationRetryInterval(connectionRetryInterval)
 		if err := p.setup(ctx, mgr, cc); err != nil {
 			return fail(fmt.Errorf("%s: %w", p.name, err))
 		}

@@ -25,6 +25,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
 // providerProcess is the measured provider's manager, run as its own
@@ -97,6 +99,6 @@ func installCRDs(cfg *rest.Config, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{abs}, ErrorIfPathMissing: true})
+	crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{abs}, ErrorIfPathMissing: true, MaxTime: testenv.CRDWait})
 	return len(crds), err
 }
