@@ -59,7 +59,12 @@ var (
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "CAPKV end to end")
+	suiteConfig, reporterConfig := GinkgoConfiguration()
+	if !shardConfig(&suiteConfig) {
+		runShards(t)
+		return
+	}
+	RunSpecs(t, "CAPKV end to end", suiteConfig, reporterConfig)
 }
 
 var _ = BeforeSuite(func() {
