@@ -23,7 +23,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capkv/cluster-api-provider-kubevirt/pkg/version.Version=$(VERSION)
 IMG ?= ghcr.io/capkv/cluster-api-provider-kubevirt:$(VERSION)
 
-TEST_TIMEOUT ?= 45m
+TEST_TIMEOUT ?= 60m
 # How many test packages run at once (go test -p). Each runs a world of
 # several servers, and the e2e package two: more than 2 starves them on 2
 # cores.

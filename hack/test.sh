@@ -28,5 +28,5 @@ step release-manifests make --no-print-directory release-manifests
 # own vet checks on every package it tests.
 step unit-tests go test -count=1 -exec "$root/hack/timed-test.sh" ./...
 cd test
-step test-module env KUBE_BIN_DIR="$root/bin" go test -p "${TEST_PARALLEL:-2}" -timeout "${TEST_TIMEOUT:-45m}" \
+step test-module env KUBE_BIN_DIR="$root/bin" go test -p "${TEST_PARALLEL:-2}" -timeout "${TEST_TIMEOUT:-60m}" \
   -count=1 -exec "$root/hack/timed-test.sh" ./...

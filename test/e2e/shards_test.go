@@ -87,13 +87,13 @@ func runShards(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			logPath := filepath.Join(testenv.RepoRoot(), "out", "e2e-shard-"+shard+".log")
-			out, err := os.Create(logPath) //nolint:gosec // out/ of this repository
+			out, err := os.Create(logPath)
 			if err != nil {
 				t.Errorf("e2e shard %s: %v", shard, err)
 				return
 			}
 			defer out.Close()
-			cmd := exec.Command(os.Args[0], args...) //nolint:gosec // this test binary
+			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = append(os.Environ(), shardEnv+"="+shard)
 			cmd.Stdout, cmd.Stderr = out, out
 			// A shard dies with this process, and its world with it.
@@ -101,7 +101,7 @@ func runShards(t *testing.T) {
 			start := time.Now()
 			err = cmd.Run()
 			wall := time.Since(start)
-			report, _ := os.ReadFile(logPath) //nolint:gosec // written above
+			report, _ := os.ReadFile(logPath)
 			t.Logf("e2e shard %s (%s) took %s, output in %s:\n%s", shard, shardFiles(shard), wall.Round(time.Second), logPath, report)
 			if err != nil {
 				t.Errorf("e2e shard %s: %v", shard, err)
