@@ -25,8 +25,7 @@ IMG ?= ghcr.io/capkv/cluster-api-provider-kubevirt:$(VERSION)
 
 TEST_TIMEOUT ?= 60m
 # How many test packages run at once (go test -p). Each runs a world of
-# several servers, and the e2e package two: more than 2 starves them on 2
-# cores.
+# several servers: more than 2 starves them on 2 cores.
 TEST_PARALLEL ?= 2
 FUZZ_TIME ?= 60s
 
