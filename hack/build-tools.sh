@@ -113,7 +113,7 @@ key() {
   spec=$(set_spec "$1")
   mod=$(sed -n 1p <<<"$spec")
   { find "$mod" -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) | sort | xargs cat
-    echo "$spec"; go version; echo "strip=-s -w"; } | sha256sum | cut -c1-16
+    echo "${spec//$root\//}"; go version; echo "strip=-s -w"; } | sha256sum | cut -c1-16
 }
 
 # build SET builds a set into its cache directory (a temporary one, renamed
