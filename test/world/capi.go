@@ -25,6 +25,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
@@ -49,6 +50,7 @@ import (
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
 	coreconversion "sigs.k8s.io/cluster-api/core/webhooks/conversion"
 	"sigs.k8s.io/cluster-api/feature"
+	"sigs.k8s.io/cluster-api/util/contract"
 	"sigs.k8s.io/cluster-api/util/index"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,23 +62,22 @@ import (
 )
 
 // contractVersion finds the API version implementing the current contract
-// for a group and kind from its CRD's contract label, as Cluster API does.
+// for a group and kind from its CRD's contract label, as Cluster API does:
+// it reads only the CRD's metadata, by the name the contract gives it.
+// Reading whole CRDs would deep-copy every schema of the cache on every
+// object converted, which once cost more than half of the e2e suite's CPU.
 func contractVersion(c client.Reader) func(context.Context, schema.GroupKind) (string, error) {
 	return func(ctx context.Context, gk schema.GroupKind) (string, error) {
-		list := &apiextensionsv1.CustomResourceDefinitionList{}
-		if err := c.List(ctx, list); err != nil {
-			return "", err
+		crd := &metav1.PartialObjectMetadata{}
+		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		if err := c.Get(ctx, client.ObjectKey{Name: contract.CalculateCRDName(gk.Group, gk.Kind)}, crd); err != nil {
+			return "", fmt.Errorf("no CRD for %s: %w", gk, err)
 		}
-		for _, crd := range list.Items {
-			if crd.Spec.Group == gk.Group && crd.Spec.Names.Kind == gk.Kind {
-				versions := strings.Split(crd.Labels[clusterv1.GroupVersion.Group+"/"+clusterv1.GroupVersion.Version], "_")
-				if v := versions[len(versions)-1]; v != "" {
-					return schema.GroupVersion{Group: gk.Group, Version: v}.String(), nil
-				}
-				return "", fmt.Errorf("CRD %s has no contract label for %s", crd.Name, clusterv1.GroupVersion.Version)
-			}
+		versions := strings.Split(crd.Labels[clusterv1.GroupVersion.Group+"/"+clusterv1.GroupVersion.Version], "_")
+		if v := versions[len(versions)-1]; v != "" {
+			return schema.GroupVersion{Group: gk.Group, Version: v}.String(), nil
 		}
-		return "", fmt.Errorf("no CRD for %s", gk)
+		return "", fmt.Errorf("CRD %s has no contract label for %s", crd.Name, clusterv1.GroupVersion.Version)
 	}
 }
 
