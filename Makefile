@@ -23,6 +23,11 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capkv/cluster-api-provider-kubevirt/pkg/version.Version=$(VERSION)
 IMG ?= ghcr.io/capkv/cluster-api-provider-kubevirt:$(VERSION)
 
+# The compiler, the tests' API servers and the controllers in the test
+# binaries spent a quarter of their CPU collecting garbage at Go's default
+# of 100; these machines have memory to spare (docs/testing.md).
+export GOGC ?= 400
+
 TEST_TIMEOUT ?= 60m
 # How many test packages run at once (go test -p). Each runs a world of
 # several servers: more than 2 starves them on 2 cores.

@@ -127,6 +127,8 @@ type Env struct {
 
 	processes     []*process
 	componentsDir string
+	// stopProfiling ends the API server's CPU profiles (ProfileDirEnv).
+	stopProfiling func()
 }
 
 // Start starts etcd and kube-apiserver from BinDir and installs the CRDs.
@@ -226,7 +228,8 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(err, env.Stop(), services.release(), os.RemoveAll(certsDir))
 	}
-	e := &Env{Environment: env, Config: cfg, Client: c, Scheme: s, ServiceCIDR: services.cidr, PodCIDR: services.podCIDR, services: services, certsDir: certsDir}
+	e := &Env{Environment: env, Config: cfg, Client: c, Scheme: s, ServiceCIDR: services.cidr, PodCIDR: services.podCIDR, services: services, certsDir: certsDir,
+		stopProfiling: profileAPIServer(cfg)}
 	if o.WithKubeComponents {
 		if err := e.StartKubeComponents(); err != nil {
 			_ = e.Stop()
@@ -239,6 +242,7 @@ func Start(o Options) (*Env, error) {
 // Stop stops the components it started (KubeVirt's, the scheduler and the
 // controller-manager), then the API server and etcd, and removes their data.
 func (e *Env) Stop() error {
+	e.stopProfiling()
 	return errors.Join(e.stopProcesses(), e.Environment.Stop(), e.services.release(), os.RemoveAll(e.certsDir))
 }
 

@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -119,9 +121,21 @@ func (m *Manager) Stop() error {
 	return m.wait()
 }
 
+// slowStop is how long a stopping manager may take before wait prints
+// every goroutine of the process: controller-runtime gives its runnables
+// 30 s, and a replica that holds its Lease that long stalls a handover.
+const slowStop = 10 * time.Second
+
 func (m *Manager) wait() error {
 	if !m.done {
-		m.err, m.done = <-m.stopped, true
+		select {
+		case m.err = <-m.stopped:
+		case <-time.After(slowStop):
+			fmt.Fprintf(os.Stderr, "testenv: the provider's manager has not stopped after %s; goroutines:\n", slowStop)
+			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+			m.err = <-m.stopped
+		}
+		m.done = true
 	}
 	return m.err
 }
