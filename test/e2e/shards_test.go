@@ -17,19 +17,14 @@ limitations under the License.
 package e2e
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/shards"
 )
 
 // shardEnv names the shard a re-executed test binary runs.
@@ -47,12 +42,12 @@ var firstShardFiles = []string{"demo_test.go", "topology_test.go", "ipam_test.go
 
 // shardConfig narrows the suite to the shard this process runs. It tells
 // whether the specs run here: false when this process should start the
-// shards instead. The shards run only with E2E_SHARDS=2, and not against a
-// real cluster (E2E_KUBECONFIG) nor in a run that picks specs itself
-// (-ginkgo.focus, ...). They are off by default: the second world costs
-// CPU, and on 2 cores make test is bound by CPU, not by waiting (measured
-// 2026-11-27: e2e 1553 s instead of 1848 s, but test/integration beside
-// it 2170 s instead of 1482 s, make test 2837 s in all).
+// shards instead. The suite runs as two shards unless E2E_SHARDS=1, and
+// never against a real cluster (E2E_KUBECONFIG) nor in a run that picks
+// specs itself (-ginkgo.focus, ...). The second world costs CPU: while
+// make test was bound by CPU, the shards only moved time from the e2e
+// suite to the integration suite beside it; with the conversion webhooks'
+// CPU gone, both cores had a third of their time idle (docs/testing.md).
 func shardConfig(cfg *types.SuiteConfig) bool {
 	switch os.Getenv(shardEnv) {
 	case "1":
@@ -64,52 +59,22 @@ func shardConfig(cfg *types.SuiteConfig) bool {
 	}
 	picked := len(cfg.FocusStrings) > 0 || len(cfg.SkipStrings) > 0 || len(cfg.FocusFiles) > 0 ||
 		len(cfg.SkipFiles) > 0 || cfg.LabelFilter != ""
-	return os.Getenv("E2E_KUBECONFIG") != "" || os.Getenv("E2E_SHARDS") != "2" || picked
+	return os.Getenv("E2E_KUBECONFIG") != "" || os.Getenv("E2E_SHARDS") == "1" || picked
 }
 
-// runShards runs this test binary once per shard, side by side, each
-// writing to out/e2e-shard-N.log (to follow while it runs), and reports each
-// shard's output when it ends. The shards stop a minute before this
-// process would, so that their own timeout reports what hung.
+// runShards runs this test binary once per shard, side by side
+// (shards.Run), and reports each shard's output when it ends.
 func runShards(t *testing.T) {
-	args := []string{}
-	for _, a := range os.Args[1:] {
-		if !strings.HasPrefix(a, "-test.timeout") && !strings.HasPrefix(a, "-test.testlogfile") {
-			args = append(args, a)
+	deadline, _ := t.Deadline()
+	for _, r := range shards.Run("e2e", deadline, []shards.Shard{
+		{Name: "1", Env: []string{shardEnv + "=1"}},
+		{Name: "2", Env: []string{shardEnv + "=2"}},
+	}) {
+		t.Logf("e2e shard %s (%s) took %s, output in %s:\n%s", r.Name, shardFiles(r.Name), r.Wall.Round(time.Second), r.Log, r.Output)
+		if r.Err != nil {
+			t.Errorf("e2e shard %s: %v", r.Name, r.Err)
 		}
 	}
-	if deadline, ok := t.Deadline(); ok {
-		args = append(args, fmt.Sprintf("-test.timeout=%s", time.Until(deadline)-time.Minute))
-	}
-	var wg sync.WaitGroup
-	for _, shard := range []string{"1", "2"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			logPath := filepath.Join(testenv.RepoRoot(), "out", "e2e-shard-"+shard+".log")
-			out, err := os.Create(logPath)
-			if err != nil {
-				t.Errorf("e2e shard %s: %v", shard, err)
-				return
-			}
-			defer out.Close()
-			cmd := exec.Command(os.Args[0], args...)
-			cmd.Env = append(os.Environ(), shardEnv+"="+shard)
-			cmd.Stdout, cmd.Stderr = out, out
-			// A shard dies with this process, and its world with it.
-			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-			start := time.Now()
-			err = cmd.Run()
-			wall := time.Since(start)
-			report, _ := os.ReadFile(logPath)
-			t.Logf("e2e shard %s (%s) took %s, output in %s:\n%s", shard, shardFiles(shard), wall.Round(time.Second), logPath, report)
-			if err != nil {
-				t.Errorf("e2e shard %s: %v", shard, err)
-			}
-			recordTiming(t, "test/e2e shard "+shard, wall, cmd.ProcessState, err == nil)
-		}()
-	}
-	wg.Wait()
 }
 
 // shardFiles describes a shard's spec files.
@@ -118,27 +83,4 @@ func shardFiles(shard string) string {
 		return strings.Join(firstShardFiles, ", ")
 	}
 	return "every other spec file"
-}
-
-// recordTiming adds a shard's wall and CPU seconds (its world's processes
-// included) to the timing table of make test (hack/timings.sh), when
-// TIMINGS_DIR names it.
-func recordTiming(t *testing.T, name string, wall time.Duration, state *os.ProcessState, ok bool) {
-	dir := os.Getenv("TIMINGS_DIR")
-	if dir == "" || state == nil {
-		return
-	}
-	result := "ok"
-	if !ok {
-		result = "FAIL"
-	}
-	cpu := state.UserTime() + state.SystemTime()
-	line := fmt.Sprintf("shard\t%s\t%.0f\t%.0f\t%s\n", name, wall.Seconds(), cpu.Seconds(), result)
-	f, err := os.OpenFile(filepath.Join(dir, "shard.tsv"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Logf("recording the shard's timing: %v", err)
-		return
-	}
-	defer f.Close()
-	_, _ = f.WriteString(line)
 }

@@ -45,6 +45,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if shardTests() {
+		os.Exit(runShards())
+	}
 	world.QuietLogs()
 	var err error
 	w, err = world.Start(world.Options{WithWorkloads: true})

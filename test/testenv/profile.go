@@ -42,7 +42,7 @@ func profileAPIServer(cfg *rest.Config) func() {
 	if dir == "" {
 		return func() {}
 	}
-	_ = os.MkdirAll(dir, 0o750)
+	_ = os.MkdirAll(dir, 0o750) //nolint:gosec // the directory the developer named for the profiles
 	c := rest.CopyConfig(cfg)
 	c.Timeout = 2 * profileWindow
 	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
@@ -61,13 +61,13 @@ func profileAPIServer(cfg *rest.Config) func() {
 			if err != nil {
 				return
 			}
-			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%03d.pprof", name, i)), data, 0o600)
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%03d.pprof", name, i)), data, 0o600) //nolint:gosec // see above
 		}
 	}()
 	return func() {
 		// The request counts say which clients cost the CPU.
 		if data, err := rc.Get().AbsPath("/metrics").DoRaw(context.Background()); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, name+".metrics"), data, 0o600)
+			_ = os.WriteFile(filepath.Join(dir, name+".metrics"), data, 0o600) //nolint:gosec // see above
 		}
 		cancel()
 		<-done

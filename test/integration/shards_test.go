@@ -1,0 +1,89 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/shards"
+)
+
+// shardEnv names the shard a re-executed test binary runs;
+// INTEGRATION_SHARDS=1 runs the whole package in one process.
+const (
+	shardEnv  = "INTEGRATION_SHARD"
+	shardsEnv = "INTEGRATION_SHARDS"
+)
+
+// firstShard matches the tests of the first shard; the second runs every
+// other test. Each shard is its own process with its own world, so the
+// two run side by side and each keeps its tests one at a time, as the
+// tests that count the world's writes or the simulator's imports need.
+// The split keeps the two about even (measured 2026-11-27: 1027 s and
+// 1180 s, before virt-api down moved here): the golden-image tests, the
+// chaos test and both outages here, the fifty machines and everything
+// else there.
+const firstShard = `^(TestGoldenImage.*|TestAdminProvidedImages|TestPerVMImportAndDataDisks|TestCrossNamespaceCloneNeedsRBAC|` +
+	`TestDataImportCronKeepsTheGoldenImageFresh|TestMachinePoolClonesOneGoldenVolume|TestChaosLeaderKills|TestInfraClusterOutage|` +
+	`TestVirtAPIDown)$`
+
+// shardTests narrows a shard's process to its tests. It tells whether
+// this process should start the shards instead of running tests: not
+// in a shard, not with INTEGRATION_SHARDS=1, nor in a run that picks its
+// tests itself (-run, -skip, as the inner loop does).
+func shardTests() (startShards bool) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	switch os.Getenv(shardEnv) {
+	case "1", "2":
+		return false
+	}
+	picked := false
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "test.run" || f.Name == "test.skip" || f.Name == "test.list" {
+			picked = true
+		}
+	})
+	return os.Getenv(shardsEnv) != "1" && !picked
+}
+
+// runShards runs the package as two shards (shards.Run), prints each
+// shard's output, and returns the exit code: 1 when either failed.
+func runShards() int {
+	var deadline time.Time
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, ok := f.Value.(flag.Getter).Get().(time.Duration); ok && d > 0 {
+			deadline = time.Now().Add(d)
+		}
+	}
+	code := 0
+	for _, r := range shards.Run("integration", deadline, []shards.Shard{
+		{Name: "1", Env: []string{shardEnv + "=1"}, Args: []string{"-test.run=" + firstShard}},
+		{Name: "2", Env: []string{shardEnv + "=2"}, Args: []string{"-test.skip=" + firstShard}},
+	}) {
+		fmt.Printf("=== integration shard %s took %s, output in %s:\n%s\n", r.Name, r.Wall.Round(time.Second), r.Log, r.Output)
+		if r.Err != nil {
+			fmt.Printf("integration shard %s: %v\n", r.Name, r.Err)
+			code = 1
+		}
+	}
+	return code
+}
