@@ -44,9 +44,9 @@ const firstShard = `^(TestGoldenImage.*|TestAdminProvidedImages|TestPerVMImportA
 	`TestDataImportCronKeepsTheGoldenImageFresh|TestMachinePoolClonesOneGoldenVolume|TestChaosLeaderKills|TestInfraClusterOutage|` +
 	`TestVirtAPIDown)$`
 
-// shardTests narrows a shard's process to its tests. It tells whether
-// this process should start the shards instead of running tests: not
-// in a shard, not with INTEGRATION_SHARDS=1, nor in a run that picks its
+// shardTests tells whether this process should start the shards instead
+// of running tests: not in a shard (runShards gives each its -test.run or
+// -test.skip), not with INTEGRATION_SHARDS=1, nor in a run that picks its
 // tests itself (-run, -skip, as the inner loop does).
 func shardTests() (startShards bool) {
 	if !flag.Parsed() {
