@@ -67,8 +67,8 @@ func shardConfig(cfg *types.SuiteConfig) bool {
 func runShards(t *testing.T) {
 	deadline, _ := t.Deadline()
 	for _, r := range shards.Run("e2e", deadline, []shards.Shard{
-		{Name: "1", Env: []string{shardEnv + "=1"}},
-		{Name: "2", Env: []string{shardEnv + "=2"}},
+		{Name: "1", Env: []string{shardEnv + "=1"}, Args: []string{"-ginkgo.v"}},
+		{Name: "2", Env: []string{shardEnv + "=2"}, Args: []string{"-ginkgo.v"}},
 	}) {
 		t.Logf("e2e shard %s (%s) took %s, output in %s:\n%s", r.Name, shardFiles(r.Name), r.Wall.Round(time.Second), r.Log, r.Output)
 		if r.Err != nil {

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/test/shards"
@@ -76,14 +77,29 @@ func runShards() int {
 	}
 	code := 0
 	for _, r := range shards.Run("integration", deadline, []shards.Shard{
-		{Name: "1", Env: []string{shardEnv + "=1"}, Args: []string{"-test.run=" + firstShard}},
-		{Name: "2", Env: []string{shardEnv + "=2"}, Args: []string{"-test.skip=" + firstShard}},
+		{Name: "1", Env: []string{shardEnv + "=1"}, Args: []string{"-test.v=true", "-test.run=" + firstShard}},
+		{Name: "2", Env: []string{shardEnv + "=2"}, Args: []string{"-test.v=true", "-test.skip=" + firstShard}},
 	}) {
-		fmt.Printf("=== integration shard %s took %s, output in %s:\n%s\n", r.Name, r.Wall.Round(time.Second), r.Log, r.Output)
 		if r.Err != nil {
-			fmt.Printf("integration shard %s: %v\n", r.Name, r.Err)
+			fmt.Printf("=== integration shard %s failed after %s: %v; its output (%s):\n%s\n", r.Name, r.Wall.Round(time.Second), r.Err, r.Log, r.Output)
 			code = 1
+			continue
 		}
+		// The full output is in the log; each test's line with its
+		// duration is what a passing run needs to show.
+		fmt.Printf("=== integration shard %s passed in %s, output in %s:\n%s", r.Name, r.Wall.Round(time.Second), r.Log, testLines(r.Output))
 	}
 	return code
+}
+
+// testLines keeps the "--- PASS: TestX (12.34s)" lines of a verbose test
+// output.
+func testLines(output []byte) string {
+	var b strings.Builder
+	for line := range strings.Lines(string(output)) {
+		if strings.HasPrefix(line, "--- ") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }

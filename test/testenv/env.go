@@ -197,6 +197,9 @@ func Start(o Options) (*Env, error) {
 	for name, value := range aggregation {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
+	for name, value := range auditFlags(certsDir) {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	for name, value := range o.APIServerArgs {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
