@@ -197,7 +197,11 @@ func Start(o Options) (*Env, error) {
 	for name, value := range aggregation {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
-	for name, value := range auditFlags(certsDir) {
+	audit, err := auditFlags(certsDir)
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(certsDir))
+	}
+	for name, value := range audit {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	for name, value := range o.APIServerArgs {

@@ -48,16 +48,19 @@ rules:
 - level: Metadata
 `
 
-// auditFlags are the API server flags of AuditDirEnv, nil when unset; the
+// auditFlags are the API server flags of AuditDirEnv, none when unset; the
 // policy file goes to scratch, a directory the environment removes.
-func auditFlags(scratch string) map[string]string {
+func auditFlags(scratch string) (map[string]string, error) {
 	dir := os.Getenv(AuditDirEnv)
 	if dir == "" {
-		return nil
+		return nil, nil
 	}
 	policy := filepath.Join(scratch, "audit-policy.yaml")
-	if os.MkdirAll(dir, 0o750) != nil || os.WriteFile(policy, []byte(auditPolicy), 0o600) != nil { //nolint:gosec // the directory the developer named
-		return nil
+	if err := os.MkdirAll(dir, 0o750); err != nil { //nolint:gosec // the directory the developer named
+		return nil, fmt.Errorf("%s: %w", AuditDirEnv, err)
+	}
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the audit policy: %w", err)
 	}
 	return map[string]string{
 		"audit-policy-file": policy,
@@ -65,7 +68,7 @@ func auditFlags(scratch string) map[string]string {
 		"audit-log-maxsize": "0",
 		"audit-log-format":  "json",
 		"audit-log-mode":    "batch",
-	}
+	}, nil
 }
 
 // profileAPIServer starts writing the API server's CPU profiles when
