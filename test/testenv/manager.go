@@ -38,12 +38,13 @@ type Manager struct {
 	// HealthAddr serves /healthz and /readyz, unless they were turned off.
 	HealthAddr string
 
-	cancel  context.CancelFunc
-	stopped chan error
-	elected <-chan struct{}
-	cut     atomic.Bool
-	err     error
-	done    bool
+	cancel    context.CancelFunc
+	stopped   chan error
+	elected   <-chan struct{}
+	competing chan struct{}
+	cut       atomic.Bool
+	err       error
+	done      bool
 }
 
 // StartManager runs the provider's manager against cfg, built by
@@ -83,6 +84,11 @@ func StartManager(cfg *rest.Config, o manager.Options) (*Manager, error) {
 		return nil, fmt.Errorf("building the provider's manager: %w", err)
 	}
 	m.elected = mgr.Elected()
+	m.competing = make(chan struct{})
+	if err := mgr.Add(competingSignal(m.competing)); err != nil {
+		cancel()
+		return nil, err
+	}
 	go func() { m.stopped <- mgr.Start(ctx) }()
 	return m, nil
 }
@@ -90,6 +96,26 @@ func StartManager(cfg *rest.Config, o manager.Options) (*Manager, error) {
 // Elected is closed once the manager leads: at once without leader
 // election, when it acquired the Lease with it.
 func (m *Manager) Elected() <-chan struct{} { return m.elected }
+
+// Competing is closed once the manager's caches have synced and it runs
+// for the Lease: controller-runtime starts its leader elector right after
+// the runnables that need no election, this signal among them. A replica
+// that does not yet compete cannot take over from a crashed leader, so a
+// handover measured before this includes the replica's own start.
+func (m *Manager) Competing() <-chan struct{} { return m.competing }
+
+// competingSignal closes its channel when the manager starts the
+// runnables that run on every replica.
+type competingSignal chan struct{}
+
+func (c competingSignal) Start(context.Context) error {
+	close(c)
+	return nil
+}
+
+// NeedLeaderElection puts the signal among the runnables every replica
+// runs, which start after the caches and before the leader elector.
+func (competingSignal) NeedLeaderElection() bool { return false }
 
 // Crash plays a replica killed with SIGKILL or by the OOM killer: from now
 // on none of its requests to the management cluster reach it (in-flight
