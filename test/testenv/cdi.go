@@ -202,12 +202,12 @@ func (e *Env) StartCDI(ctx context.Context) error {
 // cdi-controller reads it, as the operator mounts it into its pod.
 func (e *Env) writeCDITokenKeys(ctx context.Context, dir string) (string, error) {
 	secret := &corev1.Secret{}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, componentStartTimeout, true, func(ctx context.Context) (bool, error) {
 		err := e.Client.Get(ctx, client.ObjectKey{Namespace: CDINamespace, Name: "cdi-api-signing-key"}, secret)
 		return err == nil, client.IgnoreNotFound(err)
 	})
 	if err != nil {
-		return "", fmt.Errorf("cdi-apiserver made no Secret cdi-api-signing-key: %w", err)
+		return "", fmt.Errorf("cdi-apiserver made no Secret cdi-api-signing-key within %s: %w", componentStartTimeout, err)
 	}
 	keyDir := filepath.Join(dir, "token")
 	if err := os.MkdirAll(keyDir, 0o700); err != nil {

@@ -312,6 +312,12 @@ func setCABundle(o *unstructured.Unstructured, caPEM []byte) error {
 	return unstructured.SetNestedSlice(o.Object, hooks, "webhooks")
 }
 
+// componentStartTimeout bounds each wait for a world component to come
+// up (serving, available, leading). Alone, each takes a few seconds; with
+// four worlds starting at once on 2 cores, virt-api once took more than a
+// minute to listen, so the bound only catches one that never comes up.
+const componentStartTimeout = 3 * time.Minute
+
 // waitServing waits until addr completes a TLS handshake with a
 // certificate of ca and answers /healthz.
 func waitServing(ctx context.Context, ca *keyPair, serverName, addr string) error {
@@ -321,7 +327,7 @@ func waitServing(ctx context.Context, ca *keyPair, serverName, addr string) erro
 		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}}}
 	defer httpClient.CloseIdleConnections()
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, componentStartTimeout, true, func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/healthz", nil)
 		if err != nil {
 			return false, err
@@ -336,7 +342,7 @@ func waitServing(ctx context.Context, ca *keyPair, serverName, addr string) erro
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
-		return fmt.Errorf("not serving on %s within a minute: %w", addr, errors.Join(err, last))
+		return fmt.Errorf("not serving on %s within %s: %w", addr, componentStartTimeout, errors.Join(err, last))
 	}
 	return nil
 }
@@ -357,7 +363,7 @@ func (e *Env) publishVirtAPIEndpoint(ctx context.Context) error {
 // waitAPIServiceAvailable waits until the aggregator reaches an APIService.
 func (e *Env) waitAPIServiceAvailable(ctx context.Context, name string) error {
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, componentStartTimeout, true, func(ctx context.Context) (bool, error) {
 		svc := &unstructured.Unstructured{}
 		svc.SetAPIVersion("apiregistration.k8s.io/v1")
 		svc.SetKind("APIService")
@@ -374,7 +380,7 @@ func (e *Env) waitAPIServiceAvailable(ctx context.Context, name string) error {
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("APIService %s not available within a minute (%s): %w", name, last, err)
+		return fmt.Errorf("APIService %s not available within %s (%s): %w", name, componentStartTimeout, last, err)
 	}
 	return nil
 }
@@ -384,7 +390,7 @@ func (e *Env) waitAPIServiceAvailable(ctx context.Context, name string) error {
 // Lease of the process before).
 func (e *Env) waitLeader(ctx context.Context, namespace, lease string, since time.Time) error {
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, componentStartTimeout, true, func(ctx context.Context) (bool, error) {
 		l := &coordinationv1.Lease{}
 		last = e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lease}, l)
 		if apierrors.IsNotFound(last) {
@@ -394,7 +400,7 @@ func (e *Env) waitLeader(ctx context.Context, namespace, lease string, since tim
 			l.Spec.RenewTime != nil && !l.Spec.RenewTime.Before(&metav1.MicroTime{Time: since.Truncate(time.Second)}), last
 	})
 	if err != nil {
-		return fmt.Errorf("%s took no leader Lease within a minute: %w", lease, errors.Join(err, last))
+		return fmt.Errorf("%s took no leader Lease within %s: %w", lease, componentStartTimeout, errors.Join(err, last))
 	}
 	return nil
 }
