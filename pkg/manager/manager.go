@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -192,7 +193,17 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		HealthProbeBindAddress:     o.HealthProbeBindAddress,
 		PprofBindAddress:           o.ProfilerAddress,
 		Metrics:                    o.Metrics,
-		Controller:                 config.Controller{SkipNameValidation: &o.InProcess.SharedProcess},
+		Controller: config.Controller{
+			SkipNameValidation: &o.InProcess.SharedProcess,
+			// controller-runtime v0.24's priority queue can deadlock on
+			// shutdown (kubernetes-sigs/controller-runtime#3538, fixed by
+			// #3540 in a later release): a replica stopped on SIGTERM then
+			// waits out the 30 s grace period still holding the Lease, and
+			// the standby takes over only after it. The chaos test caught
+			// a 30 s handover so. Back to the priority queue with a
+			// controller-runtime that has the fix.
+			UsePriorityQueue: ptr.To(false),
+		},
 		Cache: cache.Options{
 			DefaultNamespaces: defaultNamespaces,
 			SyncPeriod:        &o.SyncPeriod,
