@@ -106,7 +106,7 @@ func (r *replicas) competing() {
 		select {
 		case <-m.Competing():
 		case <-deadline:
-			r.t.Fatalf("a replica did not run for the lease within %s of the last kill", 3*chaosLease)
+			r.t.Fatalf("a replica did not run for the lease within %s", 3*chaosLease)
 		}
 	}
 }
