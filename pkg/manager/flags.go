@@ -50,6 +50,8 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Requests the manager may send at once above --kube-api-qps, per cluster.")
 	fs.DurationVar(&o.RecheckInterval, "recheck-interval", 10*time.Second,
 		"How long to wait before looking again at what no event announces: the ssh bootstrap check, a clone permission, a golden volume the infra cluster refused.")
+	fs.DurationVar(&o.TenantConnectionRetryInterval, "tenant-connection-retry-interval", DefaultTenantConnectionRetryInterval,
+		"How soon to connect again to a workload cluster's API server that refused the connection, as a new cluster's does until its first control-plane VM boots. Cluster API's own default is 30s.")
 	fs.StringVar(&o.WatchFilterValue, "watch-filter", "",
 		"Only reconcile objects labelled cluster.x-k8s.io/watch-filter with this value; empty reconciles all.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "How often every watched object is reconciled again.")

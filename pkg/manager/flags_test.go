@@ -32,6 +32,7 @@ func TestAddFlags(t *testing.T) {
 		"--kubevirtmachine-concurrency=25", "--kubevirtcluster-concurrency=4", "--kubevirtmachinetemplate-concurrency=3", "--kubevirtremediation-concurrency=5",
 		"--leader-elect", "--leader-elect-id=capkv-test", "--health-addr=:19440",
 		"--enable-webhooks=false", "--webhook-port=19443", "--webhook-cert-dir=/certs",
+		"--tenant-connection-retry-interval=2s",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,8 @@ func TestAddFlags(t *testing.T) {
 		o.KubevirtRemediationConcurrency != want.KubevirtRemediationConcurrency || o.LeaderElection != want.LeaderElection ||
 		o.LeaderElectionID != want.LeaderElectionID || o.HealthProbeBindAddress != want.HealthProbeBindAddress ||
 		o.EnableWebhooks != want.EnableWebhooks || o.WebhookPort != want.WebhookPort || o.WebhookCertDir != want.WebhookCertDir ||
-		o.LeaseDuration != want.LeaseDuration || o.RenewDeadline != want.RenewDeadline || o.RetryPeriod != want.RetryPeriod {
+		o.LeaseDuration != want.LeaseDuration || o.RenewDeadline != want.RenewDeadline || o.RetryPeriod != want.RetryPeriod ||
+		o.TenantConnectionRetryInterval != 2*time.Second {
 		t.Errorf("parsed %+v\nwant   %+v", o, want)
 	}
 }

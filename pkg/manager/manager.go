@@ -152,6 +152,10 @@ type Options struct {
 	// event announces: the ssh bootstrap check, a clone permission, a golden
 	// volume the infra cluster refused. Zero means 10s.
 	RecheckInterval time.Duration
+	// TenantConnectionRetryInterval is how soon the cluster cache tries
+	// again to connect to a workload cluster whose API server refused it.
+	// Zero means DefaultTenantConnectionRetryInterval.
+	TenantConnectionRetryInterval time.Duration
 
 	// InProcess holds the seams for running the manager inside another
 	// program; main.go leaves it zero.
@@ -287,6 +291,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("setting up the tenant cluster cache: %w", err)
 	}
+	if err := setConnectionRetry(clusterCache, o.TenantConnectionRetryInterval); err != nil {
+		return err
+	}
 	families, err := ipFamilies(o.IsolationIPFamilies)
 	if err != nil {
 		return err
@@ -404,4 +411,27 @@ func setRateLimits(cfg *rest.Config, o Options) {
 	if o.KubeAPIBurst > 0 {
 		cfg.Burst = o.KubeAPIBurst
 	}
+}
+
+// DefaultTenantConnectionRetryInterval is how soon, by default, the cluster
+// cache connects again to a workload cluster that refused it.
+const DefaultTenantConnectionRetryInterval = 5 * time.Second
+
+// setConnectionRetry sets how soon the cluster cache retries a workload
+// cluster that refused it. A new cluster's API server answers only once its
+// first control-plane VM has booted, so the first attempts are refused;
+// with Cluster API's 30 s the provider then learns of the cluster's Nodes
+// (their providerIDs, the machines' readiness) up to 30 s late on every
+// new cluster. A refused attempt costs a dial; a retry every few seconds
+// costs the workload cluster nothing.
+func setConnectionRetry(cc clustercache.ClusterCache, interval time.Duration) error {
+	if interval <= 0 {
+		interval = DefaultTenantConnectionRetryInterval
+	}
+	setter, ok := cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) })
+	if !ok {
+		return fmt.Errorf("the cluster cache (%T) cannot set its connection retry interval", cc)
+	}
+	setter.SetConnectionCreationRetryInterval(interval)
+	return nil
 }
