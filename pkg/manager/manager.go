@@ -153,8 +153,8 @@ type Options struct {
 	// volume the infra cluster refused. Zero means 10s.
 	RecheckInterval time.Duration
 	// TenantConnectionRetryInterval is how soon the cluster cache tries
-	// again to connect to a workload cluster whose API server refused it.
-	// Zero means DefaultTenantConnectionRetryInterval.
+	// again to connect to a workload cluster it could not reach. Zero or
+	// negative means DefaultTenantConnectionRetryInterval.
 	TenantConnectionRetryInterval time.Duration
 
 	// InProcess holds the seams for running the manager inside another
@@ -418,12 +418,17 @@ func setRateLimits(cfg *rest.Config, o Options) {
 const DefaultTenantConnectionRetryInterval = 5 * time.Second
 
 // setConnectionRetry sets how soon the cluster cache retries a workload
-// cluster that refused it. A new cluster's API server answers only once its
-// first control-plane VM has booted, so the first attempts are refused;
-// with Cluster API's 30 s the provider then learns of the cluster's Nodes
-// (their providerIDs, the machines' readiness) up to 30 s late on every
-// new cluster. A refused attempt costs a dial; a retry every few seconds
-// costs the workload cluster nothing.
+// cluster it could not connect to (refused, timed out, no kubeconfig
+// Secret yet) or dropped after failed health probes. A new cluster's API
+// server answers only once its first control-plane VM has booted, so the
+// first attempts fail; with Cluster API's 30 s the provider then learns of
+// the cluster's Nodes (their providerIDs, the machines' readiness) up to
+// 30 s late on every new cluster. A failed attempt costs a read of the
+// kubeconfig Secret, a dial and an error log line, and holds one of the
+// cache's workers (--kubevirtmachine-concurrency) for at most its probe
+// timeout. Cluster API marks the setter as meant for tests; the type
+// assertion fails the start, so a Cluster API upgrade that drops it is
+// noticed at once.
 func setConnectionRetry(cc clustercache.ClusterCache, interval time.Duration) error {
 	if interval <= 0 {
 		interval = DefaultTenantConnectionRetryInterval
