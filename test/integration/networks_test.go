@@ -141,6 +141,13 @@ func TestPerClusterVLANNetworks(t *testing.T) {
 	eventually(t, fourth.clusterCondition(infrav1.NetworksReadyCondition)).Should(Equal(fmt.Sprintf(
 		"%s: VLAN %d is used by %s/tenant-tenant", infrav1.VLANUnavailableReason, taken, first.ns)))
 
+	// The fourth asked for the first's VLAN by number; gone, it cannot race
+	// the third for it when the first frees it below.
+	g.Expect(fourth.c.Delete(ctx, fourth.kc)).To(Succeed())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(fourth.c.Get(ctx, client.ObjectKeyFromObject(fourth.kc), &infrav1.KubevirtCluster{}))
+	}).Should(BeTrue())
+
 	// Machines get the network; the first cluster's deletion frees its
 	// VLAN for the third, without polling.
 	km := first.newMachine(t, fixture.MachineOptions{Name: "vlan-0"})
