@@ -51,7 +51,7 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.DurationVar(&o.RecheckInterval, "recheck-interval", 10*time.Second,
 		"How long to wait before looking again at what no event announces: the ssh bootstrap check, a clone permission, a golden volume the infra cluster refused.")
 	fs.DurationVar(&o.TenantConnectionRetryInterval, "tenant-connection-retry-interval", DefaultTenantConnectionRetryInterval,
-		"How soon to connect again to a workload cluster's API server that refused the connection, as a new cluster's does until its first control-plane VM boots. Cluster API's own default is 30s.")
+		"How soon to connect again to a workload cluster that could not be reached (a new cluster's API server refuses until its first control-plane VM boots) or was dropped after failed health probes. Cluster API's own default is 30s.")
 	fs.StringVar(&o.WatchFilterValue, "watch-filter", "",
 		"Only reconcile objects labelled cluster.x-k8s.io/watch-filter with this value; empty reconciles all.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "How often every watched object is reconciled again.")
