@@ -63,18 +63,84 @@ func shardConfig(cfg *types.SuiteConfig) bool {
 }
 
 // runShards runs this test binary once per shard, side by side
-// (shards.Run), and reports each shard's output when it ends.
+// (shards.Run), and reports how each ended: a passing shard its specs'
+// durations, a failing one only the specs that failed and Ginkgo's
+// summary. CI shows the head and tail of a long output, so the whole
+// verbose output of two shards would hide the failure in the elided
+// middle; the whole output stays in the shard's log.
 func runShards(t *testing.T) {
 	deadline, _ := t.Deadline()
 	for _, r := range shards.Run("e2e", deadline, []shards.Shard{
-		{Name: "1", Env: []string{shardEnv + "=1"}, Args: []string{"-ginkgo.v"}},
-		{Name: "2", Env: []string{shardEnv + "=2"}, Args: []string{"-ginkgo.v"}},
+		{Name: "1", Env: []string{shardEnv + "=1"}, Args: []string{"-ginkgo.v", "-ginkgo.no-color"}},
+		{Name: "2", Env: []string{shardEnv + "=2"}, Args: []string{"-ginkgo.v", "-ginkgo.no-color"}},
 	}) {
-		t.Logf("e2e shard %s (%s) took %s, output in %s:\n%s", r.Name, shardFiles(r.Name), r.Wall.Round(time.Second), r.Log, r.Output)
 		if r.Err != nil {
-			t.Errorf("e2e shard %s: %v", r.Name, r.Err)
+			t.Errorf("e2e shard %s (%s) failed after %s: %v; whole output in %s, its failures:\n%s",
+				r.Name, shardFiles(r.Name), r.Wall.Round(time.Second), r.Err, r.Log, failedSpecs(string(r.Output)))
+			continue
+		}
+		t.Logf("e2e shard %s (%s) passed in %s, output in %s:\n%s",
+			r.Name, shardFiles(r.Name), r.Wall.Round(time.Second), r.Log, specDurations(string(r.Output)))
+	}
+}
+
+// specSeparator is the line Ginkgo's verbose output puts between specs.
+const specSeparator = "------------------------------"
+
+// specBlocks splits a verbose, uncoloured Ginkgo output into its blocks:
+// one per spec, the suite nodes, and what follows the last spec.
+func specBlocks(output string) []string {
+	var blocks []string
+	var b strings.Builder
+	for line := range strings.Lines(output) {
+		if strings.TrimSpace(line) == specSeparator {
+			blocks = append(blocks, b.String())
+			b.Reset()
+			continue
+		}
+		b.WriteString(line)
+	}
+	return append(blocks, b.String())
+}
+
+// failedSpecs keeps the blocks of a Ginkgo output that did not pass (a
+// failure, panic, timeout or interrupt, the suite nodes' included) and
+// the last block, which holds Ginkgo's summary; an output without
+// separators (a build or flag error) is kept whole.
+func failedSpecs(output string) string {
+	blocks := specBlocks(output)
+	if len(blocks) == 1 {
+		return output
+	}
+	var b strings.Builder
+	for _, block := range blocks[:len(blocks)-1] {
+		for _, mark := range []string{"[FAILED]", "[PANICKED]", "[TIMEDOUT]", "[INTERRUPTED]"} {
+			if strings.Contains(block, mark) {
+				b.WriteString(block + specSeparator + "\n")
+				break
+			}
 		}
 	}
+	return b.String() + blocks[len(blocks)-1]
+}
+
+// specDurations keeps, of a verbose Ginkgo output, each spec's result
+// and duration with its name (the first line of its block), the suite
+// nodes' results and the line with the suite's total.
+func specDurations(output string) string {
+	var b strings.Builder
+	for _, block := range specBlocks(output) {
+		lines := strings.Split(strings.TrimSpace(block), "\n")
+		for _, line := range lines {
+			switch {
+			case strings.HasPrefix(line, "• "):
+				b.WriteString(strings.TrimPrefix(line, "• ") + " " + lines[0] + "\n")
+			case strings.Contains(line, "] PASSED ["), strings.HasPrefix(line, "Ran "):
+				b.WriteString(line + "\n")
+			}
+		}
+	}
+	return b.String()
 }
 
 // shardFiles describes a shard's spec files.

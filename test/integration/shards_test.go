@@ -81,7 +81,10 @@ func runShards() int {
 		{Name: "2", Env: []string{shardEnv + "=2"}, Args: []string{"-test.v=true", "-test.skip=" + firstShard}},
 	}) {
 		if r.Err != nil {
-			fmt.Printf("=== integration shard %s failed after %s: %v; its output (%s):\n%s\n", r.Name, r.Wall.Round(time.Second), r.Err, r.Log, r.Output)
+			// CI shows the head and tail of a long output: the whole
+			// verbose output would hide the failure in the elided middle.
+			fmt.Printf("=== integration shard %s failed after %s: %v; whole output in %s, its failed tests and end:\n%s\n",
+				r.Name, r.Wall.Round(time.Second), r.Err, r.Log, failedTests(string(r.Output)))
 			code = 1
 			continue
 		}
@@ -102,4 +105,28 @@ func testLines(output []byte) string {
 		}
 	}
 	return b.String()
+}
+
+// failedTests keeps, of a verbose test output, the sections of the
+// top-level tests that failed (from their "=== RUN" to the next test's)
+// and the last section, which holds the package's result or a timeout's
+// panic; an output without tests (a build error) is kept whole.
+func failedTests(output string) string {
+	var sections []string
+	var b strings.Builder
+	for line := range strings.Lines(output) {
+		if strings.HasPrefix(line, "=== RUN   ") && !strings.Contains(line, "/") && b.Len() > 0 {
+			sections = append(sections, b.String())
+			b.Reset()
+		}
+		b.WriteString(line)
+	}
+	sections = append(sections, b.String())
+	var kept strings.Builder
+	for _, section := range sections[:len(sections)-1] {
+		if strings.Contains(section, "--- FAIL: ") {
+			kept.WriteString(section)
+		}
+	}
+	return kept.String() + sections[len(sections)-1]
 }
