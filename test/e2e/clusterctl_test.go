@@ -65,25 +65,7 @@ var _ = Describe("clusterctl init", func() {
 		Expect(c.Get(ctx, clusterctl.Deployment, deployment)).To(Succeed())
 		Expect(deploymentAvailable(deployment)).To(BeTrue(), "clusterctl init --wait-providers returned before the Deployment was available")
 
-		cert := &unstructured.Unstructured{}
-		cert.SetAPIVersion("cert-manager.io/v1")
-		cert.SetKind("Certificate")
-		Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: "capkv-serving-cert"}, cert)).To(Succeed())
-		conds, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
-		Expect(conds).To(ContainElement(SatisfyAll(HaveKeyWithValue("type", "Ready"), HaveKeyWithValue("status", "True"))))
-		secret := &corev1.Secret{}
-		Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: "webhook-service-cert"}, secret)).To(Succeed())
-		Expect(secret.Data["ca.crt"]).NotTo(BeEmpty())
-		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(c.Get(ctx, client.ObjectKey{Name: "capkv-validating-webhook-configuration"}, validating)).To(Succeed())
-		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		Expect(c.Get(ctx, client.ObjectKey{Name: "capkv-mutating-webhook-configuration"}, mutating)).To(Succeed())
-		for _, hook := range validating.Webhooks {
-			Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "cainjector injects the CA into %s", hook.Name)
-		}
-		for _, hook := range mutating.Webhooks {
-			Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "cainjector injects the CA into %s", hook.Name)
-		}
+		Eventually(servingCertInjected(ctx)).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		inventory := &unstructured.UnstructuredList{}
 		inventory.SetAPIVersion("clusterctl.cluster.x-k8s.io/v1alpha3")
@@ -210,8 +192,8 @@ var _ = Describe("clusterctl describe", func() {
 		Expect(c.Create(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "far"},
 			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 				APIGroup: infrav1.GroupVersion.Group, Kind: "KubevirtCluster", Name: "far"}}})).To(Succeed())
-		Eventually(func() string {
-			Expect(c.Get(ctx, client.ObjectKeyFromObject(kc), kc)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(kc), kc)).To(Succeed())
 			cond := meta.FindStatusCondition(kc.Status.Conditions, infrav1.InfraClusterAvailableCondition)
 			if cond == nil {
 				return ""
@@ -354,11 +336,11 @@ func expectRunning(ctx context.Context, ns, name string) {
 // are gone.
 func deleteCluster(ctx context.Context, ns, name string) {
 	Expect(c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
-	Eventually(func() int {
+	Eventually(func(g Gomega) int {
 		kms := &infrav1.KubevirtMachineList{}
 		kcs := &infrav1.KubevirtClusterList{}
-		Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
-		Expect(c.List(ctx, kcs, client.InNamespace(ns))).To(Succeed())
+		g.Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
+		g.Expect(c.List(ctx, kcs, client.InNamespace(ns))).To(Succeed())
 		return len(kms.Items) + len(kcs.Items)
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero(), func() string { return describe(ctx, ns) })
 }
@@ -423,4 +405,33 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// servingCertInjected checks that cert-manager issued the provider's
+// serving certificate and that its cainjector injected the CA into every
+// webhook of the provider. Both happen after the Secret is written, on
+// cert-manager's own time: clusterctl init waits for neither, so a
+// webhook call right after it may fail on an unknown authority.
+func servingCertInjected(ctx context.Context) func(g Gomega) {
+	return func(g Gomega) {
+		cert := &unstructured.Unstructured{}
+		cert.SetAPIVersion("cert-manager.io/v1")
+		cert.SetKind("Certificate")
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: "capkv-serving-cert"}, cert)).To(Succeed())
+		conds, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
+		g.Expect(conds).To(ContainElement(SatisfyAll(HaveKeyWithValue("type", "Ready"), HaveKeyWithValue("status", "True"))))
+		secret := &corev1.Secret{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: "webhook-service-cert"}, secret)).To(Succeed())
+		g.Expect(secret.Data["ca.crt"]).NotTo(BeEmpty())
+		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: "capkv-validating-webhook-configuration"}, validating)).To(Succeed())
+		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: "capkv-mutating-webhook-configuration"}, mutating)).To(Succeed())
+		for _, hook := range validating.Webhooks {
+			g.Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "cainjector injects the CA into %s", hook.Name)
+		}
+		for _, hook := range mutating.Webhooks {
+			g.Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "cainjector injects the CA into %s", hook.Name)
+		}
+	}
 }

@@ -72,15 +72,15 @@ var _ = Describe("manifests written for the community provider", func() {
 			"--from", filepath.Join("testdata", "capk", "cluster-template-lb-flatcar.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed(), "Cluster API's Ignition feature gate is on, as this flavor needs")
-		Eventually(func() string {
+		Eventually(func(g Gomega) string {
 			configs := &bootstrapv1.KubeadmConfigList{}
-			Expect(c.List(ctx, configs, client.InNamespace(ns))).To(Succeed())
+			g.Expect(c.List(ctx, configs, client.InNamespace(ns))).To(Succeed())
 			for _, cfg := range configs.Items {
 				if cfg.Status.DataSecretName == "" {
 					continue
 				}
 				data := &corev1.Secret{}
-				Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cfg.Status.DataSecretName}, data)).To(Succeed())
+				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cfg.Status.DataSecretName}, data)).To(Succeed())
 				return string(data.Data["format"])
 			}
 			return "no bootstrap data yet"

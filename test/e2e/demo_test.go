@@ -137,8 +137,8 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		Expect(vms.Items).To(HaveLen(3+8), "one VM per machine, no duplicates")
 		scaleWorkers(ctx, ns, 1)
 		expectWorkers(ctx, ns, 1)
-		Eventually(func() int {
-			Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+		Eventually(func(g Gomega) int {
+			g.Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
 			return len(vms.Items)
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(3 + 1))
 	})
@@ -164,9 +164,9 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 			Should(SatisfyAll(HaveLen(1), Not(ContainElements(old))), func() string { return describe(ctx, ns) })
 		expectWorkers(ctx, ns, 1)
 		Expect(goldenVolumes(ctx, ns)).To(Equal(2), "the new image is imported once")
-		Eventually(func() int {
+		Eventually(func(g Gomega) int {
 			vms := &kubevirtv1.VirtualMachineList{}
-			Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+			g.Expect(c.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
 			return len(vms.Items)
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(3+1), "the old worker's VM is gone")
 	})
@@ -285,8 +285,8 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		DeferCleanup(func() { Expect(w.Sim.RecoverNode(ctx, node)).To(Succeed()) })
 
 		fewestReady := 3
-		Eventually(func() error {
-			Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		Eventually(func(g Gomega) error {
+			g.Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
 			readyCP, replaced := 0, 0
 			for _, m := range machines.Items {
 				_, cp := m.Labels[clusterv1.MachineControlPlaneLabel]
@@ -317,8 +317,8 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 			&kubevirtv1.VirtualMachineList{}, &kubevirtv1.VirtualMachineInstanceList{}, &cdiv1.DataVolumeList{},
 			&corev1.SecretList{}, &corev1.ServiceList{}, &networkingv1.NetworkPolicyList{},
 		} {
-			Eventually(func() int {
-				Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			Eventually(func(g Gomega) int {
+				g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 				return meta.LenList(list)
 			}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero(), "%T left in %s:\n%s", list, ns, describe(ctx, ns))
 		}

@@ -114,9 +114,9 @@ func copyTemplateForVersion(ctx context.Context, ns, name, from, to string) stri
 // version with a Node, and fails if a worker got the version first.
 func expectControlPlaneUpgraded(ctx context.Context, ns, version string) {
 	var workerFirst string
-	Eventually(func() bool {
+	Eventually(func(g Gomega) bool {
 		machines := &clusterv1.MachineList{}
-		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		g.Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
 		upgraded, newWorker := true, ""
 		for _, m := range machines.Items {
 			if !m.DeletionTimestamp.IsZero() {
@@ -141,9 +141,9 @@ func expectControlPlaneUpgraded(ctx context.Context, ns, version string) {
 // expectKubelets checks that every Machine's Node reports the kubelet
 // version, as the guest's image or install gave it.
 func expectKubelets(ctx context.Context, ns, version string) {
-	Eventually(func() map[string]string {
+	Eventually(func(g Gomega) map[string]string {
 		machines := &clusterv1.MachineList{}
-		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		g.Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
 		out := map[string]string{}
 		for _, m := range machines.Items {
 			if m.Status.NodeInfo == nil {

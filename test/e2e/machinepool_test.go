@@ -105,9 +105,9 @@ var _ = Describe("The machinepool flavor", Ordered, func() {
 			p.Spec.Template.Spec.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"rolled": "yes"}
 			return c.Update(ctx, p)
 		})).To(Succeed())
-		Eventually(func() string {
+		Eventually(func(g Gomega) string {
 			vms := &kubevirtv1.VirtualMachineList{}
-			Expect(w.Infra.Client.List(ctx, vms, client.InNamespace(ns), client.MatchingLabels{infrav1.KubevirtMachinePoolLabel: pool})).To(Succeed())
+			g.Expect(w.Infra.Client.List(ctx, vms, client.InNamespace(ns), client.MatchingLabels{infrav1.KubevirtMachinePoolLabel: pool})).To(Succeed())
 			rolled := 0
 			for _, vm := range vms.Items {
 				if vm.DeletionTimestamp.IsZero() && vm.Labels["rolled"] == "yes" && vm.UID != before[vm.Name] {
@@ -143,9 +143,9 @@ var _ = Describe("ClusterClass kubevirt's default-pool class", func() {
 		})
 		expectRunning(ctx, ns, "tp")
 		var mp, kmp string
-		Eventually(func() string {
+		Eventually(func(g Gomega) string {
 			mps := &clusterv1.MachinePoolList{}
-			Expect(c.List(ctx, mps, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterTopologyMachinePoolNameLabel: "mp-0"})).To(Succeed())
+			g.Expect(c.List(ctx, mps, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterTopologyMachinePoolNameLabel: "mp-0"})).To(Succeed())
 			if len(mps.Items) == 1 {
 				mp, kmp = mps.Items[0].Name, mps.Items[0].Spec.Template.Spec.InfrastructureRef.Name
 			}
@@ -204,11 +204,11 @@ func expectPoolMachines(ctx context.Context, ns, mpName, kmp string, n int) {
 // expectNoPools waits until the infra cluster has no VirtualMachinePool
 // and no VM left in the namespace.
 func expectNoPools(ctx context.Context, ns string) {
-	Eventually(func() int {
+	Eventually(func(g Gomega) int {
 		pools := &poolv1.VirtualMachinePoolList{}
 		vms := &kubevirtv1.VirtualMachineList{}
-		Expect(w.Infra.Client.List(ctx, pools, client.InNamespace(ns))).To(Succeed())
-		Expect(w.Infra.Client.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+		g.Expect(w.Infra.Client.List(ctx, pools, client.InNamespace(ns))).To(Succeed())
+		g.Expect(w.Infra.Client.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
 		return len(pools.Items) + len(vms.Items)
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero())
 }

@@ -26,6 +26,8 @@ import (
 // summary.
 const shardOutput = `Running Suite: CAPKV end to end - /w/test/e2e
 =============================================
+Random Seed: 1795805633
+
 Will run 3 of 5 specs
 ------------------------------
 [BeforeSuite] 
@@ -65,7 +67,7 @@ FAIL! -- 2 Passed | 1 Failed | 0 Pending | 2 Skipped
 
 func TestFailedSpecsKeepsOnlyFailuresAndSummary(t *testing.T) {
 	got := failedSpecs(shardOutput)
-	for _, want := range []string{"Expected the reason BadImage", "Summarizing 1 Failure:", "FAIL! -- 2 Passed"} {
+	for _, want := range []string{"Random Seed: 1795805633", "Expected the reason BadImage", "Summarizing 1 Failure:", "FAIL! -- 2 Passed"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("failedSpecs lost %q:\n%s", want, got)
 		}

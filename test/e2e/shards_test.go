@@ -103,16 +103,23 @@ func specBlocks(output string) []string {
 	return append(blocks, b.String())
 }
 
-// failedSpecs keeps the blocks of a Ginkgo output that did not pass (a
-// failure, panic, timeout or interrupt, the suite nodes' included) and
-// the last block, which holds Ginkgo's summary; an output without
-// separators (a build or flag error) is kept whole.
+// failedSpecs keeps, of a Ginkgo output, the random seed, the blocks that
+// did not pass (a failure, panic, timeout or interrupt, the suite nodes'
+// included) and the last block, which holds Ginkgo's summary; an output
+// without separators (a build or flag error) is kept whole.
 func failedSpecs(output string) string {
 	blocks := specBlocks(output)
 	if len(blocks) == 1 {
 		return output
 	}
 	var b strings.Builder
+	// The seed gives the order the specs ran in, to run them so again
+	// (-ginkgo.seed).
+	for line := range strings.Lines(blocks[0]) {
+		if strings.HasPrefix(line, "Random Seed:") {
+			b.WriteString(line)
+		}
+	}
 	for _, block := range blocks[:len(blocks)-1] {
 		for _, mark := range []string{"[FAILED]", "[PANICKED]", "[TIMEDOUT]", "[INTERRUPTED]"} {
 			if strings.Contains(block, mark) {

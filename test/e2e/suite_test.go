@@ -25,6 +25,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,9 @@ var _ = BeforeSuite(func() {
 	defer cancel()
 	initOutput, provider, err = cc.Init(ctx, mgmt, releaseVersion)
 	Expect(err).NotTo(HaveOccurred())
+	// Every spec calls the provider's webhooks; they answer once
+	// cert-manager injected their CA.
+	Eventually(servingCertInjected(ctx)).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 })
 
 // releaseVersion is the version the specs give this build's release
@@ -110,5 +114,21 @@ var _ = AfterSuite(func() {
 	Expect(w.Stop()).To(Succeed())
 	if cc != nil {
 		Expect(cc.Cleanup()).To(Succeed())
+	}
+})
+
+// A failed spec's report ends with the provider pods' restart counts and
+// the tail of their logs: a provider that lost its lease and restarted
+// under load explains a webhook call refused mid-spec.
+var _ = AfterEach(func() {
+	if !CurrentSpecReport().Failed() || provider == nil {
+		return
+	}
+	logs := strings.Split(provider.Logs(), "\n")
+	GinkgoWriter.Printf("provider pods (restarts, last 40 log lines):\n%s\n", strings.Join(logs[max(0, len(logs)-40):], "\n"))
+	for _, line := range logs {
+		if strings.HasPrefix(line, "== pod ") {
+			GinkgoWriter.Println(line)
+		}
 	}
 })

@@ -164,9 +164,9 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 			u.SetName(u.GetName() + v2)
 			return nil
 		})).To(Succeed())
-		Eventually(func() bool {
+		Eventually(func(g Gomega) bool {
 			cc := &clusterv1.ClusterClass{}
-			Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kubevirt" + v2}, cc)).To(Succeed())
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kubevirt" + v2}, cc)).To(Succeed())
 			return cc.Status.ObservedGeneration == cc.Generation && conditions.IsTrue(cc, clusterv1.ClusterClassVariablesReadyCondition)
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(BeTrue(), "the second class is reconciled")
 		before := machineUIDs(ctx, ns)
@@ -267,9 +267,9 @@ func machineUIDs(ctx context.Context, ns string) map[types.UID]bool {
 // expectAllReplaced waits until n Machines have Nodes and none of them is
 // one of before.
 func expectAllReplaced(ctx context.Context, ns string, before map[types.UID]bool, n int) {
-	Eventually(func() string {
+	Eventually(func(g Gomega) string {
 		machines := &clusterv1.MachineList{}
-		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+		g.Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
 		old, withNode := 0, 0
 		for _, m := range machines.Items {
 			if before[m.UID] {
