@@ -18,7 +18,9 @@ package integration
 
 import (
 	"context"
+	"net/url"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +33,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
-	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
 // TestExternalInfraCluster runs the provider against a world whose KubeVirt
@@ -40,9 +42,7 @@ import (
 func TestExternalInfraCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ext, err := world.Start(world.Options{ExternalInfra: true})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(ext.Stop()).To(Succeed()) })
+	ext := externalWorld(t)
 	stop, err := startProvider(ext, &writeCounter{})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(stop)
@@ -99,6 +99,112 @@ func TestExternalInfraCluster(t *testing.T) {
 	// cache is stopped.
 	g.Expect(ext.Env.Client.Delete(ctx, tc.kc)).To(Succeed())
 	eventually(t, func() float64 { return gauge(t, "capkv_infra_cluster_caches") }).Should(Equal(caches))
+}
+
+// TestInfraClusterOutage cuts an external infra cluster's API server off
+// while one machine runs and another is being created, and deletes and
+// restores the infra kubeconfig Secret under them: the machines say so
+// (InfraClusterUnreachable, InfraClusterSecretInvalid), the running one
+// stays provisioned, the provider does not hammer either API server, and
+// once the infra cluster is back each machine has exactly its one VM.
+func TestInfraClusterOutage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ext := externalWorld(t)
+	// The last test of the shared world, which would idle beside the
+	// tests after it.
+	t.Cleanup(func() { g.Expect(stopExternalWorld()).To(Succeed()) })
+	// Its own namespace on the shared infra cluster: nothing another
+	// test left there counts here.
+	const infraNamespace = "outage-tenants"
+	counter := &writeCounter{}
+	stop, err := startProvider(ext, counter)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(stop)
+	apiServer, err := url.Parse(ext.Infra.Config.Host)
+	g.Expect(err).NotTo(HaveOccurred())
+	proxy, err := testenv.NewOutageProxy(apiServer.Host)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proxy.Close)
+	kubeconfig, err := proxy.Kubeconfig(ext.Infra.KubeConfig)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(ext.Infra.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: infraNamespace}})).To(Succeed())
+	tc := newTenantClusterOn(t, ext.Env.Client, fixture.TenantOptions{Mutate: func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", APIVersion: "v1", Name: "infra"}
+	}})
+	infraSecret := func() *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "infra", Namespace: tc.ns},
+			Data: map[string][]byte{"kubeconfig": kubeconfig, "namespace": []byte(infraNamespace)}}
+	}
+	g.Expect(ext.Env.Client.Create(ctx, infraSecret())).To(Succeed())
+	running := tc.newMachine(t, fixture.MachineOptions{Name: "running"})
+	eventually(t, tc.provisioned(running)).Should(Succeed())
+	vm := &kubevirtv1.VirtualMachine{}
+	g.Expect(infraGet(t, ext.Infra.Client, infraNamespace, running.Name, vm)).To(Succeed())
+	runningUID := vm.UID
+
+	// The infra API server goes away while the next machine is created.
+	creating := tc.newMachine(t, fixture.MachineOptions{Name: "creating"})
+	eventually(t, tc.reason(creating, infrav1.VirtualMachineReadyCondition)).ShouldNot(Equal("<none>"))
+	proxy.Cut()
+	cut := time.Now()
+	before := counter.count()
+	// Well within the 30 s recheck: the lost connection wakes the machines.
+	for _, km := range []*infrav1.KubevirtMachine{running, creating} {
+		NewWithT(t).Eventually(tc.reason(km, infrav1.InfraClusterAvailableCondition)).WithTimeout(15 * time.Second).
+			Should(Equal(infrav1.InfraClusterUnreachableReason))
+	}
+	t.Logf("both machines reported InfraClusterUnreachable %s after the cut", time.Since(cut).Round(time.Second))
+	g.Expect(get(t, tc.c, running).Status.Ready).To(BeTrue(), "a running VM is not taken for lost while its API server is away")
+	// 30 s of outage: the machines are looked at again every 30 s, not
+	// in a loop, and what they report does not change.
+	time.Sleep(30 * time.Second)
+	during := counter.count() - before
+	t.Logf("writes to either API server during 30 s of outage: %d", during)
+	g.Expect(during).To(BeNumerically("<=", 12))
+
+	g.Expect(proxy.Restore()).To(Succeed())
+	restored := time.Now()
+	// The first request that gets through wakes them again.
+	NewWithT(t).Eventually(tc.reason(running, infrav1.InfraClusterAvailableCondition)).WithTimeout(15 * time.Second).
+		Should(Equal(infrav1.AvailableReason))
+	for _, km := range []*infrav1.KubevirtMachine{running, creating} {
+		NewWithT(t).Eventually(tc.provisioned(km)).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		eventually(t, tc.reason(km, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.AvailableReason))
+	}
+	t.Logf("both machines provisioned and available %s after the infra cluster came back", time.Since(restored).Round(time.Second))
+	g.Expect(infraGet(t, ext.Infra.Client, infraNamespace, running.Name, vm)).To(Succeed())
+	g.Expect(vm.UID).To(Equal(runningUID), "the running VM was not replaced")
+	vms := &kubevirtv1.VirtualMachineList{}
+	g.Expect(ext.Infra.Client.List(ctx, vms, client.InNamespace(infraNamespace))).To(Succeed())
+	g.Expect(vms.Items).To(HaveLen(2))
+
+	// The kubeconfig Secret deleted under a live cluster: reported, and
+	// nothing on the infra cluster is touched; restored, all is as before.
+	g.Expect(ext.Env.Client.Delete(ctx, infraSecret())).To(Succeed())
+	eventually(t, tc.reason(running, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.InfraClusterSecretInvalidReason))
+	g.Expect(condition(get(t, tc.c, running), infrav1.InfraClusterAvailableCondition)).To(ContainSubstring("infra"))
+	g.Expect(get(t, tc.c, running).Status.Ready).To(BeTrue())
+	g.Expect(ext.Env.Client.Create(ctx, infraSecret())).To(Succeed())
+	eventually(t, tc.reason(running, infrav1.InfraClusterAvailableCondition)).Should(Equal(infrav1.AvailableReason))
+	g.Expect(ext.Infra.Client.List(ctx, vms, client.InNamespace(infraNamespace))).To(Succeed())
+	g.Expect(vms.Items).To(HaveLen(2))
+
+	// Deleting now removes everything: nothing of the outage is left.
+	for _, km := range []*infrav1.KubevirtMachine{running, creating} {
+		g.Expect(ext.Env.Client.Delete(ctx, km)).To(Succeed())
+	}
+	eventually(t, func() int {
+		l := &infrav1.KubevirtMachineList{}
+		_ = ext.Env.Client.List(ctx, l, client.InNamespace(tc.ns))
+		return len(l.Items)
+	}).Should(BeZero())
+	g.Expect(ext.Infra.Client.List(ctx, vms, client.InNamespace(infraNamespace))).To(Succeed())
+	g.Expect(vms.Items).To(BeEmpty())
+	secrets := &corev1.SecretList{}
+	g.Expect(ext.Infra.Client.List(ctx, secrets, client.InNamespace(infraNamespace), client.HasLabels{infrav1.KubevirtMachineLabel})).To(Succeed())
+	g.Expect(secrets.Items).To(BeEmpty())
 }
 
 // gauge reads a gauge from controller-runtime's metrics registry.

@@ -39,11 +39,11 @@ const (
 // tests that count the world's writes or the simulator's imports need.
 // The split keeps the two about even (measured 2026-11-27 in a fresh
 // clone's CI: 1084 s and 1081 s): the golden-image tests, the chaos test,
-// virt-api down and the infra cluster outage here, the fifty machines and
-// everything else there.
+// virt-api down and the two tests of the external infra cluster (which
+// share its world) here, the fifty machines and everything else there.
 const firstShard = `^(TestGoldenImage.*|TestAdminProvidedImages|TestPerVMImportAndDataDisks|TestCrossNamespaceCloneNeedsRBAC|` +
-	`TestDataImportCronKeepsTheGoldenImageFresh|TestMachinePoolClonesOneGoldenVolume|TestChaosLeaderKills|TestInfraClusterOutage|` +
-	`TestVirtAPIDown)$`
+	`TestDataImportCronKeepsTheGoldenImageFresh|TestMachinePoolClonesOneGoldenVolume|TestChaosLeaderKills|TestExternalInfraCluster|` +
+	`TestInfraClusterOutage|TestVirtAPIDown)$`
 
 // shardTests tells whether this process should start the shards instead
 // of running tests: not in a shard (runShards gives each its -test.run or

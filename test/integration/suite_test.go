@@ -66,6 +66,10 @@ func TestMain(m *testing.M) {
 	if err := w.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
+	if err := stopExternalWorld(); err != nil {
+		fmt.Fprintln(os.Stderr, "the external-infra world:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
