@@ -160,6 +160,7 @@ func Start(o Options) (*Env, error) {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
 		CRDs:                     crds,
+		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: CRDWait},
 		Scheme:                   s,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
