@@ -33,7 +33,7 @@
 # debug information (-s -w): nothing here debugs the tools, and the linker
 # then writes no DWARF. No -trimpath, so that packages a tool shares with
 # the test module at the same versions compile once. Each build's wall and
-# CPU seconds go to $TIMINGS_DIR/tools.tsv for the timing table
+# CPU seconds go to $TIMINGS_DIR/tool.tsv for the timing table
 # (hack/timings.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -130,7 +130,8 @@ build() {
         -ldflags "-s -w $ldflags" -o "$tmp/$out" "$target" 2>"$tmp/.err"); } 2>"$tmp/.time" ||
       { cat "$tmp/.err"; return 1; }
     read -r wall user sys < "$tmp/.time"
-    printf 'tool\t%s\t%.0f\t%.0f\n' "$out" "$wall" "$(echo "$user + $sys" | bc)" >> "$timings/tools.tsv"
+    printf 'tool\t%s\t%.0f\t%.0f\tok\t%s\n' "$out" "$wall" "$(echo "$user + $sys" | bc)" \
+      "$(( $(date +%s) - ${TIMINGS_START:-$(date +%s)} - ${wall%.*} ))" >> "$timings/tool.tsv"
     echo "   built $out in ${wall%.*}s (CPU $(echo "($user + $sys)/1" | bc)s)"
   done < <(sed -n '4,$p' <<<"$spec")
   rm -f "$tmp/.err" "$tmp/.time"

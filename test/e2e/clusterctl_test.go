@@ -97,13 +97,40 @@ var _ = Describe("clusterctl init", func() {
 	})
 })
 
-var _ = Describe("clusterctl generate cluster", func() {
-	BeforeEach(func() {
+// The clusters of this container are independent, and each mostly waits on
+// the world's controllers: BeforeAll applies them all at once and each spec
+// then checks its own, so that they come up side by side instead of one
+// after another. ContinueOnFailure keeps one failed cluster from skipping
+// the checks of the others.
+var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func() {
+	ctx := context.Background()
+	// namespaces holds the namespace of each cluster BeforeAll applied, by
+	// flavor ("clusterip" for the ClusterIP cluster).
+	namespaces := map[string]string{}
+	BeforeAll(func() {
 		if w == nil {
 			Skip("needs the sandbox world's clusterctl configuration")
 		}
+		for _, flavor := range runnableFlavors() {
+			ns := newNamespace(ctx, "e2e-flavor-")
+			prepareFlavor(ctx, flavor, ns)
+			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + releaseVersion, "-n", ns}
+			if flavor != "default" {
+				args = append(args, "--flavor", flavor)
+			}
+			out, err := cc.Run(ctx, args...)
+			Expect(err).NotTo(HaveOccurred(), "flavor %s", flavor)
+			Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed(), "flavor %s", flavor)
+			namespaces[flavor] = ns
+		}
+		ns := newNamespace(ctx, "e2e-clusterip-")
+		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "ClusterIP"},
+			"generate", "cluster", "cip", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--worker-machine-count", "1")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("type: ClusterIP"))
+		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		namespaces["clusterip"] = ns
 	})
-	ctx := context.Background()
 
 	It("lists, for every flavor, only variables docs/flavors.md documents, with the same defaults", func() {
 		documented := documentedVariables()
@@ -126,26 +153,13 @@ var _ = Describe("clusterctl generate cluster", func() {
 		Expect(keys(documented)).To(ConsistOf(keys(seen)), "every documented variable is in some flavor")
 	})
 
-	for _, flavor := range flavors() {
-		if flavor == "machinepool" || flavor == "multus-ipam" {
-			// Its own ordered spec (machinepool_test.go, ipam_test.go)
-			// starts from the defaults and goes on with the same cluster.
-			continue
-		}
+	for _, flavor := range runnableFlavors() {
 		It(fmt.Sprintf("renders the %s flavor with only its defaults, and the cluster reaches Running", flavor), func() {
-			ns := newNamespace(ctx, "e2e-flavor-")
-			prepareFlavor(ctx, flavor, ns)
-			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + releaseVersion, "-n", ns}
-			if flavor != "default" {
-				args = append(args, "--flavor", flavor)
-			}
-			out, err := cc.Run(ctx, args...)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+			ns := namespaces[flavor]
 			expectRunning(ctx, ns, "defaults")
 			By("clusterctl describe shows the provider's conditions of the running cluster")
 			kc := kubevirtClusterOf(ctx, ns, "defaults")
-			out, err = cc.Run(ctx, "describe", "cluster", "defaults", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
+			out, err := cc.Run(ctx, "describe", "cluster", "defaults", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
 			Expect(err).NotTo(HaveOccurred())
 			expectDescribed(out, "KubevirtCluster "+ns+"/"+kc.Name, kc.Status.Conditions, infrav1.InfraClusterAvailableCondition, infrav1.ControlPlaneEndpointReadyCondition)
 			kms := &infrav1.KubevirtMachineList{}
@@ -158,12 +172,7 @@ var _ = Describe("clusterctl generate cluster", func() {
 	}
 
 	It("renders a cluster whose control-plane endpoint is a ClusterIP Service, which reaches Running", func() {
-		ns := newNamespace(ctx, "e2e-clusterip-")
-		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "ClusterIP"},
-			"generate", "cluster", "cip", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--worker-machine-count", "1")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(out).To(ContainSubstring("type: ClusterIP"))
-		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		ns := namespaces["clusterip"]
 		expectRunning(ctx, ns, "cip")
 		kc := &infrav1.KubevirtCluster{}
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cip"}, kc)).To(Succeed())
@@ -174,13 +183,27 @@ var _ = Describe("clusterctl generate cluster", func() {
 	})
 })
 
-var _ = Describe("clusterctl describe", func() {
-	BeforeEach(func() {
+// BeforeAll applies the two clusters with a bad image at once, as the
+// flavors' container does (above).
+var _ = Describe("clusterctl describe", Ordered, ContinueOnFailure, func() {
+	const stock = "docker://quay.io/containerdisks/ubuntu:24.04"
+	ctx := context.Background()
+	var badNS, stockNS string
+	BeforeAll(func() {
 		if w == nil {
 			Skip("needs the sandbox world's clusterctl configuration")
 		}
+		badNS = newNamespace(ctx, "e2e-bad-image-")
+		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE": "docker://images.example.com/" + sim.FailBadImage + ":v1.34.1"},
+			"generate", "cluster", "bad", "--infrastructure", "kubevirt:"+releaseVersion, "-n", badNS)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		stockNS = newNamespace(ctx, "e2e-stock-image-")
+		out, err = cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE": stock},
+			"generate", "cluster", "stock", "--infrastructure", "kubevirt:"+releaseVersion, "-n", stockNS)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 	})
-	ctx := context.Background()
 
 	It("shows why a cluster waits for an unreachable infra cluster, on its KubevirtCluster", func() {
 		ns := newNamespace(ctx, "e2e-unreachable-")
@@ -216,27 +239,18 @@ var _ = Describe("clusterctl describe", func() {
 	})
 
 	It("shows why a machine waits for a bad image, on its KubevirtMachine", func() {
-		ns := newNamespace(ctx, "e2e-bad-image-")
-		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE": "docker://images.example.com/" + sim.FailBadImage + ":v1.34.1"},
-			"generate", "cluster", "bad", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		ns := badNS
 		km := &infrav1.KubevirtMachine{}
 		Eventually(firstMachine(ctx, ns, km, func() string { return conditions.GetMessage(km, infrav1.VirtualMachineReadyCondition) })).
 			WithTimeout(timeout).WithPolling(time.Second).Should(ContainSubstring("unknown image format"))
-		out, err = cc.Run(ctx, "describe", "cluster", "bad", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
+		out, err := cc.Run(ctx, "describe", "cluster", "bad", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
 		Expect(err).NotTo(HaveOccurred())
 		expectDescribed(out, "KubevirtMachine "+ns+"/"+km.Name, km.Status.Conditions, infrav1.VirtualMachineReadyCondition)
 		deleteCluster(ctx, ns, "bad")
 	})
 
 	It("shows why a stock cloud image without Kubernetes never joins", func() {
-		const stock = "docker://quay.io/containerdisks/ubuntu:24.04"
-		ns := newNamespace(ctx, "e2e-stock-image-")
-		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE": stock},
-			"generate", "cluster", "stock", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		ns := stockNS
 		km := &infrav1.KubevirtMachine{}
 		Eventually(firstMachine(ctx, ns, km, func() string { return conditions.GetReason(km, infrav1.NodeJoinedCondition) })).
 			WithTimeout(timeout).WithPolling(time.Second).Should(Equal(infrav1.NodeNotJoinedReason), func() string { return describe(ctx, ns) })
@@ -249,7 +263,7 @@ var _ = Describe("clusterctl describe", func() {
 		Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
 		Expect(machines.Items).To(HaveLen(1))
 		Expect(machines.Items[0].Status.NodeRef.IsDefined()).To(BeFalse(), "no Node ever joined")
-		out, err = cc.Run(ctx, "describe", "cluster", "stock", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
+		out, err := cc.Run(ctx, "describe", "cluster", "stock", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
 		Expect(err).NotTo(HaveOccurred())
 		expectDescribed(out, "KubevirtMachine "+ns+"/"+km.Name, km.Status.Conditions, infrav1.NodeJoinedCondition)
 		deleteCluster(ctx, ns, "stock")
@@ -343,6 +357,14 @@ func deleteCluster(ctx context.Context, ns, name string) {
 		g.Expect(c.List(ctx, kcs, client.InNamespace(ns))).To(Succeed())
 		return len(kms.Items) + len(kcs.Items)
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero(), func() string { return describe(ctx, ns) })
+}
+
+// runnableFlavors are the flavors whose cluster the generate-cluster specs
+// run from their defaults alone. The machinepool and multus-ipam flavors
+// have their own ordered specs (machinepool_test.go, ipam_test.go), which
+// start from the defaults and go on with the same cluster.
+func runnableFlavors() []string {
+	return slices.DeleteFunc(flavors(), func(flavor string) bool { return flavor == "machinepool" || flavor == "multus-ipam" })
 }
 
 // flavors are the flavors in templates/: "default" for

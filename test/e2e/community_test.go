@@ -42,20 +42,29 @@ var communityVariables = map[string]string{
 	"SSH_AUTHORIZED_KEY":          "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExampleExampleExampleExampleExample user@example",
 }
 
-var _ = Describe("manifests written for the community provider", func() {
-	BeforeEach(func() {
+// BeforeAll applies both clusters at once, as the flavors' container in
+// clusterctl_test.go does.
+var _ = Describe("manifests written for the community provider", Ordered, ContinueOnFailure, func() {
+	ctx := context.Background()
+	var defaultNS, flatcarNS string
+	BeforeAll(func() {
 		if w == nil {
 			Skip("needs the sandbox world's clusterctl configuration")
 		}
-	})
-	ctx := context.Background()
-
-	It("runs its default flavor, whose control plane is behind a ClusterIP Service, to Running", func() {
-		ns := newNamespace(ctx, "e2e-capk-")
-		out, err := cc.RunWithVariables(ctx, communityVariables, "generate", "cluster", "capk", "-n", ns,
+		defaultNS = newNamespace(ctx, "e2e-capk-")
+		out, err := cc.RunWithVariables(ctx, communityVariables, "generate", "cluster", "capk", "-n", defaultNS,
 			"--from", filepath.Join("testdata", "capk", "cluster-template.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		flatcarNS = newNamespace(ctx, "e2e-capk-flatcar-")
+		out, err = cc.RunWithVariables(ctx, communityVariables, "generate", "cluster", "flatcar", "-n", flatcarNS,
+			"--from", filepath.Join("testdata", "capk", "cluster-template-lb-flatcar.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed(), "Cluster API's Ignition feature gate is on, as this flavor needs")
+	})
+
+	It("runs its default flavor, whose control plane is behind a ClusterIP Service, to Running", func() {
+		ns := defaultNS
 		expectRunning(ctx, ns, "capk")
 		expectMachinesWithNodes(ctx, ns, 2)
 		kc := kubevirtClusterOf(ctx, ns, "capk")
@@ -67,11 +76,7 @@ var _ = Describe("manifests written for the community provider", func() {
 	})
 
 	It("applies its Flatcar flavor unchanged, and kubeadm bootstraps it with Ignition", func() {
-		ns := newNamespace(ctx, "e2e-capk-flatcar-")
-		out, err := cc.RunWithVariables(ctx, communityVariables, "generate", "cluster", "flatcar", "-n", ns,
-			"--from", filepath.Join("testdata", "capk", "cluster-template-lb-flatcar.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed(), "Cluster API's Ignition feature gate is on, as this flavor needs")
+		ns := flatcarNS
 		Eventually(func(g Gomega) string {
 			configs := &bootstrapv1.KubeadmConfigList{}
 			g.Expect(c.List(ctx, configs, client.InNamespace(ns))).To(Succeed())

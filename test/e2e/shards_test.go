@@ -35,10 +35,11 @@ const shardEnv = "E2E_SHARD"
 // clusterctl init, so the two run side by side: the specs mostly wait on
 // the world's controllers, and one world leaves the second core idle. The
 // split keeps the two about even (the demo and ClusterClass specs are the
-// longest; clusterctl's flavors take as long as both) and keeps the specs
-// that need a world to themselves apart: the demo fails an infra node, the
-// ClusterClass spec counts the simulator's imports.
-var firstShardFiles = []string{"demo_test.go", "topology_test.go", "ipam_test.go", "machinepool_test.go"}
+// longest; the second shard's clusters come up side by side, then the
+// machinepool specs run) and keeps the specs that need a world to
+// themselves apart: the demo fails an infra node, the ClusterClass spec
+// counts the simulator's imports.
+var firstShardFiles = []string{"demo_test.go", "topology_test.go", "ipam_test.go"}
 
 // shardConfig narrows the suite to the shard this process runs. It tells
 // whether the specs run here: false when this process should start the

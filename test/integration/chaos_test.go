@@ -152,14 +152,13 @@ func (r *replicas) stop() {
 func TestChaosLeaderKills(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cw, err := world.Start(world.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(cw.Stop()).To(Succeed()) })
-	c := cw.Env.Client
+	// The replicas run in the package's world, in place of its provider.
+	withoutSharedProvider(t)
+	c := w.Env.Client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNamespace}}); !apierrors.IsAlreadyExists(err) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	r := &replicas{t: t, w: cw}
+	r := &replicas{t: t, w: w}
 	r.start()
 	r.start()
 	t.Cleanup(r.stop)
