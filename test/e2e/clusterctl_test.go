@@ -114,21 +114,17 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 		for _, flavor := range runnableFlavors() {
 			ns := newNamespace(ctx, "e2e-flavor-")
 			prepareFlavor(ctx, flavor, ns)
-			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + releaseVersion, "-n", ns}
+			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + releaseVersion}
 			if flavor != "default" {
 				args = append(args, "--flavor", flavor)
 			}
-			out, err := cc.Run(ctx, args...)
-			Expect(err).NotTo(HaveOccurred(), "flavor %s", flavor)
-			Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed(), "flavor %s", flavor)
+			applyGenerated(ctx, ns, nil, args...)
 			namespaces[flavor] = ns
 		}
 		ns := newNamespace(ctx, "e2e-clusterip-")
-		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "ClusterIP"},
-			"generate", "cluster", "cip", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--worker-machine-count", "1")
-		Expect(err).NotTo(HaveOccurred())
+		out := applyGenerated(ctx, ns, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "ClusterIP"},
+			"generate", "cluster", "cip", "--infrastructure", "kubevirt:"+releaseVersion, "--worker-machine-count", "1")
 		Expect(out).To(ContainSubstring("type: ClusterIP"))
-		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 		namespaces["clusterip"] = ns
 	})
 
@@ -194,15 +190,11 @@ var _ = Describe("clusterctl describe", Ordered, ContinueOnFailure, func() {
 			Skip("needs the sandbox world's clusterctl configuration")
 		}
 		badNS = newNamespace(ctx, "e2e-bad-image-")
-		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE": "docker://images.example.com/" + sim.FailBadImage + ":v1.34.1"},
-			"generate", "cluster", "bad", "--infrastructure", "kubevirt:"+releaseVersion, "-n", badNS)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		applyGenerated(ctx, badNS, map[string]string{"CAPKV_NODE_IMAGE": "docker://images.example.com/" + sim.FailBadImage + ":v1.34.1"},
+			"generate", "cluster", "bad", "--infrastructure", "kubevirt:"+releaseVersion)
 		stockNS = newNamespace(ctx, "e2e-stock-image-")
-		out, err = cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE": stock},
-			"generate", "cluster", "stock", "--infrastructure", "kubevirt:"+releaseVersion, "-n", stockNS)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		applyGenerated(ctx, stockNS, map[string]string{"CAPKV_NODE_IMAGE": stock},
+			"generate", "cluster", "stock", "--infrastructure", "kubevirt:"+releaseVersion)
 	})
 
 	It("shows why a cluster waits for an unreachable infra cluster, on its KubevirtCluster", func() {
@@ -332,6 +324,16 @@ func newNamespace(ctx context.Context, prefix string) string {
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
 	Expect(c.Create(ctx, namespace)).To(Succeed())
 	return namespace.Name
+}
+
+// applyGenerated runs clusterctl with args in namespace ns (its generate
+// cluster, as a user would) and applies what it prints there; it returns
+// the output.
+func applyGenerated(ctx context.Context, ns string, vars map[string]string, args ...string) string {
+	out, err := cc.RunWithVariables(ctx, vars, slices.Concat(args, []string{"-n", ns})...)
+	Expect(err).NotTo(HaveOccurred(), "clusterctl %v", args)
+	Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed(), "applying the output of clusterctl %v", args)
+	return out
 }
 
 // expectRunning waits until the Cluster is provisioned and available, with

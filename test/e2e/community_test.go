@@ -25,8 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 // communityVariables are what a user of the community provider's
@@ -52,15 +50,13 @@ var _ = Describe("manifests written for the community provider", Ordered, Contin
 			Skip("needs the sandbox world's clusterctl configuration")
 		}
 		defaultNS = newNamespace(ctx, "e2e-capk-")
-		out, err := cc.RunWithVariables(ctx, communityVariables, "generate", "cluster", "capk", "-n", defaultNS,
+		applyGenerated(ctx, defaultNS, communityVariables, "generate", "cluster", "capk",
 			"--from", filepath.Join("testdata", "capk", "cluster-template.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
+		// It applies because Cluster API's Ignition feature gate is on, as
+		// this flavor needs.
 		flatcarNS = newNamespace(ctx, "e2e-capk-flatcar-")
-		out, err = cc.RunWithVariables(ctx, communityVariables, "generate", "cluster", "flatcar", "-n", flatcarNS,
+		applyGenerated(ctx, flatcarNS, communityVariables, "generate", "cluster", "flatcar",
 			"--from", filepath.Join("testdata", "capk", "cluster-template-lb-flatcar.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed(), "Cluster API's Ignition feature gate is on, as this flavor needs")
 	})
 
 	It("runs its default flavor, whose control plane is behind a ClusterIP Service, to Running", func() {
