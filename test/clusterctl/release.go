@@ -70,6 +70,7 @@ func BuildRelease(ctx context.Context, commit, version, dir string) (Release, st
 	binary := filepath.Join(dir, "manager")
 	build := exec.CommandContext(ctx, "go", "build", "-o", binary, ".") //nolint:gosec // our own source
 	build.Dir = src
+	build.Env = testenv.BuildEnv()
 	if err := run(build); err != nil {
 		return Release{}, "", err
 	}

@@ -84,6 +84,7 @@ var _ = BeforeSuite(func() {
 	}
 	world.QuietLogs()
 	var err error
+	By("starting the world: API server, KubeVirt, CDI, Cluster API, cert-manager")
 	w, err = world.Start(world.Options{WithCAPI: true, WithoutProviderCRDs: true, WithCertManager: true})
 	Expect(err).NotTo(HaveOccurred())
 	c = w.Env.Client
@@ -93,10 +94,12 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	By("clusterctl init --infrastructure kubevirt")
 	initOutput, provider, err = cc.Init(ctx, mgmt, releaseVersion)
 	Expect(err).NotTo(HaveOccurred())
 	// Every spec calls the provider's webhooks; they answer once
 	// cert-manager injected their CA.
+	By("waiting for cert-manager to inject the webhooks' CA")
 	Eventually(servingCertInjected(ctx)).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 })
 

@@ -48,7 +48,7 @@ func TestManagerBinary(t *testing.T) {
 			ldflags := "-X " + versionVar + "=" + releaseVersion
 			cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, ".")
 			cmd.Dir = testenv.RepoRoot()
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+tc.goarch)
+			cmd.Env = append(testenv.BuildEnv(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+tc.goarch)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("go build (linux/%s): %v\n%s", tc.goarch, err, out)
 			}
