@@ -27,8 +27,8 @@ import (
 // ProcsEnv is the variable that sets how many processors each Go process of
 // a test run uses. Unless it is set, a test binary runs on one, and so does
 // every process it starts: API servers, etcd, KubeVirt's and CDI's
-// components, the provider, clusterctl (docs/testing.md, "One processor per
-// process").
+// components, clusterctl (docs/testing.md, "One processor per process").
+// The provider a world runs as a pod gets the pod's environment alone.
 //
 // A world is a dozen Go processes that mostly wait. With two processors
 // each, the runtime of every one of them spins looking for work whenever a
@@ -46,7 +46,7 @@ func init() {
 	_ = os.Setenv(ProcsEnv, "1")
 }
 
-// BuildEnv is the environment for a go build or make that a test runs: this
+// BuildEnv is the environment for a go build that a test runs: this
 // process's, without the one-processor setting, so that the compiler uses
 // every core.
 func BuildEnv() []string {
