@@ -436,8 +436,7 @@ func describe(ctx context.Context, ns string) string {
 		}
 	}
 	if provider != nil {
-		logs := provider.Logs()
-		fmt.Fprintf(&b, "provider log (tail):\n%s\n", logs[max(0, len(logs)-4000):])
+		fmt.Fprintf(&b, "provider pods (restarts, state, last 20 log lines of each):\n%s\n", provider.LogTails(20))
 	}
 	return b.String()
 }

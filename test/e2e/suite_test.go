@@ -25,13 +25,14 @@ package e2e
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
@@ -120,18 +121,25 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// A failed spec's report ends with the provider pods' restart counts and
-// the tail of their logs: a provider that lost its lease and restarted
-// under load explains a webhook call refused mid-spec.
+// A failed spec's report ends with each provider pod's restart count, its
+// container's state and the tail of its log: a provider that lost its lease
+// and restarted under load explains a webhook call refused mid-spec.
 var _ = AfterEach(func() {
 	if !CurrentSpecReport().Failed() || provider == nil {
 		return
 	}
-	logs := strings.Split(provider.Logs(), "\n")
-	GinkgoWriter.Printf("provider pods (restarts, last 40 log lines):\n%s\n", strings.Join(logs[max(0, len(logs)-40):], "\n"))
-	for _, line := range logs {
-		if strings.HasPrefix(line, "== pod ") {
-			GinkgoWriter.Println(line)
+	leases := &coordinationv1.LeaseList{}
+	if err := c.List(context.Background(), leases); err != nil {
+		GinkgoWriter.Printf("provider lease: %v\n", err)
+	}
+	for _, l := range leases.Items {
+		if l.Name == providerLease {
+			GinkgoWriter.Printf("provider lease %s/%s: holder %s, renewed %v, transitions %d\n", l.Namespace, l.Name,
+				ptr.Deref(l.Spec.HolderIdentity, ""), l.Spec.RenewTime, ptr.Deref(l.Spec.LeaseTransitions, 0))
 		}
 	}
+	GinkgoWriter.Printf("provider pods (restarts, state, last 30 log lines of each):\n%s\n", provider.LogTails(30))
 })
+
+// providerLease is the provider's leader election Lease (--leader-elect-id).
+const providerLease = "controller-leader-election-capkv"

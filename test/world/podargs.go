@@ -188,6 +188,9 @@ type process struct {
 	cmd    *exec.Cmd
 	log    *os.File
 	exited chan struct{}
+	// exitErr is how the process ended (nil: exit code 0); set before
+	// exited closes.
+	exitErr error
 }
 
 // startProcess starts the launch; onExit runs when the process ends.
@@ -207,7 +210,11 @@ func startProcess(l *launch, onExit func()) (*process, error) {
 	}
 	p := &process{cmd: cmd, log: log, exited: make(chan struct{})}
 	go func() {
-		_ = cmd.Wait() // the exit shows in the log and the restart count
+		// The kubelet keeps a container's last termination state; here it
+		// is the log's last line, so a container killed by a signal, which
+		// writes nothing itself, still shows how it ended.
+		p.exitErr = cmd.Wait()
+		_, _ = fmt.Fprintf(log, "world: container %s\n", exitState(cmd.Process.Pid, p.exitErr))
 		close(p.exited)
 		onExit()
 	}()
@@ -221,6 +228,22 @@ func (p *process) done() bool {
 	default:
 		return false
 	}
+}
+
+// state says whether the process runs or how it ended.
+func (p *process) state() string {
+	if !p.done() {
+		return fmt.Sprintf("running (pid %d)", p.cmd.Process.Pid)
+	}
+	return exitState(p.cmd.Process.Pid, p.exitErr)
+}
+
+// exitState is how a process ended, from what Wait returned.
+func exitState(pid int, err error) string {
+	if err == nil {
+		return fmt.Sprintf("exited (pid %d): exit status 0", pid)
+	}
+	return fmt.Sprintf("exited (pid %d): %v", pid, err)
 }
 
 // stop sends SIGTERM and kills the process after grace.

@@ -20,10 +20,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,6 +244,7 @@ func (r *PodRunner) ensureRunning(ctx context.Context, pod *corev1.Pod) (*contai
 		}
 		ctr.spec = spec
 	} else {
+		_ = ctr.proc.log.Close()
 		ctr.restarts++
 		ctr.ready.Store(false)
 	}
@@ -376,14 +380,33 @@ func (r *PodRunner) stop(key types.NamespacedName) error {
 // Logs returns the log of the container of the Deployment's pods the
 // runner runs, for failure messages.
 func (r *PodRunner) Logs() string {
+	return r.logs(0)
+}
+
+// LogTails is Logs with only the last lines of each pod's log: enough to
+// see how each replica is doing when one of them fails a spec.
+func (r *PodRunner) LogTails(lines int) string {
+	return r.logs(lines)
+}
+
+// logs writes each pod's header (restarts, the container's state) and its
+// log, the last lines of it unless lines is 0, in the order of the pods'
+// names.
+func (r *PodRunner) logs(lines int) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out string
-	for key, ctr := range r.pods {
+	keys := slices.SortedFunc(maps.Keys(r.pods), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	var out strings.Builder
+	for _, key := range keys {
+		ctr := r.pods[key]
 		data, _ := os.ReadFile(filepath.Join(ctr.dir, "container.log"))
-		out += fmt.Sprintf("== pod %s (restarts %d)\n%s", key, ctr.restarts, data)
+		log := string(data)
+		if all := strings.Split(strings.TrimSuffix(log, "\n"), "\n"); lines > 0 && len(all) > lines {
+			log = fmt.Sprintf("[%d lines before]\n%s\n", len(all)-lines, strings.Join(all[len(all)-lines:], "\n"))
+		}
+		fmt.Fprintf(&out, "== pod %s (restarts %d, container %s, started %s)\n%s", key, ctr.restarts, ctr.proc.state(), ctr.started.Format(time.RFC3339), log)
 	}
-	return out
+	return out.String()
 }
 
 // close stops every container and ClusterIP listener.
