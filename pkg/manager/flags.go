@@ -26,6 +26,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// DefaultLeaderElectionID names the leader election Lease unless
+// --leader-elect-id says otherwise.
+const DefaultLeaderElectionID = "controller-leader-election-capkv"
+
 // AddFlags binds the manager's command-line flags to o.
 func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.Namespace, "namespace", "", "Namespace to watch; empty watches every namespace.")
@@ -61,7 +65,7 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.IntVar(&o.KubevirtMachinePoolConcurrency, "kubevirtmachinepool-concurrency", 2, "KubevirtMachinePools reconciled at once.")
 	fs.IntVar(&o.KubevirtRemediationConcurrency, "kubevirtremediation-concurrency", 2, "KubevirtRemediations reconciled at once.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
-	fs.StringVar(&o.LeaderElectionID, "leader-elect-id", "controller-leader-election-capkv", "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionID, "leader-elect-id", DefaultLeaderElectionID, "Name of the leader election Lease.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-elect-namespace", "", "Namespace of the leader election Lease; empty uses --provider-namespace.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "Leader election lease duration.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "Leader election renew deadline.")

@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
@@ -128,18 +129,12 @@ var _ = AfterEach(func() {
 	if !CurrentSpecReport().Failed() || provider == nil {
 		return
 	}
-	leases := &coordinationv1.LeaseList{}
-	if err := c.List(context.Background(), leases); err != nil {
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: clusterctl.Namespace, Name: manager.DefaultLeaderElectionID}, lease); err != nil {
 		GinkgoWriter.Printf("provider lease: %v\n", err)
-	}
-	for _, l := range leases.Items {
-		if l.Name == providerLease {
-			GinkgoWriter.Printf("provider lease %s/%s: holder %s, renewed %v, transitions %d\n", l.Namespace, l.Name,
-				ptr.Deref(l.Spec.HolderIdentity, ""), l.Spec.RenewTime, ptr.Deref(l.Spec.LeaseTransitions, 0))
-		}
+	} else {
+		GinkgoWriter.Printf("provider lease %s: holder %s, renewed %v, transitions %d\n", lease.Name,
+			ptr.Deref(lease.Spec.HolderIdentity, ""), lease.Spec.RenewTime, ptr.Deref(lease.Spec.LeaseTransitions, 0))
 	}
 	GinkgoWriter.Printf("provider pods (restarts, state, last 30 log lines of each):\n%s\n", provider.LogTails(30))
 })
-
-// providerLease is the provider's leader election Lease (--leader-elect-id).
-const providerLease = "controller-leader-election-capkv"

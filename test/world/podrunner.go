@@ -245,7 +245,6 @@ func (r *PodRunner) ensureRunning(ctx context.Context, pod *corev1.Pod) (*contai
 		ctr.spec = spec
 	} else {
 		_ = ctr.proc.log.Close()
-		ctr.restarts++
 		ctr.ready.Store(false)
 	}
 	exited := event.GenericEvent{Object: pod.DeepCopy()}
@@ -258,8 +257,12 @@ func (r *PodRunner) ensureRunning(ctx context.Context, pod *corev1.Pod) (*contai
 	if err != nil {
 		return nil, err
 	}
-	ctr.proc, ctr.started = proc, metav1.Now()
+	// Under the lock: the failure reports read a running pod's container.
 	r.mu.Lock()
+	if ctr.proc != nil {
+		ctr.restarts++
+	}
+	ctr.proc, ctr.started = proc, metav1.Now()
 	r.pods[key] = ctr
 	r.mu.Unlock()
 	return ctr, nil
@@ -380,19 +383,14 @@ func (r *PodRunner) stop(key types.NamespacedName) error {
 // Logs returns the log of the container of the Deployment's pods the
 // runner runs, for failure messages.
 func (r *PodRunner) Logs() string {
-	return r.logs(0)
+	return r.LogTails(0)
 }
 
-// LogTails is Logs with only the last lines of each pod's log: enough to
-// see how each replica is doing when one of them fails a spec.
+// LogTails writes each pod's header (restarts, the container's state) and
+// its log, only the last lines of it unless lines is 0, in the order of the
+// pods' names: enough to see how each replica is doing when one of them
+// fails a spec.
 func (r *PodRunner) LogTails(lines int) string {
-	return r.logs(lines)
-}
-
-// logs writes each pod's header (restarts, the container's state) and its
-// log, the last lines of it unless lines is 0, in the order of the pods'
-// names.
-func (r *PodRunner) logs(lines int) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	keys := slices.SortedFunc(maps.Keys(r.pods), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
