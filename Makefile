@@ -134,7 +134,9 @@ release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml w
 	mv "$$overlay/components.yaml" $(RELEASE_DIR)/infrastructure-components.yaml
 	$(KUSTOMIZE) build config/instancetypes > $(RELEASE_DIR)/instancetypes.yaml
 	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
-	cp templates/cluster-template*.yaml templates/clusterclass-*.yaml $(RELEASE_DIR)/
+	cp templates/clusterclass-*.yaml $(RELEASE_DIR)/
+	@# Every flavor ships the CNI's ClusterResourceSet (docs/cni.md), kept once in templates/addons.
+	@for f in templates/cluster-template*.yaml; do { cat "$$f"; echo '---'; cat templates/addons/cni-flannel.yaml; } > $(RELEASE_DIR)/$${f#templates/}; done
 	@echo ">> wrote $(RELEASE_DIR)/infrastructure-components.yaml (image $(IMG))"
 
 .PHONY: docker-push

@@ -153,6 +153,8 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 		It(fmt.Sprintf("renders the %s flavor with only its defaults, and the cluster reaches Running", flavor), func() {
 			ns := namespaces[flavor]
 			expectRunning(ctx, ns, "defaults")
+			By("every Node is Ready: the flavor's ClusterResourceSet installed the CNI")
+			expectCNIApplied(ctx, ns, "defaults")
 			By("clusterctl describe shows the provider's conditions of the running cluster")
 			kc := kubevirtClusterOf(ctx, ns, "defaults")
 			out, err := cc.Run(ctx, "describe", "cluster", "defaults", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")

@@ -25,6 +25,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 // communityVariables are what a user of the community provider's
@@ -57,6 +59,9 @@ var _ = Describe("manifests written for the community provider", Ordered, Contin
 		flatcarNS = newNamespace(ctx, "e2e-capk-flatcar-")
 		applyGenerated(ctx, flatcarNS, communityVariables, "generate", "cluster", "flatcar",
 			"--from", filepath.Join("testdata", "capk", "cluster-template-lb-flatcar.yaml"))
+		// These manifests carry no CNI: their users install one.
+		Expect(world.InstallCNI(ctx, c, defaultNS, "capk")).To(Succeed())
+		Expect(world.InstallCNI(ctx, c, flatcarNS, "flatcar")).To(Succeed())
 	})
 
 	It("runs its default flavor, whose control plane is behind a ClusterIP Service, to Running", func() {

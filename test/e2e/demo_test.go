@@ -416,16 +416,12 @@ func describe(ctx context.Context, ns string) string {
 	for _, km := range kms.Items {
 		fmt.Fprintf(&b, "KubevirtMachine %s nodeupdated %v providerID %v\n", km.Name, km.Status.NodeUpdated, ptr.Deref(km.Spec.ProviderID, ""))
 	}
-	if kubeconfig, err := ctrlkubeconfig.FromSecret(ctx, c, client.ObjectKey{Namespace: ns, Name: "demo"}); err != nil {
-		fmt.Fprintf(&b, "kubeconfig: %v\n", err)
-	} else if cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
-		fmt.Fprintf(&b, "kubeconfig: %v\n", err)
-	} else if wc, err := client.New(cfg, client.Options{}); err != nil {
+	if wc, host, err := tenantClient(ctx, ns, "demo"); err != nil {
 		fmt.Fprintf(&b, "workload client: %v\n", err)
 	} else {
 		nodes := &corev1.NodeList{}
 		err := wc.List(ctx, nodes)
-		fmt.Fprintf(&b, "workload cluster at %s: %d nodes, %v\n", cfg.Host, len(nodes.Items), err)
+		fmt.Fprintf(&b, "workload cluster at %s: %d nodes, %v\n", host, len(nodes.Items), err)
 	}
 	machines := &clusterv1.MachineList{}
 	_ = c.List(ctx, machines, client.InNamespace(ns))
@@ -453,6 +449,21 @@ func remediationEventReasons(ctx context.Context, ns, name string) []string {
 		}
 	}
 	return reasons
+}
+
+// tenantClient reaches a tenant cluster with the kubeconfig Cluster API
+// wrote for it, as its users do; it also returns the server's address.
+func tenantClient(ctx context.Context, ns, cluster string) (client.Client, string, error) {
+	kubeconfig, err := ctrlkubeconfig.FromSecret(ctx, c, client.ObjectKey{Namespace: ns, Name: cluster})
+	if err != nil {
+		return nil, "", err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, "", err
+	}
+	wc, err := client.New(cfg, client.Options{})
+	return wc, cfg.Host, err
 }
 
 // patchHealthCheck changes a MachineHealthCheck of the cluster.

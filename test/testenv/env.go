@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/rest"
+	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1" //nolint:staticcheck // the ClusterResourceSet webhooks convert it
 	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 	bootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1" //nolint:staticcheck // v1beta1 manifests must still convert
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
@@ -436,7 +437,7 @@ func NewScheme() *runtime.Scheme {
 	s := scheme.New()
 	for _, add := range []func(*runtime.Scheme) error{
 		clusterv1beta1.AddToScheme, bootstrapv1.AddToScheme, bootstrapv1beta1.AddToScheme,
-		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme, runtimev1.AddToScheme, addonsv1.AddToScheme, ipamv1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1alpha1.AddToScheme,
+		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme, runtimev1.AddToScheme, addonsv1.AddToScheme, addonsv1beta1.AddToScheme, ipamv1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

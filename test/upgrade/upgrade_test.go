@@ -107,6 +107,8 @@ var _ = Describe("clusterctl upgrade", Ordered, func() {
 			"generate", "cluster", "up", "--infrastructure", "kubevirt:"+previousVersion, "-n", ns, "--worker-machine-count", "1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, w.Env.Client, []byte(out))).To(Succeed())
+		// The previous release's flavors carry no CNI: its users installed one.
+		Expect(world.InstallCNI(ctx, w.Env.Client, ns, "up")).To(Succeed())
 	})
 
 	It("upgrades the provider under a running tenant cluster: nothing recreated, the new provider resumes", func() {

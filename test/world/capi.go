@@ -38,6 +38,8 @@ import (
 	controlplaneconversion "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks/conversion"
 	"sigs.k8s.io/cluster-api/core/reconcilers/cluster"
 	"sigs.k8s.io/cluster-api/core/reconcilers/clusterclass"
+	"sigs.k8s.io/cluster-api/core/reconcilers/clusterresourceset"
+	"sigs.k8s.io/cluster-api/core/reconcilers/clusterresourcesetbinding"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
@@ -53,6 +55,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/contract"
 	"sigs.k8s.io/cluster-api/util/index"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -206,8 +209,27 @@ func setupCore(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCac
 		(&machineset.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
 		(&machinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(10)),
 		(&machinehealthcheck.Reconciler{Client: c, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
+		setupClusterResourceSets(ctx, mgr, cc),
 		// MachinePools are on by default (feature gate MachinePool, beta).
 		(&machinepool.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
+	)
+}
+
+// setupClusterResourceSets runs the ClusterResourceSet controllers, which
+// install every flavor's CNI, with the metadata-only Secret cache Cluster
+// API's main.go gives them (core/main.go).
+func setupClusterResourceSets(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+	secrets, err := ctrlcache.New(mgr.GetConfig(), ctrlcache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		HTTPClient: mgr.GetHTTPClient(), DefaultTransform: ctrlcache.TransformStripManagedFields()})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(secrets); err != nil {
+		return err
+	}
+	return errors.Join(
+		(&clusterresourceset.Reconciler{Client: mgr.GetClient(), ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10), secrets),
+		(&clusterresourcesetbinding.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, concurrency(10)),
 	)
 }
 
@@ -245,6 +267,8 @@ func setupCAPIWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
 		(&coreadmission.MachinePool{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineDrainRule{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineHealthCheck{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.ClusterResourceSet{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.ClusterResourceSetBinding{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.IPAddress{Client: c}).SetupWebhookWithManager(mgr),
 		(&coreadmission.IPAddressClaim{}).SetupWebhookWithManager(mgr),
 		(&bootstrapadmission.KubeadmConfig{}).SetupWebhookWithManager(mgr),

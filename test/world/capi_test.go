@@ -29,6 +29,8 @@ import (
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 const worldGroup = "infrastructure.world.capkv.io"
@@ -69,8 +71,10 @@ func TestClusterAPIWorld(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: ns},
 		Spec:       bootstrapv1.KubeadmConfigTemplateSpec{Template: bootstrapv1.KubeadmConfigTemplateResource{}},
 	})).To(Succeed())
+	// Nodes turn Ready only with a CNI: the flavors' one.
+	g.Expect(world.ApplyCNIAddon(ctx, c, ns, "tenant")).To(Succeed())
 	g.Expect(c.Create(ctx, &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns, Labels: world.CNILabels("tenant")},
 		Spec: clusterv1.ClusterSpec{
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: worldGroup, Kind: "WorldCluster", Name: "tenant"},
 			ControlPlaneRef:   clusterv1.ContractVersionedObjectReference{APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: "tenant-cp"},

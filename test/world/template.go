@@ -22,12 +22,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,7 +53,7 @@ func ApplyTemplateFile(ctx context.Context, c client.Client, path string, vars m
 // so that a caller can rewrite the rendered objects (the benchmark swaps
 // the infrastructure kinds for the world's own) without rendering again.
 func ApplyTemplateFileWith(ctx context.Context, c client.Client, path string, vars map[string]string, mutate func(*unstructured.Unstructured) error) error {
-	raw, err := os.ReadFile(path) //nolint:gosec // a template the caller chose
+	raw, err := testenv.ReadTemplate(path)
 	if err != nil {
 		return err
 	}
@@ -65,6 +67,39 @@ func ApplyTemplateFileWith(ctx context.Context, c client.Client, path string, va
 		return fmt.Errorf("rendering the cluster template: %w", err)
 	}
 	return ApplyYAMLWith(ctx, c, out, mutate)
+}
+
+// CNILabels are the labels by which the flavors' CNI ClusterResourceSet
+// selects a Cluster (docs/cni.md).
+func CNILabels(cluster string) map[string]string {
+	return map[string]string{clusterv1.ClusterNameLabel: cluster, "cni.capkv.io/name": "flannel"}
+}
+
+// ApplyCNIAddon creates, for a Cluster built by hand, the CNI
+// ClusterResourceSet and manifests the flavors carry; the Cluster needs
+// CNILabels for it to apply.
+func ApplyCNIAddon(ctx context.Context, c client.Client, namespace, cluster string) error {
+	return ApplyTemplateFile(ctx, c, filepath.Join(testenv.RepoRoot(), testenv.FlavorAddons[0]),
+		map[string]string{"CLUSTER_NAME": cluster, "NAMESPACE": namespace})
+}
+
+// InstallCNI gives an existing Cluster the flavors' CNI, as a user of
+// manifests without one installs their own: ApplyCNIAddon, then CNILabels
+// on the Cluster.
+func InstallCNI(ctx context.Context, c client.Client, namespace, cluster string) error {
+	if err := ApplyCNIAddon(ctx, c, namespace, cluster); err != nil {
+		return err
+	}
+	obj := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: cluster}, obj); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(obj.DeepCopy())
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	maps.Copy(obj.Labels, CNILabels(cluster))
+	return c.Patch(ctx, obj, patch)
 }
 
 // ApplyYAML creates every object of a multi-document YAML through c, as

@@ -67,6 +67,9 @@ type Workloads struct {
 	// once a cluster's first API server joins, and the kernel may offer it
 	// again until then.
 	ports map[int32]bool
+	// cniWritten are the Nodes, by cluster/node, where a CNI wrote its
+	// configuration: it stays there across the guest's reboots.
+	cniWritten map[string]bool
 }
 
 func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
@@ -82,8 +85,10 @@ func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, muxAddrs: map[string]string{},
-		proxies: map[string]map[string]*lbProxy{}, ports: map[int32]bool{}}, nil
+	w := &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, muxAddrs: map[string]string{},
+		proxies: map[string]map[string]*lbProxy{}, ports: map[int32]bool{}, cniWritten: map[string]bool{}}
+	go w.runKubelets(ctx)
+	return w, nil
 }
 
 func groupName(cluster types.NamespacedName) string { return cluster.Namespace + "/" + cluster.Name }
@@ -216,13 +221,16 @@ func (w *Workloads) Join(ctx context.Context, m Member) error {
 	defer w.mu.Unlock()
 	name := groupName(m.Cluster)
 	c := w.mgr.GetResourceGroup(name).GetClient()
+	ready := w.kubeletReady(m.Cluster, m.NodeName)
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: m.NodeName, Labels: map[string]string{corev1.LabelHostname: m.NodeName}},
-		Spec:       corev1.NodeSpec{ProviderID: m.ProviderID},
+		// The labels every kubelet sets on its Node.
+		ObjectMeta: metav1.ObjectMeta{Name: m.NodeName, Labels: map[string]string{corev1.LabelHostname: m.NodeName,
+			corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}},
+		Spec: corev1.NodeSpec{ProviderID: m.ProviderID},
 		Status: corev1.NodeStatus{
 			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: m.Version},
 			Conditions: []corev1.NodeCondition{
-				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: metav1.Now()},
+				readyConditionWith(ready),
 				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastTransitionTime: metav1.Now()},
 				{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", LastTransitionTime: metav1.Now()},
 				{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastTransitionTime: metav1.Now()},
@@ -236,9 +244,10 @@ func (w *Workloads) Join(ctx context.Context, m Member) error {
 		node.Labels["node-role.kubernetes.io/control-plane"] = ""
 		node.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
 	}
+	node.Spec.Taints = readyTaints(node.Spec.Taints, ready)
 	if err := c.Create(ctx, node); apierrors.IsAlreadyExists(err) {
-		// The machine booted again: its kubelet posts Ready again.
-		if err := setNodeReady(ctx, c, m.NodeName, corev1.ConditionTrue); err != nil {
+		// The machine booted again: its kubelet posts its status again.
+		if err := setNodeReady(ctx, c, m.NodeName, ready); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -320,15 +329,10 @@ func setNodeReady(ctx context.Context, c inmemoryruntime.Client, name string, st
 	if err := c.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
 		return err
 	}
-	reason, message := "KubeletReady", "kubelet is posting ready status"
-	if status != corev1.ConditionTrue {
-		reason, message = "NodeStatusUnknown", "Kubelet stopped posting node status."
-	}
-	for i := range node.Status.Conditions {
-		if cond := &node.Status.Conditions[i]; cond.Type == corev1.NodeReady && cond.Status != status {
-			cond.Status, cond.Reason, cond.Message, cond.LastTransitionTime = status, reason, message, metav1.Now()
-			return c.Update(ctx, node)
-		}
+	if cond := readyCondition(node); cond != nil && cond.Status != status {
+		*cond = readyConditionWith(status)
+		node.Spec.Taints = readyTaints(node.Spec.Taints, status)
+		return c.Update(ctx, node)
 	}
 	return nil
 }
