@@ -62,6 +62,7 @@ var _ = Describe("The multus-ipam flavor", Ordered, func() {
 		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 		expectRunning(ctx, ns, name)
 		expectDeploymentNodes(ctx, ns, md, 2)
+		expectCNIApplied(ctx, ns, name)
 		addresses := poolAddresses(ctx, ns)
 		Expect(addresses).To(HaveLen(3))
 		machines := &clusterv1.MachineList{}

@@ -68,6 +68,7 @@ var _ = Describe("The machinepool flavor", Ordered, func() {
 		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 		expectRunning(ctx, ns, name)
 		expectMachines(0)
+		expectCNIApplied(ctx, ns, name)
 	})
 
 	It("runs a MachinePool of 3 through the real MachinePool and pool controllers", func() {

@@ -85,6 +85,7 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 	It("creates a cluster from the class whose control plane and workers run", func() {
 		expectRunning(ctx, ns, name)
 		expectMachinesWithNodes(ctx, ns, 2)
+		expectCNIApplied(ctx, ns, name)
 		kc := kubevirtClusterOf(ctx, ns, name)
 		Expect(kc.Spec.ControlPlaneServiceTemplate.Spec.Type).To(BeEquivalentTo("LoadBalancer"), "the controlPlaneEndpoint variable's default")
 		Expect(kc.Spec.Isolation.Mode).To(Equal(infrav1.IsolationEnabled), "the isolation variable's default")
