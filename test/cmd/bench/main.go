@@ -158,8 +158,13 @@ func runProvider(ctx context.Context, o options, res *Result) error {
 	defer provider.stop()
 	fmt.Printf(">> provider running as pid %d: %s\n", provider.pid(), o.providerCmd)
 
-	provisioned, nodeRefs, err := phase{name: "provider", provider: provider}.measure(ctx, w, o)
+	var clock *stageClock
+	provisioned, nodeRefs, err := phase{name: "provider", provider: provider, clock: &clock}.measure(ctx, w, o)
 	if err != nil {
+		return err
+	}
+	res.Stages = clock.stages()
+	if res.CloneMethods, err = cloneMethods(ctx, w.Env.Client); err != nil {
 		return err
 	}
 	res.SecondsToProvisioned, res.SecondsToNodeRefs = provisioned.Seconds(), nodeRefs.Seconds()

@@ -53,6 +53,8 @@ type phase struct {
 	mutate func(*unstructured.Unstructured) error
 	// provider, when set, is the process whose exit ends the wait early.
 	provider *providerProcess
+	// clock, when set, times the root disks' stages; measure sets it.
+	clock **stageClock
 }
 
 // measure creates the clusters and returns when every Machine was
@@ -62,15 +64,16 @@ func (ph phase) measure(ctx context.Context, w *world.World, o options) (provisi
 	// The Machine cache ends with the phase, before its world is stopped.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The watches start first, so that they see every root disk's phases.
+	machines, err := machineCache(ctx, w, ph.clock)
+	if err != nil {
+		return 0, 0, err
+	}
 	start := time.Now()
 	if err := createClusters(ctx, w.Env.Client, o, ph.mutate); err != nil {
 		return 0, 0, err
 	}
 	fmt.Printf(">> %s: %d clusters with %d machines created from %s\n", ph.name, o.clusters, o.machines, o.template)
-	machines, err := machineCache(ctx, w)
-	if err != nil {
-		return 0, 0, err
-	}
 	return ph.waitFor(ctx, machines, o, start)
 }
 
@@ -97,14 +100,20 @@ func createClusters(ctx context.Context, c client.Client, o options, mutate func
 }
 
 // machineCache watches Machines, so that the benchmark decodes each change
-// once instead of listing every Machine each time it looks.
-func machineCache(ctx context.Context, w *world.World) (cache.Cache, error) {
+// once instead of listing every Machine each time it looks; with clock
+// set, it also times the root disks' stages there.
+func machineCache(ctx context.Context, w *world.World, clock **stageClock) (cache.Cache, error) {
 	c, err := cache.New(w.Env.Config, cache.Options{Scheme: w.Env.Scheme, ByObject: map[client.Object]cache.ByObject{}})
 	if err != nil {
 		return nil, err
 	}
 	if _, err := c.GetInformer(ctx, &clusterv1.Machine{}); err != nil {
 		return nil, err
+	}
+	if clock != nil {
+		if *clock, err = startStageClock(ctx, c); err != nil {
+			return nil, err
+		}
 	}
 	go func() { _ = c.Start(ctx) }()
 	if !c.WaitForCacheSync(ctx) {

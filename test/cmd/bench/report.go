@@ -64,6 +64,11 @@ type Result struct {
 	// root disk clones.
 	Imports int64 `json:"imports"`
 	Clones  int64 `json:"clones"`
+	// CloneMethods count the root disks by the clone method CDI used.
+	CloneMethods map[string]int `json:"cloneMethods"`
+	// Stages are the root disks' times in each of CDI's phases, and from
+	// a disk's completion to its VM running.
+	Stages []Stage `json:"stages"`
 	// Date is when the run started, in UTC.
 	Date string `json:"date"`
 }
@@ -120,6 +125,12 @@ func printTable(r Result) {
 	row("provider CPU seconds", "%.1f", r.ProviderCPUSeconds)
 	row("provider peak memory (MiB)", "%.0f", r.ProviderPeakMemoryMiB)
 	row("CDI imports / clones", "%d / %d", r.Imports, r.Clones)
+	for _, method := range slices.Sorted(maps.Keys(r.CloneMethods)) {
+		row("root disks cloned by "+method, "%d", r.CloneMethods[method])
+	}
+	for _, st := range r.Stages {
+		row("root disk stage: "+st.Name, "median %.1fs, p90 %.1fs, max %.1fs (%d disks)", st.MedianSeconds, st.P90Seconds, st.MaxSeconds, st.Count)
+	}
 }
 
 // withFloor prints seconds, and beside them the floor's and the ratio when

@@ -1,0 +1,55 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestStagesFollowEachDiskThroughCDIsPhases(t *testing.T) {
+	t0 := time.Now()
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	sc := &stageClock{
+		disks: map[string]map[string]time.Time{
+			"ns/a-rootdisk": {"CloneScheduled": at(0), "CloneInProgress": at(2), "RebindInProgress": at(5), "Succeeded": at(6)},
+			"ns/b-rootdisk": {"CloneScheduled": at(0), "CloneInProgress": at(4), "RebindInProgress": at(6), "Succeeded": at(7)},
+			// Still copying: its last phase has no end yet.
+			"ns/c-rootdisk": {"CloneScheduled": at(1), "CloneInProgress": at(3)},
+		},
+		running: map[string]time.Time{"ns/a": at(8), "ns/b": at(7.5)},
+	}
+	want := []Stage{
+		{Name: "CloneScheduled", Count: 3, MedianSeconds: 2, P90Seconds: 4, MaxSeconds: 4},
+		{Name: "CloneInProgress", Count: 2, MedianSeconds: 2, P90Seconds: 3, MaxSeconds: 3},
+		{Name: "RebindInProgress", Count: 2, MedianSeconds: 1, P90Seconds: 1, MaxSeconds: 1},
+		{Name: vmRunning, Count: 2, MedianSeconds: 0.5, P90Seconds: 2, MaxSeconds: 2},
+	}
+	if got := sc.stages(); !reflect.DeepEqual(got, want) {
+		t.Errorf("stages:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestQuantileIsTheNearestRank(t *testing.T) {
+	ds := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for q, want := range map[float64]time.Duration{0.5: 5, 0.9: 9, 1: 10, 0: 1} {
+		if got := quantile(ds, q); got != want {
+			t.Errorf("quantile %.1f = %d, want %d", q, got, want)
+		}
+	}
+}
