@@ -49,7 +49,7 @@ const (
 	CNIConfDir = "/etc/cni/net.d"
 	// kubeletSyncPeriod is how often the world's kubelets look for a CNI
 	// (a real one checks its runtime every 5 s).
-	kubeletSyncPeriod = 500 * time.Millisecond
+	kubeletSyncPeriod = time.Second
 )
 
 // daemonSetTolerations are the tolerations Kubernetes' DaemonSet controller
@@ -94,9 +94,9 @@ func WritesCNIConfig(ds *appsv1.DaemonSet, node *corev1.Node) bool {
 	return !untolerated
 }
 
-// runKubelets plays every tenant kubelet's runtime check until ctx ends: a
-// Node waiting for its network turns Ready once a CNI would have written
-// its configuration there.
+// runKubelets plays the runtime check of every tenant kubelet that waits
+// for its network, until ctx ends: its Node turns Ready once a CNI would
+// have written its configuration there.
 func (w *Workloads) runKubelets(ctx context.Context) {
 	t := time.NewTicker(kubeletSyncPeriod)
 	defer t.Stop()
@@ -107,10 +107,10 @@ func (w *Workloads) runKubelets(ctx context.Context) {
 		case <-t.C:
 		}
 		w.mu.Lock()
-		for name := range w.addrs {
+		for name, nodes := range w.waiting {
 			if rg := w.mgr.GetResourceGroup(name); rg != nil {
 				// An error is the next tick's to retry, as a kubelet does.
-				_ = w.syncNetwork(ctx, rg.GetClient(), name)
+				_ = w.syncNetwork(ctx, rg.GetClient(), name, nodes)
 			}
 		}
 		w.mu.Unlock()
@@ -118,17 +118,21 @@ func (w *Workloads) runKubelets(ctx context.Context) {
 }
 
 // syncNetwork turns Ready the Nodes of one cluster that wait for a CNI the
-// cluster now has.
-func (w *Workloads) syncNetwork(ctx context.Context, c inmemoryruntime.Client, cluster string) error {
-	var nodes []corev1.Node
-	if err := listAs(ctx, c, corev1.SchemeGroupVersion.WithKind("NodeList"), &nodes); err != nil {
-		return err
-	}
+// cluster now has, and forgets those that wait no more.
+func (w *Workloads) syncNetwork(ctx context.Context, c inmemoryruntime.Client, cluster string, waiting map[string]bool) error {
 	var daemonSets []appsv1.DaemonSet
 	listed := false
-	for i := range nodes {
-		node := &nodes[i]
+	for name := range waiting {
+		node := &corev1.Node{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, node); apierrors.IsNotFound(err) {
+			delete(waiting, name)
+			continue
+		} else if err != nil {
+			return err
+		}
 		if ready := readyCondition(node); ready == nil || ready.Reason != KubeletNotReadyReason {
+			// Lost or Ready: its kubelet posts again when it rejoins.
+			delete(waiting, name)
 			continue
 		}
 		if !listed {
@@ -139,13 +143,17 @@ func (w *Workloads) syncNetwork(ctx context.Context, c inmemoryruntime.Client, c
 		}
 		for j := range daemonSets {
 			if WritesCNIConfig(&daemonSets[j], node) {
-				w.cniWritten[cluster+"/"+node.Name] = true
-				if err := setNodeReady(ctx, c, node.Name, corev1.ConditionTrue); err != nil && !apierrors.IsNotFound(err) {
+				w.cniWritten[cluster+"/"+name] = true
+				if err := setNodeReady(ctx, c, name, corev1.ConditionTrue); err != nil && !apierrors.IsNotFound(err) {
 					return err
 				}
+				delete(waiting, name)
 				break
 			}
 		}
+	}
+	if len(waiting) == 0 {
+		delete(w.waiting, cluster)
 	}
 	return nil
 }

@@ -23,10 +23,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,12 +92,8 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 		"without a VolumeSnapshotClass CDI copies")
 	g.Expect(since(sim.HostAssistedClones)).To(BeEquivalentTo(1))
 
-	smartClass := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "smart-" + ns,
-		Annotations: map[string]string{"cdi.kubevirt.io/clone-strategy": "csi-clone"}},
-		Provisioner: world.Provisioner, AllowVolumeExpansion: ptr.To(true)}
-	g.Expect(c.Create(ctx, smartClass)).To(Succeed())
-	smartGolden := dataVolume(ns, "smart-golden", smartClass.Name, golden.Spec.Source)
-	smartClone := dataVolume(ns, "smart-clone", smartClass.Name, &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: ns, Name: "smart-golden"}})
+	smartGolden := dataVolume(ns, "smart-golden", world.CSICloneClass, golden.Spec.Source)
+	smartClone := dataVolume(ns, "smart-clone", world.CSICloneClass, &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: ns, Name: "smart-golden"}})
 	g.Expect(c.Create(ctx, smartGolden)).To(Succeed())
 	g.Expect(c.Create(ctx, smartClone)).To(Succeed())
 	g.Eventually(phaseOf(smartClone), time.Minute).Should(Equal(cdiv1.Succeeded))

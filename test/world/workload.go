@@ -70,6 +70,8 @@ type Workloads struct {
 	// cniWritten are the Nodes, by cluster/node, where a CNI wrote its
 	// configuration: it stays there across the guest's reboots.
 	cniWritten map[string]bool
+	// waiting are the Nodes, by cluster, whose kubelets wait for a CNI.
+	waiting map[string]map[string]bool
 }
 
 func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
@@ -86,7 +88,8 @@ func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
 		return nil, err
 	}
 	w := &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, muxAddrs: map[string]string{},
-		proxies: map[string]map[string]*lbProxy{}, ports: map[int32]bool{}, cniWritten: map[string]bool{}}
+		proxies: map[string]map[string]*lbProxy{}, ports: map[int32]bool{}, cniWritten: map[string]bool{},
+		waiting: map[string]map[string]bool{}}
 	go w.runKubelets(ctx)
 	return w, nil
 }
@@ -245,6 +248,12 @@ func (w *Workloads) Join(ctx context.Context, m Member) error {
 		node.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
 	}
 	node.Spec.Taints = readyTaints(node.Spec.Taints, ready)
+	if ready != corev1.ConditionTrue {
+		if w.waiting[name] == nil {
+			w.waiting[name] = map[string]bool{}
+		}
+		w.waiting[name][m.NodeName] = true
+	}
 	if err := c.Create(ctx, node); apierrors.IsAlreadyExists(err) {
 		// The machine booted again: its kubelet posts its status again.
 		if err := setNodeReady(ctx, c, m.NodeName, ready); err != nil {
@@ -388,6 +397,7 @@ func (w *Workloads) dropLocked(name string) error {
 	errs = append(errs, w.mux.DeleteWorkloadClusterListener(name))
 	w.mgr.DeleteResourceGroup(name)
 	delete(w.proxies, name)
+	delete(w.waiting, name)
 	delete(w.addrs, name)
 	delete(w.muxAddrs, name)
 	return errors.Join(errs...)

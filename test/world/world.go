@@ -50,7 +50,11 @@ const (
 	StandardClass = "standard"
 	// WFFCClass waits for the first consumer, like most local storage.
 	WFFCClass = "local-wffc"
-	// Provisioner is the simulated CSI driver of both classes.
+	// CSICloneClass binds immediately and clones by CSI volume cloning,
+	// as CDI does on Ceph RBD, Longhorn and most arrays (its StorageProfile
+	// says csi-clone); the other two classes copy (host-assisted).
+	CSICloneClass = "csi-clone"
+	// Provisioner is the simulated CSI driver of every class.
 	Provisioner = "csi.sim.capkv.io"
 )
 
@@ -299,6 +303,8 @@ func createStorageClasses(ctx context.Context, env *testenv.Env) error {
 		{ObjectMeta: metav1.ObjectMeta{Name: StandardClass, Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
 			Provisioner: Provisioner, VolumeBindingMode: &immediate, AllowVolumeExpansion: ptr.To(true)},
 		{ObjectMeta: metav1.ObjectMeta{Name: WFFCClass}, Provisioner: Provisioner, VolumeBindingMode: &wffc, AllowVolumeExpansion: ptr.To(true)},
+		{ObjectMeta: metav1.ObjectMeta{Name: CSICloneClass, Annotations: map[string]string{"cdi.kubevirt.io/clone-strategy": "csi-clone"}},
+			Provisioner: Provisioner, VolumeBindingMode: &immediate, AllowVolumeExpansion: ptr.To(true)},
 	} {
 		if err := env.Client.Create(ctx, sc); client.IgnoreAlreadyExists(err) != nil {
 			return fmt.Errorf("creating storage class %s: %w", sc.Name, err)

@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
@@ -62,6 +64,8 @@ type options struct {
 	timeout            time.Duration
 	out                string
 	floor, floorOnly   bool
+	// storageClass holds the root disks and golden volumes.
+	storageClass string
 }
 
 func parseFlags() (options, error) {
@@ -73,6 +77,8 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.providerCmd, "provider-cmd", defaultProviderCmd(root), "the provider's manager, run by sh with KUBECONFIG set to a kubeconfig for the measured user")
 	flag.StringVar(&o.crds, "crds", "", "a YAML file or directory whose CustomResourceDefinitions are installed before the provider starts (with --no-provider)")
 	flag.StringVar(&o.template, "template", filepath.Join(root, "templates", "cluster-template.yaml"), "the clusterctl template of each tenant cluster")
+	flag.StringVar(&o.storageClass, "storage-class", world.CSICloneClass, "the infra storage class of the root disks and golden volumes: "+
+		world.CSICloneClass+" (CSI clones, as on Ceph RBD and most production storage), "+world.StandardClass+" (host-assisted copies, as on local and NFS storage) or "+world.WFFCClass+" (copies, binding on first use)")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long provisioning may take")
 	flag.StringVar(&o.out, "out", filepath.Join(root, "out", "bench.json"), "where the JSON result goes")
 	flag.BoolVar(&o.floor, "floor", true, "first measure the floor: the same clusters in a fresh world with the world's instant test infrastructure provider (docs/benchmark.md)")
@@ -159,7 +165,7 @@ func runProvider(ctx context.Context, o options, res *Result) error {
 	fmt.Printf(">> provider running as pid %d: %s\n", provider.pid(), o.providerCmd)
 
 	var clock *stageClock
-	provisioned, nodeRefs, err := phase{name: "provider", provider: provider, clock: &clock}.measure(ctx, w, o)
+	provisioned, nodeRefs, err := phase{name: "provider", provider: provider, clock: &clock, mutate: onStorageClass(o.storageClass)}.measure(ctx, w, o)
 	if err != nil {
 		return err
 	}
@@ -178,6 +184,17 @@ func runProvider(ctx context.Context, o options, res *Result) error {
 	}
 	res.setRequests(counts)
 	return nil
+}
+
+// onStorageClass puts every KubevirtMachineTemplate's root disk, and so
+// its golden volume, on the storage class.
+func onStorageClass(class string) func(*unstructured.Unstructured) error {
+	return func(u *unstructured.Unstructured) error {
+		if u.GetKind() != "KubevirtMachineTemplate" || class == "" {
+			return nil
+		}
+		return unstructured.SetNestedField(u.Object, class, "spec", "template", "spec", "rootDisk", "storageClassName")
+	}
 }
 
 // infraNodes gives the machines room: 256Gi nodes take about 55 of the

@@ -20,6 +20,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestStagesFollowEachDiskThroughCDIsPhases(t *testing.T) {
@@ -51,5 +53,25 @@ func TestQuantileIsTheNearestRank(t *testing.T) {
 		if got := quantile(ds, q); got != want {
 			t.Errorf("quantile %.1f = %d, want %d", q, got, want)
 		}
+	}
+}
+
+func TestOnStorageClassSetsOnlyMachineTemplates(t *testing.T) {
+	template := &unstructured.Unstructured{Object: map[string]any{"kind": "KubevirtMachineTemplate",
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"rootDisk": map[string]any{"diskSize": "20Gi"}}}}}}
+	cluster := &unstructured.Unstructured{Object: map[string]any{"kind": "KubevirtCluster", "spec": map[string]any{}}}
+	for _, u := range []*unstructured.Unstructured{template, cluster} {
+		if err := onStorageClass("csi-clone")(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _, _ := unstructured.NestedString(template.Object, "spec", "template", "spec", "rootDisk", "storageClassName"); got != "csi-clone" {
+		t.Errorf("root disk storage class %q, want csi-clone", got)
+	}
+	if size, _, _ := unstructured.NestedString(template.Object, "spec", "template", "spec", "rootDisk", "diskSize"); size != "20Gi" {
+		t.Errorf("disk size %q changed", size)
+	}
+	if !reflect.DeepEqual(cluster.Object, map[string]any{"kind": "KubevirtCluster", "spec": map[string]any{}}) {
+		t.Errorf("the KubevirtCluster changed: %v", cluster.Object)
 	}
 }
