@@ -143,7 +143,10 @@ func (w *Workloads) syncNetwork(ctx context.Context, c inmemoryruntime.Client, c
 		}
 		for j := range daemonSets {
 			if WritesCNIConfig(&daemonSets[j], node) {
-				w.cniWritten[cluster+"/"+name] = true
+				if w.cniWritten[cluster] == nil {
+					w.cniWritten[cluster] = map[string]bool{}
+				}
+				w.cniWritten[cluster][name] = true
 				if err := setNodeReady(ctx, c, name, corev1.ConditionTrue); err != nil && !apierrors.IsNotFound(err) {
 					return err
 				}
@@ -181,7 +184,7 @@ func listAs[T any](ctx context.Context, c inmemoryruntime.Client, gvk schema.Gro
 // once a CNI configuration was ever written there (it stays on disk across
 // reboots), else False.
 func (w *Workloads) kubeletReady(cluster types.NamespacedName, node string) corev1.ConditionStatus {
-	if w.cniWritten[groupName(cluster)+"/"+node] {
+	if w.cniWritten[groupName(cluster)][node] {
 		return corev1.ConditionTrue
 	}
 	return corev1.ConditionFalse

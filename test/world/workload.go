@@ -67,9 +67,10 @@ type Workloads struct {
 	// once a cluster's first API server joins, and the kernel may offer it
 	// again until then.
 	ports map[int32]bool
-	// cniWritten are the Nodes, by cluster/node, where a CNI wrote its
-	// configuration: it stays there across the guest's reboots.
-	cniWritten map[string]bool
+	// cniWritten are the Nodes, by cluster, where a CNI wrote its
+	// configuration: it stays there across the guest's reboots, and goes
+	// with the machine.
+	cniWritten map[string]map[string]bool
 	// waiting are the Nodes, by cluster, whose kubelets wait for a CNI.
 	waiting map[string]map[string]bool
 }
@@ -88,7 +89,7 @@ func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
 		return nil, err
 	}
 	w := &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, muxAddrs: map[string]string{},
-		proxies: map[string]map[string]*lbProxy{}, ports: map[int32]bool{}, cniWritten: map[string]bool{},
+		proxies: map[string]map[string]*lbProxy{}, ports: map[int32]bool{}, cniWritten: map[string]map[string]bool{},
 		waiting: map[string]map[string]bool{}}
 	go w.runKubelets(ctx)
 	return w, nil
@@ -374,6 +375,8 @@ func (w *Workloads) Leave(ctx context.Context, cluster types.NamespacedName, nod
 			return err
 		}
 	}
+	delete(w.cniWritten[name], nodeName)
+	delete(w.waiting[name], nodeName)
 	err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -398,6 +401,7 @@ func (w *Workloads) dropLocked(name string) error {
 	w.mgr.DeleteResourceGroup(name)
 	delete(w.proxies, name)
 	delete(w.waiting, name)
+	delete(w.cniWritten, name)
 	delete(w.addrs, name)
 	delete(w.muxAddrs, name)
 	return errors.Join(errs...)
