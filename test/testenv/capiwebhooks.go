@@ -41,7 +41,11 @@ func capiWebhookInstallOptions() (envtest.WebhookInstallOptions, error) {
 	if err != nil {
 		return envtest.WebhookInstallOptions{}, err
 	}
-	opts := envtest.WebhookInstallOptions{IgnoreSchemeConvertible: true}
+	port, err := FreePort()
+	if err != nil {
+		return envtest.WebhookInstallOptions{}, err
+	}
+	opts := envtest.WebhookInstallOptions{IgnoreSchemeConvertible: true, LocalServingHost: "127.0.0.1", LocalServingPort: port}
 	for suffix, dir := range map[string]string{"core": "core", "bootstrap": "bootstrap/kubeadm", "controlplane": "controlplane/kubeadm"} {
 		data, err := os.ReadFile(filepath.Join(capi, dir, "config", "webhook", "manifests.yaml")) //nolint:gosec // module cache file
 		if err != nil {

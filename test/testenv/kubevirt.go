@@ -404,13 +404,3 @@ func (e *Env) waitLeader(ctx context.Context, namespace, lease string, since tim
 	}
 	return nil
 }
-
-// FreePort asks the kernel for a free loopback port.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0") //nolint:noctx // closed at once
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -58,12 +59,11 @@ func StartManager(cfg *rest.Config, o manager.Options) (*Manager, error) {
 		o.Metrics = metricsserver.Options{BindAddress: "0"}
 	}
 	if o.HealthProbeBindAddress == "" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
-		o.HealthProbeBindAddress = l.Addr().String()
-		_ = l.Close()
+		o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 	if o.SyncPeriod == 0 {
 		o.SyncPeriod = 10 * time.Hour

@@ -43,7 +43,11 @@ func ProviderWebhookManifests() string {
 // server with a serving certificate of their own, for a manager to serve
 // (WebhookAddress). Cleanup removes the certificate.
 func InstallProviderWebhooks(cfg *rest.Config) (*envtest.WebhookInstallOptions, error) {
-	install := &envtest.WebhookInstallOptions{Paths: []string{ProviderWebhookManifests()}}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	install := &envtest.WebhookInstallOptions{Paths: []string{ProviderWebhookManifests()}, LocalServingHost: "127.0.0.1", LocalServingPort: port}
 	if err := install.Install(cfg); err != nil {
 		return nil, fmt.Errorf("installing the provider's webhook configurations: %w", err)
 	}

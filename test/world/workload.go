@@ -41,6 +41,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/certs"
 	"sigs.k8s.io/cluster-api/util/secret"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
 // Workloads are the tenant (workload) clusters of the world: Cluster API's
@@ -63,10 +65,6 @@ type Workloads struct {
 	// proxies serve clusters on their Service addresses (a load balancer's,
 	// a ClusterIP), by cluster and address.
 	proxies map[string]map[string]*lbProxy
-	// ports are the mux ports given to clusters: the mux binds a port only
-	// once a cluster's first API server joins, and the kernel may offer it
-	// again until then.
-	ports map[int32]bool
 	// cniWritten are the Nodes, by cluster, where a CNI wrote its
 	// configuration: it stays there across the guest's reboots, and goes
 	// with the machine.
@@ -89,7 +87,7 @@ func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
 		return nil, err
 	}
 	w := &Workloads{mgmt: mgmt, mgr: mgr, mux: mux, addrs: map[string]string{}, muxAddrs: map[string]string{},
-		proxies: map[string]map[string]*lbProxy{}, ports: map[int32]bool{}, cniWritten: map[string]map[string]bool{},
+		proxies: map[string]map[string]*lbProxy{}, cniWritten: map[string]map[string]bool{},
 		waiting: map[string]map[string]bool{}}
 	go w.runKubelets(ctx)
 	return w, nil
@@ -152,13 +150,13 @@ func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName) 
 			return "", 0, err
 		}
 	}
-	var port int32
-	for port == 0 || w.ports[port] {
-		var err error
-		if port, err = freePort(); err != nil {
-			return "", 0, err
-		}
+	// The mux binds the port only once the cluster's first API server
+	// joins; a port the kernel picked could go to another listener first.
+	p, err := testenv.FreePort()
+	if err != nil {
+		return "", 0, err
 	}
+	port := int32(p)
 	l, err := w.mux.InitWorkloadClusterListener(name, port)
 	if err != nil {
 		return "", 0, err
@@ -166,7 +164,6 @@ func (w *Workloads) ensureOn(ctx context.Context, cluster types.NamespacedName) 
 	if err := w.mux.RegisterResourceGroup(name, name); err != nil {
 		return "", 0, err
 	}
-	w.ports[port] = true
 	w.addrs[name] = net.JoinHostPort(l.Host(), fmt.Sprint(l.Port()))
 	w.muxAddrs[name] = w.addrs[name]
 	return l.Host(), l.Port(), nil
@@ -193,17 +190,6 @@ func (w *Workloads) Node(ctx context.Context, cluster types.NamespacedName, name
 		return nil, err
 	}
 	return node, nil
-}
-
-// freePort asks the kernel for a free loopback port; the mux does not check
-// its own range, and parallel test processes would collide in it.
-func freePort() (int32, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return int32(l.Addr().(*net.TCPAddr).Port), nil
 }
 
 // Member is one machine joining a workload cluster.
