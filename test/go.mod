@@ -35,6 +35,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/kubernetes-csi/external-snapshotter/client/v6 v6.0.1
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect

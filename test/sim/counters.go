@@ -41,12 +41,13 @@ const (
 	SmartClones        = "smart_clones"
 	HostAssistedClones = "host_assisted_clones"
 	CloneBytes         = "clone_bytes"
+	Snapshots          = "snapshots"
 	GuestsJoined       = "guests_joined"
 	GuestBootFailures  = "guest_boot_failures"
 )
 
 // counterNames are served from the start, at zero until something happens.
-var counterNames = []string{Imports, ImportBytes, Clones, SmartClones, HostAssistedClones, CloneBytes, GuestsJoined, GuestBootFailures}
+var counterNames = []string{Imports, ImportBytes, Clones, SmartClones, HostAssistedClones, CloneBytes, Snapshots, GuestsJoined, GuestBootFailures}
 
 // NewCounters returns zeroed counters.
 func NewCounters() *Counters {

@@ -129,7 +129,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager, handler client.Client) er
 	s.log = mgr.GetLogger().WithName("sim")
 	for _, setup := range []func(ctrl.Manager) error{
 		s.setupHandler, s.setupKubelet, s.setupCDIPods, s.setupStorageAdmin,
-		s.setupProvisioner, s.setupVolumeReclaimer, s.setupLoadBalancer,
+		s.setupProvisioner, s.setupVolumeReclaimer, s.setupSnapshotter, s.setupLoadBalancer,
 	} {
 		if err := setup(mgr); err != nil {
 			return err

@@ -19,6 +19,7 @@ package sim
 import (
 	"context"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v6/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -45,10 +47,33 @@ const ContentAnnotation = "sim.capkv.io/content"
 // or once the scheduler picked a node for a WaitForFirstConsumer claim),
 // and volumes of deleted claims go away.
 func (s *Simulator) setupProvisioner(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("sim-provisioner").
+	b := ctrl.NewControllerManagedBy(mgr).Named("sim-provisioner").
 		For(&corev1.PersistentVolumeClaim{}).
-		WithOptions(concurrency()).
-		Complete(reconcile.Func(s.reconcileClaim))
+		WithOptions(concurrency())
+	served, err := snapshotsServed(mgr)
+	if err != nil {
+		return err
+	}
+	if served {
+		// A claim restored from a snapshot waits for it to be ready.
+		b = b.Watches(&snapshotv1.VolumeSnapshot{}, handler.EnqueueRequestsFromMapFunc(s.claimsRestoredFrom))
+	}
+	return b.Complete(reconcile.Func(s.reconcileClaim))
+}
+
+// claimsRestoredFrom are the unbound claims restored from a snapshot.
+func (s *Simulator) claimsRestoredFrom(ctx context.Context, o client.Object) []reconcile.Request {
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := s.client.List(ctx, claims, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, pvc := range claims.Items {
+		if pvc.Spec.VolumeName == "" && restoredFrom(&pvc) == o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pvc)})
+		}
+	}
+	return reqs
 }
 
 func (s *Simulator) reconcileClaim(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -110,11 +135,15 @@ func (s *Simulator) reconcileClaim(ctx context.Context, req reconcile.Request) (
 // populator's to fill: the external provisioner leaves it alone. A claim
 // of another claim is a CSI clone, made by the driver from a bound source
 // of the same driver in the same namespace, as external-provisioner
-// requires.
+// requires; a claim of a VolumeSnapshot is restored from it
+// (snapshotSource).
 func (s *Simulator) dataSource(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) (*string, bool, error) {
 	ref := pvc.Spec.DataSourceRef
 	if ref == nil {
 		return nil, true, nil
+	}
+	if restoredFrom(pvc) != "" {
+		return s.snapshotSource(ctx, pvc, sc.Provisioner)
 	}
 	if ref.APIGroup != nil && *ref.APIGroup != "" || ref.Kind != "PersistentVolumeClaim" {
 		return nil, false, nil

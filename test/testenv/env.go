@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v6/apis/volumesnapshot/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -438,6 +439,7 @@ func NewScheme() *runtime.Scheme {
 	for _, add := range []func(*runtime.Scheme) error{
 		clusterv1beta1.AddToScheme, bootstrapv1.AddToScheme, bootstrapv1beta1.AddToScheme,
 		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme, runtimev1.AddToScheme, addonsv1.AddToScheme, addonsv1beta1.AddToScheme, ipamv1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1alpha1.AddToScheme,
+		snapshotv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

@@ -58,19 +58,7 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 	phaseOf := func(dv *cdiv1.DataVolume) func() cdiv1.DataVolumePhase {
 		return func() cdiv1.DataVolumePhase { return get(dv)().Status.Phase }
 	}
-	content := func(name string) string {
-		pvc := &corev1.PersistentVolumeClaim{}
-		// CDI calls a DataVolume Succeeded once its populator copied the
-		// pod's phase to the claim, which can be just before the volume is
-		// rebound from the populator's prime claim.
-		g.Eventually(func() string {
-			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc)).To(Succeed())
-			return pvc.Spec.VolumeName
-		}, 30*time.Second).ShouldNot(BeEmpty())
-		pv := &corev1.PersistentVolume{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
-		return pv.Annotations[sim.ContentAnnotation]
-	}
+	content := func(name string) string { return contentOf(g, ns, name) }
 
 	image := "docker://quay.io/containerdisks/ubuntu:22.04"
 	golden := dataVolume(ns, "golden", world.StandardClass, &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &image}})

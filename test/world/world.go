@@ -31,6 +31,7 @@ import (
 	"slices"
 	"time"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v6/apis/volumesnapshot/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -52,10 +53,20 @@ const (
 	WFFCClass = "local-wffc"
 	// CSICloneClass binds immediately and clones by CSI volume cloning,
 	// as CDI does on Ceph RBD, Longhorn and most arrays (its StorageProfile
-	// says csi-clone); the other two classes copy (host-assisted).
+	// says csi-clone); the standard and WFFC classes copy (host-assisted):
+	// their driver has no VolumeSnapshotClass.
 	CSICloneClass = "csi-clone"
-	// Provisioner is the simulated CSI driver of every class.
+	// SnapshotClass binds immediately and clones by snapshot then restore:
+	// its driver has a VolumeSnapshotClass (also named SnapshotClass), so
+	// CDI takes a snapshot by default, as it does on a driver it knows
+	// nothing else about.
+	SnapshotClass = "csi-snapshot"
+	// Provisioner is the simulated CSI driver of every class but
+	// SnapshotClass.
 	Provisioner = "csi.sim.capkv.io"
+	// SnapshotProvisioner is the simulated CSI driver of SnapshotClass,
+	// the one that takes snapshots.
+	SnapshotProvisioner = "snapshot.csi.sim.capkv.io"
 )
 
 // Options select what the world runs.
@@ -225,18 +236,37 @@ func (w *World) build(o Options) error {
 	if err := createStorageClasses(ctx, w.Infra); err != nil {
 		return err
 	}
-	return createCSIDriver(ctx, w.Infra)
+	for _, driver := range []string{Provisioner, SnapshotProvisioner} {
+		if err := createCSIDriver(ctx, w.Infra, driver); err != nil {
+			return err
+		}
+	}
+	return createSnapshotClass(ctx, w.Infra)
 }
 
 // createCSIDriver registers the simulated driver as a CSI driver's
 // deployment does. CDI fills claims of a class whose driver is registered
 // through its volume populators, and picks smart clones there
 // (docs/simulator.md#cdis-pods). The driver needs no attach step.
-func createCSIDriver(ctx context.Context, env *testenv.Env) error {
-	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: Provisioner},
+func createCSIDriver(ctx context.Context, env *testenv.Env, name string) error {
+	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
 	if err := env.Client.Create(ctx, driver); client.IgnoreAlreadyExists(err) != nil {
-		return fmt.Errorf("creating CSIDriver %s: %w", Provisioner, err)
+		return fmt.Errorf("creating CSIDriver %s: %w", name, err)
+	}
+	return nil
+}
+
+// createSnapshotClass gives SnapshotProvisioner its VolumeSnapshotClass,
+// the driver's default, deleting snapshots with their VolumeSnapshots.
+func createSnapshotClass(ctx context.Context, env *testenv.Env) error {
+	class := &snapshotv1.VolumeSnapshotClass{
+		ObjectMeta: metav1.ObjectMeta{Name: SnapshotClass,
+			Annotations: map[string]string{"snapshot.storage.kubernetes.io/is-default-class": "true"}},
+		Driver: SnapshotProvisioner, DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete,
+	}
+	if err := env.Client.Create(ctx, class); client.IgnoreAlreadyExists(err) != nil {
+		return fmt.Errorf("creating VolumeSnapshotClass %s: %w", class.Name, err)
 	}
 	return nil
 }
@@ -305,6 +335,7 @@ func createStorageClasses(ctx context.Context, env *testenv.Env) error {
 		{ObjectMeta: metav1.ObjectMeta{Name: WFFCClass}, Provisioner: Provisioner, VolumeBindingMode: &wffc, AllowVolumeExpansion: ptr.To(true)},
 		{ObjectMeta: metav1.ObjectMeta{Name: CSICloneClass, Annotations: map[string]string{"cdi.kubevirt.io/clone-strategy": "csi-clone"}},
 			Provisioner: Provisioner, VolumeBindingMode: &immediate, AllowVolumeExpansion: ptr.To(true)},
+		{ObjectMeta: metav1.ObjectMeta{Name: SnapshotClass}, Provisioner: SnapshotProvisioner, VolumeBindingMode: &immediate, AllowVolumeExpansion: ptr.To(true)},
 	} {
 		if err := env.Client.Create(ctx, sc); client.IgnoreAlreadyExists(err) != nil {
 			return fmt.Errorf("creating storage class %s: %w", sc.Name, err)

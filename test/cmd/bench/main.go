@@ -78,7 +78,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.crds, "crds", "", "a YAML file or directory whose CustomResourceDefinitions are installed before the provider starts (with --no-provider)")
 	flag.StringVar(&o.template, "template", filepath.Join(root, "templates", "cluster-template.yaml"), "the clusterctl template of each tenant cluster")
 	flag.StringVar(&o.storageClass, "storage-class", world.CSICloneClass, "the infra storage class of the root disks and golden volumes: "+
-		world.CSICloneClass+" (CSI clones, as on Ceph RBD and most production storage), "+world.StandardClass+" (host-assisted copies, as on local and NFS storage) or "+world.WFFCClass+" (copies, binding on first use)")
+		world.CSICloneClass+" (CSI clones, as on Ceph RBD and most production storage), "+world.SnapshotClass+" (a snapshot, then a volume restored from it), "+world.StandardClass+" (host-assisted copies, as on local and NFS storage) or "+world.WFFCClass+" (copies, binding on first use)")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long provisioning may take")
 	flag.StringVar(&o.out, "out", filepath.Join(root, "out", "bench.json"), "where the JSON result goes")
 	flag.BoolVar(&o.floor, "floor", true, "first measure the floor: the same clusters in a fresh world with the world's instant test infrastructure provider (docs/benchmark.md)")
