@@ -39,7 +39,7 @@ var (
 // speedup is how much faster than on a real infra cluster machines move
 // in this world (sim.Options.TimeScale 0.01 scales the simulated waits,
 // not the real components'); the shipped alerts' waits are divided by it.
-const speedup = 10
+const speedup = 15
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
