@@ -220,7 +220,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 	}
 	if !provisioned(km) && s.firstProvisioned(km, cloneMethod(vm, dvs), time.Now()) {
 		s.Recorder.Eventf(km, vmi, corev1.EventTypeNormal, "Provisioned", "ProvisionVirtualMachine",
-			"VirtualMachine %s/%s runs and its bootstrap succeeded", vm.Namespace, vm.Name)
+			"VirtualMachine %s/%s on the %s runs and its bootstrap succeeded", vm.Namespace, vm.Name, sc.Infra().Description())
 	}
 	km.Status.Ready = true
 	km.Status.Initialization.Provisioned = ptr.To(true)
@@ -367,9 +367,10 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		err = fmt.Errorf("creating VirtualMachine %s: %w", key, err)
 		return outcome.Fail(infrav1.CreateFailedReason, "retrying with backoff: "+err.Error()), err
 	}
+	// No Event here: the Provisioned Event names the VM and its infra
+	// cluster, and an Event per machine for a step the condition shows
+	// anyway is a write per machine (docs/machines.md).
 	km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
-	s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineCreated", "CreateVirtualMachine",
-		"created VirtualMachine %s on the %s", key, infra.Description())
 	setBootstrap(km, metav1.ConditionFalse, infrav1.WaitingForBootstrapReason, "waiting for the VM instance to run")
 	markNotProvisioned(km)
 	// The Secret follows the VM, so that it is created with its owner and

@@ -54,12 +54,17 @@ type statusHold struct {
 	failing map[types.NamespacedName]bool
 }
 
-// pendingStatus is the step a machine's unwritten status shows and since
-// when: first seen, or last written.
+// pendingStatus is the step a machine's unwritten status shows, since
+// when (first seen, or last written), and how often it was written.
 type pendingStatus struct {
-	step  string
-	since time.Time
+	step    string
+	since   time.Time
+	written int
 }
+
+// maxSettleDoublings caps how long progress within one step is held: the
+// settle time doubled at most this often (30 s, then 60 s, 120 s, 240 s).
+const maxSettleDoublings = 3
 
 // HoldStatus reports how long to keep back the status computed for km
 // (zero: write it now), given the status last written (stored) and the
@@ -142,17 +147,20 @@ func (h *statusHold) decide(key types.NamespacedName, step string, now time.Time
 }
 
 // settleStep decides on one status change: a new step is held for the
-// settle time; a step seen for that long is written (wait zero), and
-// later changes within the same step, such as progress messages, wait
-// another settle time.
+// settle time; a step seen for that long is written (wait zero). Later
+// changes within the same step, such as progress messages or the phases
+// of a clone that CDI queues, wait twice as long each time: the first
+// write told why the machine waits, and a hundred machines cloning for
+// minutes would otherwise write their progress every settle time.
 func settleStep(p pendingStatus, seen bool, step string, now time.Time, settle time.Duration) (pendingStatus, time.Duration) {
 	if !seen || p.step != step {
 		return pendingStatus{step: step, since: now}, settle
 	}
-	if lasted := now.Sub(p.since); lasted < settle {
-		return p, settle - lasted
+	hold := settle << min(p.written, maxSettleDoublings)
+	if lasted := now.Sub(p.since); lasted < hold {
+		return p, hold - lasted
 	}
-	return pendingStatus{step: step, since: now}, 0
+	return pendingStatus{step: step, since: now, written: p.written + 1}, 0
 }
 
 // stepOf names the step a machine's status shows: the status and reason of

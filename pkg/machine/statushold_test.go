@@ -33,13 +33,14 @@ func TestSettleStep(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	settle := 10 * time.Second
 	tests := []struct {
-		name      string
-		pending   pendingStatus
-		seen      bool
-		step      string
-		now       time.Time
-		wantWait  time.Duration
-		wantSince time.Time
+		name        string
+		pending     pendingStatus
+		seen        bool
+		step        string
+		now         time.Time
+		wantWait    time.Duration
+		wantSince   time.Time
+		wantWritten int
 	}{
 		{name: "a first step is held for the settle time", step: "a", now: t0, wantWait: settle, wantSince: t0},
 		{name: "a new step starts over", pending: pendingStatus{step: "a", since: t0}, seen: true, step: "b",
@@ -47,13 +48,21 @@ func TestSettleStep(t *testing.T) {
 		{name: "the same step waits for the rest", pending: pendingStatus{step: "a", since: t0}, seen: true, step: "a",
 			now: t0.Add(4 * time.Second), wantWait: 6 * time.Second, wantSince: t0},
 		{name: "a step that lasted is written and waits again for later changes", pending: pendingStatus{step: "a", since: t0}, seen: true, step: "a",
-			now: t0.Add(settle), wantWait: 0, wantSince: t0.Add(settle)},
+			now: t0.Add(settle), wantWait: 0, wantSince: t0.Add(settle), wantWritten: 1},
+		{name: "progress within a written step waits twice as long", pending: pendingStatus{step: "a", since: t0, written: 1}, seen: true, step: "a",
+			now: t0.Add(settle), wantWait: settle, wantSince: t0, wantWritten: 1},
+		{name: "and is written once that has passed", pending: pendingStatus{step: "a", since: t0, written: 1}, seen: true, step: "a",
+			now: t0.Add(2 * settle), wantWait: 0, wantSince: t0.Add(2 * settle), wantWritten: 2},
+		{name: "the hold stops doubling at eight settle times", pending: pendingStatus{step: "a", since: t0, written: 7}, seen: true, step: "a",
+			now: t0.Add(5 * settle), wantWait: 3 * settle, wantSince: t0, wantWritten: 7},
+		{name: "a new step after written ones starts over at the settle time", pending: pendingStatus{step: "a", since: t0, written: 3}, seen: true, step: "b",
+			now: t0.Add(time.Second), wantWait: settle, wantSince: t0.Add(time.Second)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			next, wait := settleStep(tt.pending, tt.seen, tt.step, tt.now, settle)
-			if wait != tt.wantWait || !next.since.Equal(tt.wantSince) || next.step != tt.step {
-				t.Errorf("settleStep = (%+v, %s), want wait %s since %s", next, wait, tt.wantWait, tt.wantSince)
+			if wait != tt.wantWait || !next.since.Equal(tt.wantSince) || next.step != tt.step || next.written != tt.wantWritten {
+				t.Errorf("settleStep = (%+v, %s), want wait %s since %s written %d", next, wait, tt.wantWait, tt.wantSince, tt.wantWritten)
 			}
 		})
 	}

@@ -114,15 +114,25 @@ func drainInfraNode(t *testing.T, node string) func() error {
 // KubevirtMachine.
 func machineEvents(t *testing.T, tc *tenantCluster, km *infrav1.KubevirtMachine) []string {
 	t.Helper()
-	events := &eventsv1.EventList{}
-	NewWithT(t).Expect(w.Env.Client.List(context.Background(), events, client.InNamespace(tc.ns))).To(Succeed())
 	var reasons []string
-	for _, e := range events.Items {
-		if e.Regarding.Kind == "KubevirtMachine" && e.Regarding.Name == km.Name {
-			reasons = append(reasons, e.Reason)
-		}
+	for _, e := range machineEventList(t, tc, km) {
+		reasons = append(reasons, e.Reason)
 	}
 	return reasons
+}
+
+// machineEventList lists the Events regarding a KubevirtMachine.
+func machineEventList(t *testing.T, tc *tenantCluster, km *infrav1.KubevirtMachine) []eventsv1.Event {
+	t.Helper()
+	events := &eventsv1.EventList{}
+	NewWithT(t).Expect(w.Env.Client.List(context.Background(), events, client.InNamespace(tc.ns))).To(Succeed())
+	var found []eventsv1.Event
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "KubevirtMachine" && e.Regarding.Name == km.Name {
+			found = append(found, e)
+		}
+	}
+	return found
 }
 
 // TestCrashedInstanceRestarts crashes a guest: virt-handler reports the

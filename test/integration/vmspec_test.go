@@ -28,7 +28,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
@@ -76,6 +75,10 @@ func TestNodeAddressNetwork(t *testing.T) {
 		km.Spec.NodeAddressNetwork = "tenant"
 	}})
 	eventually(t, tc.provisioned(km)).Should(Succeed())
+	eventually(t, func() []eventsv1.Event { return machineEventList(t, tc, km) }).Should(ContainElement(And(
+		HaveField("Type", corev1.EventTypeNormal), HaveField("Reason", "Provisioned"),
+		HaveField("Note", "VirtualMachine "+tc.ns+"/"+km.Name+" on the management cluster runs and its bootstrap succeeded"))),
+		"the Event of a provisioned machine names its VM and infra cluster")
 	addrs := get(t, tc.c, km).Status.Addresses
 	g.Expect(addrs).To(HaveLen(4))
 	g.Expect(addrs[0].Type).To(Equal(clusterv1.MachineInternalIP))
@@ -87,7 +90,6 @@ func TestNodeAddressNetwork(t *testing.T) {
 // the scheduler's own words, and that transitions are recorded as Events.
 func TestUnschedulableAndEvents(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "huge-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		huge := resource.MustParse("512Gi")
@@ -96,17 +98,6 @@ func TestUnschedulableAndEvents(t *testing.T) {
 	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.UnschedulableReason))
 	g.Expect(condition(get(t, tc.c, km), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("Insufficient memory"))
 
-	eventually(t, func() []string {
-		events := &eventsv1.EventList{}
-		if err := w.Env.Client.List(ctx, events, client.InNamespace(tc.ns)); err != nil {
-			return nil
-		}
-		var reasons []string
-		for _, e := range events.Items {
-			if e.Regarding.Kind == "KubevirtMachine" && e.Regarding.Name == km.Name {
-				reasons = append(reasons, e.Type+"/"+e.Reason)
-			}
-		}
-		return reasons
-	}).Should(ContainElements(corev1.EventTypeNormal+"/VirtualMachineCreated", corev1.EventTypeWarning+"/"+infrav1.UnschedulableReason))
+	eventually(t, func() []string { return machineEvents(t, tc, km) }).Should(ContainElement(infrav1.UnschedulableReason))
+	g.Expect(machineEvents(t, tc, km)).NotTo(ContainElement("VirtualMachineCreated"), "creating the VM is no Event of its own: the condition shows it")
 }
