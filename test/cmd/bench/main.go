@@ -169,7 +169,11 @@ func runProvider(ctx context.Context, o options, res *Result) error {
 	if err != nil {
 		return err
 	}
-	res.Stages = clock.stages()
+	before, err := untilVMCreated(ctx, w.Env.Client)
+	if err != nil {
+		return err
+	}
+	res.Stages = clock.stages(before)
 	if res.CloneMethods, err = cloneMethods(ctx, w.Env.Client); err != nil {
 		return err
 	}

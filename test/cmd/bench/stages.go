@@ -25,12 +25,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 )
 
@@ -41,6 +44,15 @@ const cloneTypeAnnotation = "cdi.kubevirt.io/cloneType"
 // vmRunning names the stage from a root disk's Succeeded to its VM
 // instance's Running.
 const vmRunning = "VM start"
+
+// The stages from a KubevirtMachine's creation to its VM's, by role: a
+// machine creates its VM, and so starts its disk's clone, only once its
+// bootstrap data exists, and a worker's exists once its control plane is
+// up.
+const (
+	untilVMControlPlane = "until VM created: control plane"
+	untilVMWorker       = "until VM created: worker"
+)
 
 // Stage is how long the root disks spent in one of CDI's phases (or, for
 // "VM start", from the disk's Succeeded to its VM instance running), over
@@ -115,11 +127,14 @@ func (sc *stageClock) note(into map[string]map[string]time.Time, key, phase stri
 	}
 }
 
-// stages summarizes what the clock saw.
-func (sc *stageClock) stages() []Stage {
+// stages summarizes what the clock saw, with the stages before the VMs.
+func (sc *stageClock) stages(before map[string][]time.Duration) []Stage {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	durations := map[string][]time.Duration{}
+	durations := maps.Clone(before)
+	if durations == nil {
+		durations = map[string][]time.Duration{}
+	}
 	for key, phases := range sc.disks {
 		order := slices.SortedFunc(maps.Keys(phases), func(a, b string) int { return phases[a].Compare(phases[b]) })
 		for i := 0; i+1 < len(order); i++ {
@@ -159,10 +174,55 @@ func stageRank(name string) int {
 	if i := slices.Index(order, cdiv1.DataVolumePhase(name)); i >= 0 {
 		return i
 	}
-	if name == vmRunning {
+	switch name {
+	case vmRunning:
 		return len(order) + 1
+	case untilVMControlPlane:
+		return -2
+	case untilVMWorker:
+		return -1
 	}
 	return len(order)
+}
+
+// untilVMCreated reads, from the KubevirtMachines and VMs through c, how
+// long each machine waited for its VM (untilVMStages).
+func untilVMCreated(ctx context.Context, c client.Reader) (map[string][]time.Duration, error) {
+	kms := &infrav1.KubevirtMachineList{}
+	if err := c.List(ctx, kms); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil // another provider's machines (--no-provider)
+		}
+		return nil, err
+	}
+	vms := &kubevirtv1.VirtualMachineList{}
+	if err := c.List(ctx, vms); err != nil {
+		return nil, err
+	}
+	return untilVMStages(kms.Items, vms.Items), nil
+}
+
+// untilVMStages are the times from each KubevirtMachine's creation to its
+// VM's (same namespace and name), by the machine's role. Machines without a
+// VM are left out.
+func untilVMStages(kms []infrav1.KubevirtMachine, vms []kubevirtv1.VirtualMachine) map[string][]time.Duration {
+	created := map[string]time.Time{}
+	for _, vm := range vms {
+		created[vm.Namespace+"/"+vm.Name] = vm.CreationTimestamp.Time
+	}
+	out := map[string][]time.Duration{}
+	for _, km := range kms {
+		at, ok := created[km.Namespace+"/"+km.Name]
+		if !ok {
+			continue
+		}
+		stage := untilVMWorker
+		if _, cp := km.Labels[clusterv1.MachineControlPlaneLabel]; cp {
+			stage = untilVMControlPlane
+		}
+		out[stage] = append(out[stage], max(0, at.Sub(km.CreationTimestamp.Time)))
+	}
+	return out
 }
 
 // quantile is the nearest-rank q-quantile of sorted durations.

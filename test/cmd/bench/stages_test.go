@@ -21,7 +21,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
 
 func TestStagesFollowEachDiskThroughCDIsPhases(t *testing.T) {
@@ -42,7 +47,7 @@ func TestStagesFollowEachDiskThroughCDIsPhases(t *testing.T) {
 		{Name: "RebindInProgress", Count: 2, MedianSeconds: 1, P90Seconds: 1, MaxSeconds: 1},
 		{Name: vmRunning, Count: 2, MedianSeconds: 0.5, P90Seconds: 2, MaxSeconds: 2},
 	}
-	if got := sc.stages(); !reflect.DeepEqual(got, want) {
+	if got := sc.stages(nil); !reflect.DeepEqual(got, want) {
 		t.Errorf("stages:\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -73,5 +78,32 @@ func TestOnStorageClassSetsOnlyMachineTemplates(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cluster.Object, map[string]any{"kind": "KubevirtCluster", "spec": map[string]any{}}) {
 		t.Errorf("the KubevirtCluster changed: %v", cluster.Object)
+	}
+}
+
+func TestUntilVMStagesByRole(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	machine := func(name string, created time.Duration, cp bool) infrav1.KubevirtMachine {
+		km := infrav1.KubevirtMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(t0.Add(created))}}
+		if cp {
+			km.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+		}
+		return km
+	}
+	vm := func(ns, name string, created time.Duration) kubevirtv1.VirtualMachine {
+		return kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(t0.Add(created))}}
+	}
+	got := untilVMStages(
+		[]infrav1.KubevirtMachine{machine("cp", 0, true), machine("w1", 0, false), machine("w2", 5*time.Second, false), machine("waiting", 0, false)},
+		[]kubevirtv1.VirtualMachine{vm("ns", "cp", 2*time.Second), vm("ns", "w1", 40*time.Second), vm("ns", "w2", 40*time.Second), vm("other", "waiting", time.Second)})
+	want := map[string][]time.Duration{
+		untilVMControlPlane: {2 * time.Second},
+		untilVMWorker:       {40 * time.Second, 35 * time.Second},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("untilVMStages = %v, want %v (a machine without its VM is left out)", got, want)
+	}
+	if stageRank(untilVMControlPlane) >= stageRank(untilVMWorker) || stageRank(untilVMWorker) >= stageRank("CloneScheduled") {
+		t.Errorf("the waits for the VMs come first, the control plane's before the workers'")
 	}
 }
