@@ -58,18 +58,24 @@ func Ensure(ctx context.Context, c client.Client, recorder events.EventRecorder,
 	dv := &cdiv1.DataVolume{}
 	err := c.Get(ctx, key, dv)
 	if apierrors.IsNotFound(err) {
-		if err := c.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-				// Nothing announces a change of the infra API's mind.
-				return nil, outcome.Fail(infrav1.GoldenImageFailedReason,
-					fmt.Sprintf("the infra cluster refused golden volume %s: %v", key, err)).After(recheck), nil
-			}
+		importing := outcome.Wait(infrav1.WaitingForGoldenImageReason,
+			fmt.Sprintf("importing %s into golden volume %s", Describe(&rd.Image), key))
+		err := c.Create(ctx, want)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// Another machine's reconcile created it a moment ago (the
+			// cache has not seen it yet): only the creator says so.
+			return nil, importing, nil
+		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+			// Nothing announces a change of the infra API's mind.
+			return nil, outcome.Fail(infrav1.GoldenImageFailedReason,
+				fmt.Sprintf("the infra cluster refused golden volume %s: %v", key, err)).After(recheck), nil
+		case err != nil:
 			return nil, outcome.Outcome{}, fmt.Errorf("creating golden volume %s: %w", key, err)
 		}
 		recorder.Eventf(user, nil, corev1.EventTypeNormal, "GoldenImageCreated", "ImportGoldenImage",
 			"importing %s once into golden volume %s", Describe(&rd.Image), key)
-		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
-			fmt.Sprintf("importing %s into golden volume %s", Describe(&rd.Image), key)), nil
+		return nil, importing, nil
 	}
 	if err != nil {
 		return nil, outcome.Outcome{}, err

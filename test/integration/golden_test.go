@@ -165,6 +165,15 @@ func TestGoldenImageWaitAndFailedImport(t *testing.T) {
 	// No VM is created without its disk.
 	NewWithT(t).Consistently(func() int { return list(t, tc.ns, &kubevirtv1.VirtualMachineList{}) }).WithTimeout(2 * time.Second).Should(BeZero())
 	g.Expect(list(t, tc.ns, &cdiv1.DataVolumeList{})).To(Equal(1), "one import for the twenty machines")
+	created := 0
+	for _, km := range kms {
+		for _, reason := range machineEvents(t, tc, km) {
+			if reason == "GoldenImageCreated" {
+				created++
+			}
+		}
+	}
+	g.Expect(created).To(Equal(1), "only the machine that created the golden volume says so, however many tried at once")
 
 	// Deleting the machines stops the retries: the failed golden volume goes
 	// with its last user.
