@@ -24,6 +24,7 @@ import (
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v6/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,6 @@ const (
 	snapshotSourceFinalizer = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"
 	contentBoundFinalizer   = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"
 	annDefaultSnapshotClass = "snapshot.storage.kubernetes.io/is-default-class"
-	snapshotGroup           = "snapshot.storage.k8s.io"
 	snapshotKind            = "VolumeSnapshot"
 	snapshotContentPrefix   = "snapcontent-"
 )
@@ -140,7 +140,7 @@ func (s *Simulator) reconcileSnapshot(ctx context.Context, req reconcile.Request
 	status.ReadyToUse = content.Status.ReadyToUse
 	status.RestoreSize = resource.NewQuantity(ptr.Deref(content.Status.RestoreSize, 0), resource.BinarySI)
 	status.Error = content.Status.Error
-	if snapshotStatusEqual(vs.Status, status) {
+	if equality.Semantic.DeepEqual(vs.Status, status) {
 		return reconcile.Result{}, nil
 	}
 	patch := client.MergeFrom(vs.DeepCopy())
@@ -374,15 +374,8 @@ func (s *Simulator) snapshotSource(ctx context.Context, pvc *corev1.PersistentVo
 
 // restoredFrom is the snapshot a claim is restored from, if any.
 func restoredFrom(pvc *corev1.PersistentVolumeClaim) string {
-	if ref := pvc.Spec.DataSourceRef; ref != nil && ptr.Deref(ref.APIGroup, "") == snapshotGroup && ref.Kind == snapshotKind {
+	if ref := pvc.Spec.DataSourceRef; ref != nil && ptr.Deref(ref.APIGroup, "") == snapshotv1.GroupName && ref.Kind == snapshotKind {
 		return ref.Name
 	}
 	return ""
-}
-
-func snapshotStatusEqual(a, b *snapshotv1.VolumeSnapshotStatus) bool {
-	return a != nil && b != nil && ptr.Deref(a.ReadyToUse, false) == ptr.Deref(b.ReadyToUse, false) &&
-		ptr.Equal(a.BoundVolumeSnapshotContentName, b.BoundVolumeSnapshotContentName) &&
-		a.CreationTime.Equal(b.CreationTime) && a.Error == nil && b.Error == nil &&
-		(a.RestoreSize == nil) == (b.RestoreSize == nil) && (a.RestoreSize == nil || a.RestoreSize.Cmp(*b.RestoreSize) == 0)
 }

@@ -63,10 +63,10 @@ func FreePort() (int, error) {
 			continue
 		}
 		f, err := lockPort(dir, port)
-		if err != nil || f == nil {
-			if err != nil {
-				return 0, err
-			}
+		if err != nil {
+			return 0, err
+		}
+		if f == nil {
 			continue
 		}
 		// Something outside the tests may listen there.

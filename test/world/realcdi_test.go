@@ -58,13 +58,12 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 	phaseOf := func(dv *cdiv1.DataVolume) func() cdiv1.DataVolumePhase {
 		return func() cdiv1.DataVolumePhase { return get(dv)().Status.Phase }
 	}
-	content := func(name string) string { return contentOf(g, ns, name) }
 
 	image := "docker://quay.io/containerdisks/ubuntu:22.04"
 	golden := dataVolume(ns, "golden", world.StandardClass, &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &image}})
 	g.Expect(c.Create(ctx, golden)).To(Succeed())
 	g.Eventually(phaseOf(golden), time.Minute).Should(Equal(cdiv1.Succeeded))
-	g.Expect(content("golden")).To(Equal(image))
+	g.Expect(contentOf(g, ns, "golden")).To(Equal(image))
 	g.Expect(since(sim.Imports)).To(BeEquivalentTo(1))
 	g.Eventually(func() []corev1.Pod {
 		pods := &corev1.PodList{}
@@ -75,7 +74,7 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 	clone := dataVolume(ns, "clone", world.StandardClass, &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: ns, Name: "golden"}})
 	g.Expect(c.Create(ctx, clone)).To(Succeed())
 	g.Eventually(phaseOf(clone), time.Minute).Should(Equal(cdiv1.Succeeded))
-	g.Expect(content("clone")).To(Equal(image))
+	g.Expect(contentOf(g, ns, "clone")).To(Equal(image))
 	g.Expect(get(clone)().Annotations).To(HaveKeyWithValue("cdi.kubevirt.io/cloneType", "copy"),
 		"without a VolumeSnapshotClass CDI copies")
 	g.Expect(since(sim.HostAssistedClones)).To(BeEquivalentTo(1))
@@ -85,7 +84,7 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 	g.Expect(c.Create(ctx, smartGolden)).To(Succeed())
 	g.Expect(c.Create(ctx, smartClone)).To(Succeed())
 	g.Eventually(phaseOf(smartClone), time.Minute).Should(Equal(cdiv1.Succeeded))
-	g.Expect(content("smart-clone")).To(Equal(image))
+	g.Expect(contentOf(g, ns, "smart-clone")).To(Equal(image))
 	g.Expect(get(smartClone)().Annotations).To(HaveKeyWithValue("cdi.kubevirt.io/cloneType", "csi-clone"))
 	g.Expect(since(sim.SmartClones)).To(BeEquivalentTo(1))
 	g.Expect(since(sim.Imports)).To(BeEquivalentTo(2))
@@ -124,5 +123,5 @@ func TestRealCDIImportsAndClones(t *testing.T) {
 	immediate.Annotations = map[string]string{"cdi.kubevirt.io/storage.bind.immediate.requested": "true"}
 	g.Expect(c.Create(ctx, immediate)).To(Succeed())
 	g.Eventually(phaseOf(immediate), time.Minute).Should(Equal(cdiv1.Succeeded))
-	g.Expect(content("wffc-immediate")).To(Equal("blank"))
+	g.Expect(contentOf(g, ns, "wffc-immediate")).To(Equal("blank"))
 }
