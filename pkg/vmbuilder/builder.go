@@ -133,10 +133,7 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 	tmpl.ObjectMeta.Labels = merged(tmpl.ObjectMeta.Labels, labels)
 	tmpl.ObjectMeta.Annotations = merged(tmpl.ObjectMeta.Annotations, map[string]string{infrav1.OwnerAnnotation: owner})
 	for i := range vm.Spec.DataVolumeTemplates {
-		// KubeVirt copies these to the DataVolume, so its events map back
-		// to the machine even after the VM is gone.
-		t := &vm.Spec.DataVolumeTemplates[i]
-		t.Annotations = merged(t.Annotations, map[string]string{infrav1.OwnerAnnotation: owner})
+		annotateTemplate(&vm.Spec.DataVolumeTemplates[i], in)
 	}
 	if tmpl.Spec.Hostname == "" {
 		tmpl.Spec.Hostname = Hostname(in.Name)
