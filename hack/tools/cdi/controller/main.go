@@ -45,6 +45,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -125,7 +126,14 @@ func run(ctx context.Context, o options) error {
 	// Secrets, ConfigMaps, Jobs, CronJobs and Ingresses are watched in
 	// CDI's namespace only, as upstream does (not on OpenShift: no Routes).
 	inNamespace := cache.ByObject{Field: fields.Set{"metadata.namespace": o.namespace}.AsSelector()}
-	mgr, err := manager.New(cfg, manager.Options{
+	// Upstream gives its manager controller-runtime v0.19.5's config
+	// defaults (config.GetConfigOrDie in cmd/cdi-controller/controller.go):
+	// 20 requests/s and bursts of 30 per resource type, where the plain
+	// config above has client-go's 5 and 10. With those, the world's CDI
+	// cloned a hundred disks at a quarter of the real one's pace.
+	mgrCfg := rest.CopyConfig(cfg)
+	mgrCfg.QPS, mgrCfg.Burst = 20, 30
+	mgr, err := manager.New(mgrCfg, manager.Options{
 		Scheme:                     scheme,
 		LeaderElection:             true,
 		LeaderElectionNamespace:    o.namespace,
