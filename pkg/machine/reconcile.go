@@ -310,9 +310,6 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		}
 		return outcome.Wait(infrav1.PendingReason, "the VirtualMachine is created once the machine's finalizer is stored"), nil
 	}
-	if sc.Machine.Spec.Bootstrap.DataSecretName == nil && goldenVolume != nil {
-		return s.cloneEarly(ctx, sc, key, goldenVolume)
-	}
 	data, wait, err := s.userData(ctx, sc)
 	if err != nil || data == nil {
 		return wait, err
@@ -339,7 +336,11 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		in.ClusterNetworks = tenantnet.ClusterNetworks(kc, infra.Namespace)
 		in.DNSPolicy, in.DNSConfig = kc.Spec.DNSPolicy, kc.Spec.DNSConfig
 	}
-	in.Owner = infraOwner(sc, key)
+	if !infra.External && key.Namespace == km.Namespace {
+		// An owner in another namespace counts as missing for the garbage
+		// collector, which would delete the VM at once.
+		in.Owner = metav1.NewControllerRef(km, infrav1.GroupVersion.WithKind("KubevirtMachine"))
+	}
 	vm, err := vmbuilder.Build(in)
 	if err != nil {
 		return outcome.Fail(infrav1.CreateFailedReason, err.Error()), nil
@@ -379,18 +380,6 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		return o, err
 	}
 	return outcome.Wait(infrav1.PendingReason, "VirtualMachine created, waiting for KubeVirt"), nil
-}
-
-// infraOwner is the owner reference of what the machine creates at key on
-// its infra cluster: the KubevirtMachine, where the reference can resolve.
-// An owner on another cluster or in another namespace counts as missing
-// for the garbage collector, which would delete the object at once.
-func infraOwner(sc *Scope, key types.NamespacedName) *metav1.OwnerReference {
-	km := sc.KubevirtMachine
-	if sc.Infra().External || key.Namespace != km.Namespace {
-		return nil
-	}
-	return metav1.NewControllerRef(km, infrav1.GroupVersion.WithKind("KubevirtMachine"))
 }
 
 func isControlPlane(m *clusterv1.Machine) bool {

@@ -185,7 +185,7 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 			return outcome.Outcome{}, err
 		}
 		if !s.ours(km, existing) {
-			return nameConflict("Secret", secret), nil
+			return nameConflict(secret), nil
 		}
 		return outcome.Ready("", ""), s.adoptUserData(ctx, sc, existing, vm)
 	}
@@ -195,11 +195,9 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	return outcome.Ready("", ""), nil
 }
 
-// nameConflict reports an infra object of kind, named as the machine's
-// would be, that is someone else's.
-func nameConflict(kind string, obj client.Object) outcome.Outcome {
+func nameConflict(secret client.Object) outcome.Outcome {
 	return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-		"%s %s/%s exists but was not created for this KubevirtMachine; rename or remove it", kind, obj.GetNamespace(), obj.GetName()))
+		"Secret %s/%s exists but was not created for this KubevirtMachine; rename or remove it", secret.GetNamespace(), secret.GetName()))
 }
 
 func vmOwnerReference(vm *kubevirtv1.VirtualMachine) metav1.OwnerReference {
@@ -234,7 +232,7 @@ func (s *Service) userDataConflict(ctx context.Context, sc *Scope) (outcome.Outc
 	if err != nil || secret == nil || s.ours(sc.KubevirtMachine, secret) {
 		return outcome.Ready("", ""), err
 	}
-	return nameConflict("Secret", secret), nil
+	return nameConflict(secret), nil
 }
 
 // keepUserData makes sure the VM of a machine still provisioning has its

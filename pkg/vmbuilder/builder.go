@@ -133,7 +133,10 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 	tmpl.ObjectMeta.Labels = merged(tmpl.ObjectMeta.Labels, labels)
 	tmpl.ObjectMeta.Annotations = merged(tmpl.ObjectMeta.Annotations, map[string]string{infrav1.OwnerAnnotation: owner})
 	for i := range vm.Spec.DataVolumeTemplates {
-		annotateTemplate(&vm.Spec.DataVolumeTemplates[i], in)
+		// KubeVirt copies these to the DataVolume, so its events map back
+		// to the machine even after the VM is gone.
+		t := &vm.Spec.DataVolumeTemplates[i]
+		t.Annotations = merged(t.Annotations, map[string]string{infrav1.OwnerAnnotation: owner})
 	}
 	if tmpl.Spec.Hostname == "" {
 		tmpl.Spec.Hostname = Hostname(in.Name)

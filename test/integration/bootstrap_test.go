@@ -178,26 +178,18 @@ func TestMissingNetworkDataIsReported(t *testing.T) {
 
 func TestWaitsForBootstrapData(t *testing.T) {
 	g := NewWithT(t)
+	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "late-0", NoBootstrap: true})
 	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.WaitingForBootstrapDataReason))
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachine{})).NotTo(Succeed())
 
-	tc.giveBootstrapData(t, km.Name)
-	eventually(t, tc.provisioned(km)).Should(Succeed())
-}
-
-// giveBootstrapData plays the bootstrap provider for the Machine name: it
-// writes a valid cloud-config Secret and names it on the Machine.
-func (tc *tenantCluster) giveBootstrapData(t *testing.T, name string) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-bootstrap", Namespace: tc.ns},
+	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "late-0-bootstrap", Namespace: tc.ns},
 		Data: map[string][]byte{"value": []byte(fixture.ValidCloudConfig)}})).To(Succeed())
-	m := get(t, tc.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.ns}})
-	m.Spec.Bootstrap.DataSecretName = ptrTo(name + "-bootstrap")
+	m := get(t, tc.c, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "late-0", Namespace: tc.ns}})
+	m.Spec.Bootstrap.DataSecretName = ptrTo("late-0-bootstrap")
 	g.Expect(w.Env.Client.Update(ctx, m)).To(Succeed())
+	eventually(t, tc.provisioned(km)).Should(Succeed())
 }
 
 func ptrTo(s string) *string { return &s }
