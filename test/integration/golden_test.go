@@ -19,6 +19,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ func dropContainerDisk(km *infrav1.KubevirtMachine) {
 // driver did.
 func counters() map[string]int64 {
 	out := map[string]int64{}
-	for _, n := range []string{sim.Imports, sim.Clones, sim.SmartClones, sim.HostAssistedClones} {
+	for _, n := range []string{sim.Imports, sim.Clones, sim.SmartClones, sim.HostAssistedClones, sim.Snapshots} {
 		out[n] = w.Sim.Counters.Get(n)
 	}
 	return out
@@ -98,9 +99,10 @@ func storageClass(t *testing.T, name, cloneStrategy string, mode storagev1.Volum
 }
 
 // TestGoldenImagesOnePerImage creates three MachineDeployments' worth of
-// machines, three each, two naming image A and one image B, on three kinds
+// machines, three each, two naming image A and one image B, on four kinds
 // of storage: exactly two imports, and nine clones of the kind the storage
-// supports, made by CDI's own controllers. Three machines per group are
+// supports (CSI clone, host-assisted copy, snapshot and restore), made by
+// CDI's own controllers, each reaching its VM. Three machines per group are
 // enough to show six machines in two groups sharing one import; six each
 // (2026-11-27) took twice the time and proved nothing more.
 func TestGoldenImagesOnePerImage(t *testing.T) {
@@ -108,10 +110,13 @@ func TestGoldenImagesOnePerImage(t *testing.T) {
 	for _, tt := range []struct {
 		name, class string
 		cloneKind   string
+		// method is the clone type CDI records on each root disk claim.
+		method string
 	}{
-		{"smart clones on CSI-clone storage", storageClass(t, "golden-csi", "csi-clone", storagev1.VolumeBindingImmediate), sim.SmartClones},
-		{"WaitForFirstConsumer storage", world.WFFCClass, sim.HostAssistedClones},
-		{"host-assisted clones forced by the StorageProfile", storageClass(t, "golden-copy", "copy", storagev1.VolumeBindingImmediate), sim.HostAssistedClones},
+		{"smart clones on CSI-clone storage", storageClass(t, "golden-csi", "csi-clone", storagev1.VolumeBindingImmediate), sim.SmartClones, "csi-clone"},
+		{"WaitForFirstConsumer storage", world.WFFCClass, sim.HostAssistedClones, "copy"},
+		{"host-assisted clones forced by the StorageProfile", storageClass(t, "golden-copy", "copy", storagev1.VolumeBindingImmediate), sim.HostAssistedClones, "copy"},
+		{"snapshot clones where the driver takes snapshots", world.SnapshotClass, sim.SmartClones, "snapshot"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -129,6 +134,18 @@ func TestGoldenImagesOnePerImage(t *testing.T) {
 			g.Expect(delta(before, sim.Imports)).To(BeEquivalentTo(2), "one import per image")
 			g.Expect(delta(before, sim.Clones)).To(BeEquivalentTo(3*machinesPerImage), "one clone per machine")
 			g.Expect(delta(before, tt.cloneKind)).To(BeEquivalentTo(3 * machinesPerImage))
+			claims := &corev1.PersistentVolumeClaimList{}
+			g.Expect(w.Env.Client.List(context.Background(), claims, client.InNamespace(tc.ns))).To(Succeed())
+			methods := map[string]int{}
+			for _, claim := range claims.Items {
+				if strings.HasSuffix(claim.Name, "-"+golden.RootDiskName) {
+					methods[claim.Annotations["cdi.kubevirt.io/cloneType"]]++
+				}
+			}
+			g.Expect(methods).To(Equal(map[string]int{tt.method: 3 * machinesPerImage}), "CDI's clone method, per root disk")
+			if tt.method == "snapshot" {
+				g.Expect(delta(before, sim.Snapshots)).To(BeNumerically(">=", 3*machinesPerImage), "a snapshot per clone")
+			}
 			goldens := &cdiv1.DataVolumeList{}
 			g.Expect(w.Env.Client.List(context.Background(), goldens, client.InNamespace(tc.ns), client.HasLabels{golden.Label})).To(Succeed())
 			g.Expect(goldens.Items).To(HaveLen(2))
