@@ -41,9 +41,8 @@ import (
 // clone method it used (docs/kubevirt-behaviour.md#clone-phases-and-methods).
 const cloneTypeAnnotation = "cdi.kubevirt.io/cloneType"
 
-// vmRunning names the stage from a root disk's Succeeded, or its VM's
-// creation when that came later (a disk cloned while its machine waited for
-// bootstrap data), to its VM instance's Running.
+// vmRunning names the stage from a root disk's Succeeded to its VM
+// instance's Running.
 const vmRunning = "VM start"
 
 // The stages from a KubevirtMachine's creation to its VM's, by role: a
@@ -77,14 +76,12 @@ type stageClock struct {
 	disks map[string]map[string]time.Time
 	// running is, by VM instance name, when it was first seen Running.
 	running map[string]time.Time
-	// created is, by VM name, when the VM was first seen.
-	created map[string]time.Time
 }
 
 // startStageClock watches the root disk DataVolumes and the VM instances
 // through c, which must not have started yet.
 func startStageClock(ctx context.Context, c cache.Cache) (*stageClock, error) {
-	sc := &stageClock{disks: map[string]map[string]time.Time{}, running: map[string]time.Time{}, created: map[string]time.Time{}}
+	sc := &stageClock{disks: map[string]map[string]time.Time{}, running: map[string]time.Time{}}
 	dvs, err := c.GetInformer(ctx, &cdiv1.DataVolume{})
 	if err != nil {
 		return nil, err
@@ -111,22 +108,6 @@ func startStageClock(ctx context.Context, c cache.Cache) (*stageClock, error) {
 		}
 	}
 	if _, err := vmis.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onVMI, UpdateFunc: func(_, obj any) { onVMI(obj) }}); err != nil {
-		return nil, err
-	}
-	vms, err := c.GetInformer(ctx, &kubevirtv1.VirtualMachine{})
-	if err != nil {
-		return nil, err
-	}
-	onVM := func(obj any) {
-		if vm, ok := obj.(*kubevirtv1.VirtualMachine); ok {
-			sc.mu.Lock()
-			defer sc.mu.Unlock()
-			if _, seen := sc.created[vm.Namespace+"/"+vm.Name]; !seen {
-				sc.created[vm.Namespace+"/"+vm.Name] = time.Now()
-			}
-		}
-	}
-	if _, err := vms.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onVM}); err != nil {
 		return nil, err
 	}
 	return sc, nil
@@ -161,9 +142,6 @@ func (sc *stageClock) stages(before map[string][]time.Duration) []Stage {
 		}
 		succeeded, ok := phases[string(cdiv1.Succeeded)]
 		vm, _ := strings.CutSuffix(key, rootDiskSuffix)
-		if created := sc.created[vm]; created.After(succeeded) {
-			succeeded = created
-		}
 		if running, started := sc.running[vm]; ok && started {
 			durations[vmRunning] = append(durations[vmRunning], max(0, running.Sub(succeeded)))
 		}
