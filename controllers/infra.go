@@ -23,13 +23,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -112,27 +110,12 @@ func recheckAll(clients *infracluster.Clients, c client.Reader, watchFilter stri
 // that concern all of them.
 func enqueueAll(c client.Reader, watchFilter string, newList func() client.ObjectList) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
-		list := newList()
 		var opts []client.ListOption
 		if watchFilter != "" {
 			// Objects of another manager's watch filter are not ours.
 			opts = append(opts, client.MatchingLabels{clusterv1.WatchLabel: watchFilter})
 		}
-		if err := c.List(ctx, list, opts...); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing objects to re-check the infra cluster")
-			return nil
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(items))
-		for _, item := range items {
-			if o, ok := item.(client.Object); ok {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
-			}
-		}
-		return reqs
+		return listRequests(ctx, c, newList(), opts...)
 	}
 }
 

@@ -87,18 +87,13 @@ func namespaced(kind string) bool {
 // instancetypeToTemplates maps an instance type or preference to the
 // templates naming it.
 func (r *KubevirtMachineTemplateReconciler) instancetypeToTemplates(ctx context.Context, obj client.Object) []reconcile.Request {
-	templates := &infrav1.KubevirtMachineTemplateList{}
-	if err := r.Client.List(ctx, templates); err != nil {
-		return nil
-	}
 	isPreference := false
 	switch obj.(type) {
 	case *instancetypev1beta1.VirtualMachinePreference, *instancetypev1beta1.VirtualMachineClusterPreference:
 		isPreference = true
 	}
-	var reqs []reconcile.Request
-	for _, t := range templates.Items {
-		spec := &t.Spec.Template.Spec.VirtualMachineTemplate.Spec
+	return listRequestsIf(ctx, r.Client, &infrav1.KubevirtMachineTemplateList{}, func(o client.Object) bool {
+		spec := &o.(*infrav1.KubevirtMachineTemplate).Spec.Template.Spec.VirtualMachineTemplate.Spec
 		name, kind := "", ""
 		switch {
 		case isPreference && spec.Preference != nil:
@@ -106,9 +101,6 @@ func (r *KubevirtMachineTemplateReconciler) instancetypeToTemplates(ctx context.
 		case !isPreference && spec.Instancetype != nil:
 			name, kind = spec.Instancetype.Name, spec.Instancetype.Kind
 		}
-		if name != "" && name == obj.GetName() && namespaced(kind) == (obj.GetNamespace() != "") {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
-		}
-	}
-	return reqs
+		return name != "" && name == obj.GetName() && namespaced(kind) == (obj.GetNamespace() != "")
+	})
 }

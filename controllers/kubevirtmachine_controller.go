@@ -131,9 +131,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		if err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachine: %w", err)
 		}
-		if requeue > 0 && (result.RequeueAfter == 0 || requeue < result.RequeueAfter) {
-			result.RequeueAfter = requeue
-		}
+		result.RequeueAfter = outcome.Sooner(result.RequeueAfter, requeue)
 	}()
 	if cluster != nil {
 		markNotPaused(km)

@@ -144,15 +144,8 @@ func refusedInNamespace(ctx context.Context, c client.Reader, namespace string) 
 
 // goldenToMachines maps a golden volume to the machines waiting for it.
 func (r *KubevirtMachineReconciler) goldenToMachines(ctx context.Context, infraSecret types.NamespacedName, dv client.Object) []reconcile.Request {
-	kms := &infrav1.KubevirtMachineList{}
-	if err := r.Client.List(ctx, kms, client.MatchingFields{GoldenImageIndex: goldenIndexValue(infraSecret, dv.GetNamespace(), dv.GetName())}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(kms.Items))
-	for _, km := range kms.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
-	}
-	return reqs
+	return listRequests(ctx, r.Client, &infrav1.KubevirtMachineList{},
+		client.MatchingFields{GoldenImageIndex: goldenIndexValue(infraSecret, dv.GetNamespace(), dv.GetName())})
 }
 
 // ownerToRequest maps an infra object to the object it was made for, by
@@ -213,12 +206,7 @@ func (r *KubevirtMachineReconciler) secretToMachines(ctx context.Context, secret
 		}
 	}
 	key := secret.GetNamespace() + "/" + secret.GetName()
-	kms := &infrav1.KubevirtMachineList{}
-	if err := r.Client.List(ctx, kms, client.MatchingFields{secretRefIndex: key}); err == nil {
-		for _, km := range kms.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
-		}
-	}
+	reqs = append(reqs, listRequests(ctx, r.Client, &infrav1.KubevirtMachineList{}, client.MatchingFields{secretRefIndex: key})...)
 	kcs := &infrav1.KubevirtClusterList{}
 	if err := r.Client.List(ctx, kcs, client.MatchingFields{secretRefIndex: key}); err != nil {
 		return reqs
@@ -228,15 +216,9 @@ func (r *KubevirtMachineReconciler) secretToMachines(ctx context.Context, secret
 		if cluster == "" {
 			continue
 		}
-		kms := &infrav1.KubevirtMachineList{}
-		if err := r.Client.List(ctx, kms, client.InNamespace(kc.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
-			continue
-		}
-		for _, km := range kms.Items {
-			if km.Spec.InfraClusterSecretRef == nil {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
-			}
-		}
+		reqs = append(reqs, listRequestsIf(ctx, r.Client, &infrav1.KubevirtMachineList{}, func(o client.Object) bool {
+			return o.(*infrav1.KubevirtMachine).Spec.InfraClusterSecretRef == nil
+		}, client.InNamespace(kc.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster})...)
 	}
 	return reqs
 }
@@ -261,14 +243,6 @@ func (r *KubevirtMachineReconciler) watchNodes(ctx context.Context, cluster *clu
 // nodeToMachines maps a tenant Node to the KubevirtMachines of its cluster
 // whose VM has its name as hostname.
 func (r *KubevirtMachineReconciler) nodeToMachines(ctx context.Context, cluster *clusterv1.Cluster, node client.Object) []reconcile.Request {
-	kms := &infrav1.KubevirtMachineList{}
-	if err := r.Client.List(ctx, kms, client.InNamespace(cluster.Namespace),
-		client.MatchingFields{nodeNameIndex: cluster.Name + "/" + node.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(kms.Items))
-	for _, km := range kms.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&km)})
-	}
-	return reqs
+	return listRequests(ctx, r.Client, &infrav1.KubevirtMachineList{}, client.InNamespace(cluster.Namespace),
+		client.MatchingFields{nodeNameIndex: cluster.Name + "/" + node.GetName()})
 }

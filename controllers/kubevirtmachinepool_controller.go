@@ -257,28 +257,14 @@ func (r *KubevirtMachinePoolReconciler) clusterToPools(ctx context.Context, obj 
 			return nil
 		}
 	}
-	pools := &infrav1.KubevirtMachinePoolList{}
-	if err := r.Client.List(ctx, pools, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(pools.Items))
-	for i := range pools.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pools.Items[i])})
-	}
-	return reqs
+	return listRequests(ctx, r.Client, &infrav1.KubevirtMachinePoolList{},
+		client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name})
 }
 
 // goldenToPools maps a golden volume to the pools that clone it.
 func (r *KubevirtMachinePoolReconciler) goldenToPools(ctx context.Context, infraSecret types.NamespacedName, dv client.Object) []reconcile.Request {
-	pools := &infrav1.KubevirtMachinePoolList{}
-	if err := r.Client.List(ctx, pools, client.MatchingFields{GoldenImageIndex: goldenIndexValue(infraSecret, dv.GetNamespace(), dv.GetName())}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(pools.Items))
-	for i := range pools.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pools.Items[i])})
-	}
-	return reqs
+	return listRequests(ctx, r.Client, &infrav1.KubevirtMachinePoolList{},
+		client.MatchingFields{GoldenImageIndex: goldenIndexValue(infraSecret, dv.GetNamespace(), dv.GetName())})
 }
 
 // poolOwnerToRequest maps a VirtualMachinePool to its KubevirtMachinePool by

@@ -125,9 +125,7 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 	}
 	// An external infra cluster without KubeVirt or CDI has no watch yet
 	// that would announce them.
-	if r := access.Outcome.RequeueAfter; r > 0 && (all.RequeueAfter == 0 || r < all.RequeueAfter) {
-		all.RequeueAfter = r
-	}
+	all.RequeueAfter = outcome.Sooner(all.RequeueAfter, access.Outcome.RequeueAfter)
 	return all, kerrors.NewAggregate(errs)
 }
 

@@ -142,15 +142,7 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 		return outcome.Outcome{}, err
 	}
 	o, err := s.report(ctx, sc, vm, vmi)
-	return o.After(sooner(o.RequeueAfter, evacuationWait)), err
-}
-
-// sooner is the earlier of two requeue delays, 0 meaning none.
-func sooner(a, b time.Duration) time.Duration {
-	if a == 0 || b > 0 && b < a {
-		return b
-	}
-	return a
+	return o.After(outcome.Sooner(o.RequeueAfter, evacuationWait)), err
 }
 
 // report reads the VM's disks and instance into VirtualMachineReady and
@@ -211,7 +203,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 	}
 	check := s.checkBootstrap(ctx, sc, vmi, state)
 	if !check.IsDone() || !state.Ready {
-		check = check.After(minRequeue(check.RequeueAfter, s.reportNodeJoin(sc, vmi, "").RequeueAfter))
+		check = check.After(outcome.Sooner(check.RequeueAfter, s.reportNodeJoin(sc, vmi, "").RequeueAfter))
 		markNotProvisioned(km)
 		if vmOutcome.IsDone() {
 			return check, nil
@@ -230,7 +222,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
-	return check.After(minRequeue(check.RequeueAfter, s.reportNodeJoin(sc, vmi, node).RequeueAfter)), nil
+	return check.After(outcome.Sooner(check.RequeueAfter, s.reportNodeJoin(sc, vmi, node).RequeueAfter)), nil
 }
 
 // fromState is the outcome of a VM state read from KubeVirt and CDI.
@@ -418,14 +410,6 @@ func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstan
 	o := nodeJoin(node, runningFor(vmi, time.Now()), timeout, imageOf(sc.KubevirtMachine), version)
 	outcome.RecordWarning(s.Recorder, sc.KubevirtMachine, infrav1.NodeJoinedCondition, o)
 	return o
-}
-
-// minRequeue is the sooner of two requeue delays, zero meaning none.
-func minRequeue(a, b time.Duration) time.Duration {
-	if a == 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
 }
 
 func setBootstrap(km *infrav1.KubevirtMachine, status metav1.ConditionStatus, reason, message string) {

@@ -78,6 +78,15 @@ func (o Outcome) After(d time.Duration) Outcome {
 	return o
 }
 
+// Sooner is the earlier of two requeue delays, zero meaning none: the one
+// rule by which every reconcile combines the waits of its steps.
+func Sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
 // IsDone reports whether the step is done.
 func (o Outcome) IsDone() bool { return o.State == Done }
 
@@ -135,9 +144,7 @@ func Merge(outcomes ...Outcome) Outcome {
 	var requeue time.Duration
 	for i := range outcomes {
 		o := &outcomes[i]
-		if o.RequeueAfter > 0 && (requeue == 0 || o.RequeueAfter < requeue) {
-			requeue = o.RequeueAfter
-		}
+		requeue = Sooner(requeue, o.RequeueAfter)
 		switch {
 		case o.IsDone():
 		case first == nil, first.State == Waiting && o.State == Failed:

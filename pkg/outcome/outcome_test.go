@@ -103,3 +103,17 @@ func TestRecordWarningRecordsOnlyFailures(t *testing.T) {
 		t.Errorf("events = %q, want %q", got, want)
 	}
 }
+
+func TestSooner(t *testing.T) {
+	for _, tc := range []struct{ a, b, want time.Duration }{
+		{0, 0, 0},
+		{0, time.Second, time.Second},
+		{time.Second, 0, time.Second},
+		{time.Second, 2 * time.Second, time.Second},
+		{2 * time.Second, time.Second, time.Second},
+	} {
+		if got := Sooner(tc.a, tc.b); got != tc.want {
+			t.Errorf("Sooner(%s, %s) = %s, want %s", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

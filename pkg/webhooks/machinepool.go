@@ -86,16 +86,12 @@ func (KubevirtMachinePoolTemplate) ValidateCreate(_ context.Context, t *infrav1.
 // ValidateUpdate keeps the template immutable, except for the topology
 // controller's dry runs.
 func (KubevirtMachinePoolTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.KubevirtMachinePoolTemplate) (admission.Warnings, error) {
-	errs := validatePoolTemplate(newT)
-	dryRun, err := isTopologyDryRun(ctx, newT)
+	immutable, err := immutableTemplate(ctx, newT, oldT.Spec.Template.Spec, newT.Spec.Template.Spec,
+		"create a new KubevirtMachinePoolTemplate and point the ClusterClass at it")
 	if err != nil {
 		return nil, err
 	}
-	if !dryRun && !equality.Semantic.DeepEqual(oldT.Spec.Template.Spec, newT.Spec.Template.Spec) {
-		errs = append(errs, field.Forbidden(field.NewPath("spec", "template", "spec"),
-			"is immutable: create a new KubevirtMachinePoolTemplate and point the ClusterClass at it"))
-	}
-	return nil, invalid("KubevirtMachinePoolTemplate", newT, errs)
+	return nil, invalid("KubevirtMachinePoolTemplate", newT, append(validatePoolTemplate(newT), immutable...))
 }
 
 // ValidateDelete allows every deletion.

@@ -85,6 +85,18 @@ func isTopologyDryRun(ctx context.Context, obj client.Object) (bool, error) {
 	return topology.IsDryRunRequest(req, obj), nil
 }
 
+// immutableTemplate is the rule of every template kind: its
+// spec.template.spec does not change once created (the objects made from it
+// would not follow), except in the topology controller's dry runs. It
+// returns the error for a change, with what to do instead.
+func immutableTemplate(ctx context.Context, obj client.Object, oldSpec, newSpec any, remedy string) (field.ErrorList, error) {
+	dryRun, err := isTopologyDryRun(ctx, obj)
+	if err != nil || dryRun || equality.Semantic.DeepEqual(oldSpec, newSpec) {
+		return nil, err
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "template", "spec"), "is immutable: "+remedy)}, nil
+}
+
 // +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtcluster,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters,versions=v1alpha1,name=default.kubevirtcluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 // +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtcluster,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters,versions=v1alpha1,name=validation.kubevirtcluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
@@ -135,16 +147,12 @@ func (KubevirtClusterTemplate) ValidateCreate(_ context.Context, t *infrav1.Kube
 // ValidateUpdate keeps the template immutable, except for the topology
 // controller's dry runs.
 func (KubevirtClusterTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.KubevirtClusterTemplate) (admission.Warnings, error) {
-	errs := validateClusterTemplate(newT)
-	dryRun, err := isTopologyDryRun(ctx, newT)
+	immutable, err := immutableTemplate(ctx, newT, oldT.Spec.Template.Spec, newT.Spec.Template.Spec,
+		"create a new KubevirtClusterTemplate and point the ClusterClass at it")
 	if err != nil {
 		return nil, err
 	}
-	if !dryRun && !equality.Semantic.DeepEqual(oldT.Spec.Template.Spec, newT.Spec.Template.Spec) {
-		errs = append(errs, field.Forbidden(field.NewPath("spec", "template", "spec"),
-			"is immutable: create a new KubevirtClusterTemplate and point the ClusterClass at it"))
-	}
-	return nil, invalid("KubevirtClusterTemplate", newT, errs)
+	return nil, invalid("KubevirtClusterTemplate", newT, append(validateClusterTemplate(newT), immutable...))
 }
 
 // ValidateDelete allows every deletion.
@@ -208,16 +216,12 @@ func (KubevirtMachineTemplate) ValidateCreate(_ context.Context, t *infrav1.Kube
 // ValidateUpdate keeps the template immutable, except for the topology
 // controller's dry runs.
 func (KubevirtMachineTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.KubevirtMachineTemplate) (admission.Warnings, error) {
-	errs := validateMachineTemplate(newT)
-	dryRun, err := isTopologyDryRun(ctx, newT)
+	immutable, err := immutableTemplate(ctx, newT, oldT.Spec.Template.Spec, newT.Spec.Template.Spec,
+		"create a new KubevirtMachineTemplate and point the MachineDeployment or KubeadmControlPlane at it")
 	if err != nil {
 		return nil, err
 	}
-	if !dryRun && !equality.Semantic.DeepEqual(oldT.Spec.Template.Spec, newT.Spec.Template.Spec) {
-		errs = append(errs, field.Forbidden(field.NewPath("spec", "template", "spec"),
-			"is immutable: create a new KubevirtMachineTemplate and point the MachineDeployment or KubeadmControlPlane at it"))
-	}
-	return nil, invalid("KubevirtMachineTemplate", newT, errs)
+	return nil, invalid("KubevirtMachineTemplate", newT, append(validateMachineTemplate(newT), immutable...))
 }
 
 // ValidateDelete allows every deletion.
