@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -42,6 +43,21 @@ func StatusOf(infraSecret types.NamespacedName, ns string, rd *infrav1.RootDiskS
 		s.InfraCluster = infraSecret.String()
 	}
 	return s
+}
+
+// Use names the golden volume of rd in a user's status.goldenImage (a
+// KubevirtMachine's or KubevirtMachinePool's). When that changes the name,
+// it returns true and the wait to report: the status must be saved before
+// the volume is touched, as the golden image controller counts users from
+// status; the status patch brings the user back.
+func Use(status **infrav1.GoldenImageStatus, infraSecret types.NamespacedName, ns string, rd *infrav1.RootDiskSpec) (outcome.Outcome, bool) {
+	ref := StatusOf(infraSecret, ns, rd)
+	if equality.Semantic.DeepEqual(*status, ref) {
+		return outcome.Outcome{}, false
+	}
+	*status = ref
+	return outcome.Wait(infrav1.WaitingForGoldenImageReason,
+		fmt.Sprintf("using golden volume %s/%s for %s", ref.Namespace, ref.Name, Describe(&rd.Image))), true
 }
 
 // Ensure makes sure the golden volume of rd in namespace ns exists on the

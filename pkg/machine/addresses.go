@@ -18,7 +18,6 @@ package machine
 
 import (
 	"context"
-	"fmt"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -69,7 +68,7 @@ func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine)
 	if ip, ok := ipam.NodeIP(data.assigned, tenantnet.NodeAddressNetwork(sc.KubevirtCluster, sc.KubevirtMachine)); ok {
 		add.Files = append(add.Files, userdata.File{Path: ipam.KubeletNodeIPPath, Mode: 0o644, Contents: ipam.KubeletNodeIPDropIn(ip)})
 	}
-	if data.format == userdata.FormatIgnition {
+	if data.Format == userdata.FormatIgnition {
 		for _, i := range ifaces {
 			if i.Static != nil {
 				path, contents := ipam.NetworkdUnit(i)
@@ -77,14 +76,11 @@ func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine)
 			}
 		}
 	} else {
-		if data.networkData, err = ipam.CloudInitNetworkConfig(ifaces); err != nil {
+		if data.NetworkData, err = ipam.CloudInitNetworkConfig(ifaces); err != nil {
 			return outcome.Fail(infrav1.AddressNetworkInvalidReason, "rendering network config: "+err.Error())
 		}
 	}
-	rendered, err := userdata.Render(data.format, data.raw, add)
-	if err != nil {
-		return outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", data.secretName, err))
-	}
+	rendered, invalid, _ := data.Render(add)
 	data.userData = rendered
-	return outcome.Outcome{}
+	return invalid
 }

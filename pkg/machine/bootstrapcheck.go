@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
@@ -97,7 +98,7 @@ func (s *Service) probeSSH(ctx context.Context, sc *Scope, vmi *kubevirtv1.Virtu
 	if err != nil {
 		return false, err
 	}
-	hostKey := string(secret.Data[hostPublicKeyKey])
+	hostKey := string(secret.Data[bootstrapdata.HostPublicKeyKey])
 	if !found || hostKey == "" {
 		return false, fmt.Errorf("user data Secret %s carries no SSH host key; the VM was not created for the ssh check", sc.UserDataSecretName())
 	}

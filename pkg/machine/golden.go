@@ -44,21 +44,13 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 	if !golden.Needed(rd) {
 		return nil, outcome.Outcome{}, nil
 	}
-	want := golden.DataVolume(rd, sc.VMNamespace())
-	key := client.ObjectKeyFromObject(want)
-	if ref := golden.StatusOf(sc.Infra().Secret, key.Namespace, rd); !equality.Semantic.DeepEqual(km.Status.GoldenImage, ref) {
-		km.Status.GoldenImage = ref
-		if !s.templateUses(ctx, km, ref) {
-			// Become a user of the golden volume, saved, before touching
-			// it: the golden image controller counts users from status.
-			// The status patch, written at once, triggers the next
-			// reconcile.
-			s.holds.writeNow(client.ObjectKeyFromObject(km))
-			return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
-				fmt.Sprintf("using golden volume %s for %s", key, golden.Describe(&rd.Image))), nil
-		}
+	ns := sc.VMNamespace()
+	if wait, changed := golden.Use(&km.Status.GoldenImage, sc.Infra().Secret, ns, rd); changed && !s.templateUses(ctx, km, km.Status.GoldenImage) {
+		// The status naming the volume is written at once.
+		s.holds.writeNow(client.ObjectKeyFromObject(km))
+		return nil, wait, nil
 	}
-	return golden.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, key.Namespace, s.recheck())
+	return golden.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, ns, s.recheck())
 }
 
 // cloneAuthorized checks, for a root disk cloned from an admin-provided PVC

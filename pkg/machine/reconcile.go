@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
@@ -290,7 +291,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		// A worker waits for its control plane longer than for the
 		// import: that is the wait to show, unless the import failed.
 		if sc.Machine.Spec.Bootstrap.DataSecretName == nil && wait.State != outcome.Failed {
-			return waitingForBootstrapData(), nil
+			return bootstrapdata.Waiting("Machine"), nil
 		}
 		return wait, nil
 	}
@@ -298,7 +299,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		// Nothing that could outlive the machine is created before its
 		// finalizer is stored; the write of the finalizer brings it back.
 		if sc.Machine.Spec.Bootstrap.DataSecretName == nil {
-			return waitingForBootstrapData(), nil
+			return bootstrapdata.Waiting("Machine"), nil
 		}
 		return outcome.Wait(infrav1.PendingReason, "the VirtualMachine is created once the machine's finalizer is stored"), nil
 	}
@@ -318,8 +319,8 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		ClusterName: sc.Cluster.Name, MachineName: sc.Machine.Name,
 		MachineDeployment: sc.Machine.Labels[clusterv1.MachineDeploymentNameLabel],
 		ControlPlane:      isControlPlane(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
-		UserDataSecret: sc.UserDataSecretName(), Format: data.format,
-		HasNetworkData: data.networkData != nil || (len(data.assigned) > 0 && data.format != userdata.FormatIgnition),
+		UserDataSecret: sc.UserDataSecretName(), Format: data.Format,
+		HasNetworkData: data.NetworkData != nil || (len(data.assigned) > 0 && data.Format != userdata.FormatIgnition),
 		GoldenVolume:   goldenVolume, NUMAPassthrough: numa, InterfaceMAC: interfaceMAC(sc),
 	}
 	if sc.KubevirtCluster != nil {
@@ -445,9 +446,4 @@ func get(ctx context.Context, r client.Reader, key types.NamespacedName, obj cli
 
 // recheck is the wait before checking again what no event announces: an
 // SSH bootstrap check, a clone permission.
-func (s *Service) recheck() time.Duration {
-	if s.RecheckAfter > 0 {
-		return s.RecheckAfter
-	}
-	return 10 * time.Second
-}
+func (s *Service) recheck() time.Duration { return outcome.Recheck(s.RecheckAfter) }

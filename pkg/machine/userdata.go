@@ -30,66 +30,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
-// Keys of the user data Secret. KubeVirt reads "userdata" and "networkdata"
-// (docs/kubevirt-behaviour.md#cloud-init-secret-keys); the host public key
-// lets the ssh check verify the guest.
-const (
-	userDataKey      = "userdata"
-	networkDataKey   = "networkdata"
-	hostPublicKeyKey = "ssh-host-key.pub"
-)
-
 type bootstrapData struct {
-	format        string
+	*bootstrapdata.Data
+	// userData is what the VM boots from: the bootstrap data rendered with
+	// the provider's additions.
 	userData      []byte
-	networkData   []byte
 	hostPublicKey string
 	// assigned are the machine's pool addresses, which guestNetwork adds
-	// once the VM's interfaces are known; raw, additions and secretName
-	// let it render the user data again with them.
-	assigned   []ipam.Assigned
-	raw        []byte
-	additions  userdata.Additions
-	secretName string
+	// once the VM's interfaces are known; additions let it render the user
+	// data again with them.
+	assigned  []ipam.Assigned
+	additions userdata.Additions
 }
 
 // userData gathers the bootstrap data of the machine. It returns nil, with
-// an outcome saying why, while something is missing. Secret contents never
-// reach conditions, events or logs.
+// an outcome saying why, while something is missing.
 func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outcome.Outcome, error) {
 	km := sc.KubevirtMachine
-	name := sc.Machine.Spec.Bootstrap.DataSecretName
-	if name == nil {
-		return nil, waitingForBootstrapData(), nil
+	read, wait, err := bootstrapdata.Read(ctx, s.Client, km.Namespace, sc.Machine.Spec.Bootstrap.DataSecretName,
+		km.Spec.UserData.NetworkDataSecretRef, "Machine")
+	if err != nil || read == nil {
+		return nil, wait, err
 	}
-	secret := &corev1.Secret{}
-	found, err := get(ctx, s.Client, types.NamespacedName{Namespace: km.Namespace, Name: *name}, secret)
-	if err != nil {
-		return nil, outcome.Outcome{}, err
-	}
-	if !found || len(secret.Data["value"]) == 0 {
-		return nil, outcome.Wait(infrav1.WaitingForBootstrapDataReason,
-			fmt.Sprintf("bootstrap data Secret %s does not exist yet or has no key \"value\"", *name)), nil
-	}
-	data := &bootstrapData{format: string(secret.Data["format"])}
-	if data.format == "" {
-		data.format = userdata.FormatCloudConfig
-	}
-	if ref := km.Spec.UserData.NetworkDataSecretRef; ref != nil {
-		var o outcome.Outcome
-		if data.networkData, o, err = NetworkData(ctx, s.Client, km.Namespace, ref.Name); err != nil || data.networkData == nil {
-			return nil, o, err
-		}
-	}
-	var add userdata.Additions
+	data := &bootstrapData{Data: read}
 	if km.Spec.BootstrapCheckSpec.CheckStrategy == infrav1.CheckStrategySSH {
 		clientKeys, err := s.clusterSSHKeys(ctx, sc)
 		if err != nil {
@@ -99,51 +70,17 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 		if err != nil {
 			return nil, outcome.Outcome{}, err
 		}
-		add = userdata.Additions{SSHHostKey: host.Private, SSHHostPublicKey: host.Public,
+		data.additions = userdata.Additions{SSHHostKey: host.Private, SSHHostPublicKey: host.Public,
 			SSHUser: SSHUser, SSHAuthorizedKeys: []string{clientKeys.Public}}
 		data.hostPublicKey = host.Public
 	}
-	assigned, wait, err := s.staticAddresses(ctx, sc)
-	if err != nil || wait.Reason != "" {
+	if data.assigned, wait, err = s.staticAddresses(ctx, sc); err != nil || wait.Reason != "" {
 		return nil, wait, err
 	}
-	data.assigned, data.raw, data.additions, data.secretName = assigned, secret.Data["value"], add, *name
-	rendered, err := userdata.Render(data.format, secret.Data["value"], add)
-	if err != nil {
-		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)), nil
-	}
-	data.userData = rendered
-	return data, outcome.Outcome{}, nil
-}
-
-// NetworkData reads the network data Secret named name in namespace ns,
-// under either key KubeVirt's users write, and marks it to move with its
-// clusters. It returns nil, with a failed outcome, when the Secret or both
-// keys are missing.
-func NetworkData(ctx context.Context, c client.Client, ns, name string) ([]byte, outcome.Outcome, error) {
-	nd := &corev1.Secret{}
-	found, err := get(ctx, c, types.NamespacedName{Namespace: ns, Name: name}, nd)
-	if err != nil {
-		return nil, outcome.Outcome{}, err
-	}
-	data := nd.Data["networkdata"]
-	if data == nil {
-		data = nd.Data["networkData"]
-	}
-	if !found || data == nil {
-		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf(
-			"network data Secret %s does not exist or has neither key \"networkdata\" nor \"networkData\"", name)), nil
-	}
-	// Referenced by name only: clusterctl move must take it along.
-	if err := move.KeepWithClusters(ctx, c, nd, ns); err != nil {
-		return nil, outcome.Outcome{}, err
+	if data.userData, wait, err = data.Render(data.additions); err != nil || data.userData == nil {
+		return nil, wait, err
 	}
 	return data, outcome.Outcome{}, nil
-}
-
-func waitingForBootstrapData() outcome.Outcome {
-	return outcome.Wait(infrav1.WaitingForBootstrapDataReason,
-		"waiting for the bootstrap provider to write the Machine's bootstrap data Secret")
 }
 
 // ensureUserDataSecret creates the user data Secret beside its VM, owned by
@@ -165,18 +102,15 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 			OwnerReferences: []metav1.OwnerReference{vmOwnerReference(vm)},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{userDataKey: data.userData},
+		Data: bootstrapdata.SecretData(data.userData, data.NetworkData),
 	}
 	for k, v := range secret.Labels {
 		if len(validation.IsValidLabelValue(v)) > 0 {
 			delete(secret.Labels, k)
 		}
 	}
-	if data.networkData != nil {
-		secret.Data[networkDataKey] = data.networkData
-	}
 	if data.hostPublicKey != "" {
-		secret.Data[hostPublicKeyKey] = []byte(data.hostPublicKey)
+		secret.Data[bootstrapdata.HostPublicKeyKey] = []byte(data.hostPublicKey)
 	}
 	err := sc.Infra().Client.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
@@ -196,8 +130,7 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 }
 
 func nameConflict(secret client.Object) outcome.Outcome {
-	return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-		"Secret %s/%s exists but was not created for this KubevirtMachine; rename or remove it", secret.GetNamespace(), secret.GetName()))
+	return bootstrapdata.NameConflict(client.ObjectKeyFromObject(secret), "KubevirtMachine")
 }
 
 func vmOwnerReference(vm *kubevirtv1.VirtualMachine) metav1.OwnerReference {

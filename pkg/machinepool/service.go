@@ -26,7 +26,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -229,12 +228,8 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope, ns string) (*type
 		p.Status.GoldenImage = nil
 		return nil, outcome.Ready("", ""), nil
 	}
-	ref := golden.StatusOf(sc.Access.Infra.Secret, ns, rd)
-	if !equality.Semantic.DeepEqual(p.Status.GoldenImage, ref) {
-		// The status patch that saves it brings the pool back.
-		p.Status.GoldenImage = ref
-		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
-			fmt.Sprintf("using golden volume %s/%s for %s", ref.Namespace, ref.Name, golden.Describe(&rd.Image))), nil
+	if wait, changed := golden.Use(&p.Status.GoldenImage, sc.Access.Infra.Secret, ns, rd); changed {
+		return nil, wait, nil
 	}
 	key, o, err := golden.Ensure(ctx, sc.Access.Infra.Client, s.Recorder, p, rd, ns, s.recheck())
 	if err != nil || key == nil {
@@ -244,12 +239,7 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope, ns string) (*type
 }
 
 // recheck is when to look again at what no event announces.
-func (s *Service) recheck() time.Duration {
-	if s.RecheckAfter > 0 {
-		return s.RecheckAfter
-	}
-	return 10 * time.Second
-}
+func (s *Service) recheck() time.Duration { return outcome.Recheck(s.RecheckAfter) }
 
 func (s *Service) create(ctx context.Context, sc *Scope, want *poolv1.VirtualMachinePool) (outcome.Outcome, error) {
 	key := client.ObjectKeyFromObject(want)
@@ -277,7 +267,7 @@ func (s *Service) input(sc *Scope, key types.NamespacedName, data *bootstrapData
 	in := vmbuilder.Input{
 		Name: key.Name, Namespace: key.Namespace, Spec: p.Spec.Template.Spec, KubevirtMachineNamespace: p.Namespace,
 		ClusterName: sc.Cluster.Name, MachinePool: sc.MachinePool.Name,
-		UserDataSecret: key.Name + infrav1.UserDataSecretSuffix, Format: data.format, HasNetworkData: data.networkData != nil,
+		UserDataSecret: key.Name + infrav1.UserDataSecretSuffix, Format: data.Format, HasNetworkData: data.NetworkData != nil,
 	}
 	if fds := sc.MachinePool.Spec.FailureDomains; len(fds) == 1 {
 		// A pool spread over several failure domains is placed by the

@@ -31,38 +31,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
-// Keys KubeVirt reads from a cloud-init Secret
-// (docs/kubevirt-behaviour.md#cloud-init-secret-keys).
-const (
-	userDataKey    = "userdata"
-	networkDataKey = "networkdata"
-)
-
 type bootstrapData struct {
-	format      string
-	userData    []byte
-	networkData []byte
+	*bootstrapdata.Data
+	// userData is what every VM of the pool boots from.
+	userData []byte
 }
 
 // userData reads the bootstrap data the MachinePool's bootstrap provider
 // wrote for every instance, and the pool's network data. It returns nil,
-// with an outcome saying why, while something is missing. Secret contents
-// never reach conditions, events or logs.
+// with an outcome saying why, while something is missing. What it read is
+// remembered until either Secret changes.
 func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outcome.Outcome, error) {
 	p := sc.Pool
 	name := sc.MachinePool.Spec.Template.Spec.Bootstrap.DataSecretName
+	ref := p.Spec.Template.Spec.UserData.NetworkDataSecretRef
 	if name == nil {
-		return nil, outcome.Wait(infrav1.WaitingForBootstrapDataReason,
-			"waiting for the bootstrap provider to write the MachinePool's bootstrap data Secret"), nil
+		return nil, bootstrapdata.Waiting("MachinePool"), nil
 	}
 	names := []string{*name}
-	if ref := p.Spec.Template.Spec.UserData.NetworkDataSecretRef; ref != nil {
+	if ref != nil {
 		names = append(names, ref.Name)
 	}
 	versions, err := versionsOf(ctx, s.Client, p.Namespace, names...)
@@ -73,29 +66,14 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 	if r := s.memo.get(key); r.data != nil && r.versions == versions {
 		return r.data, outcome.Outcome{}, nil
 	}
-	secret := &corev1.Secret{}
-	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: *name}, secret); client.IgnoreNotFound(err) != nil {
-		return nil, outcome.Outcome{}, err
+	read, wait, err := bootstrapdata.Read(ctx, s.Client, p.Namespace, name, ref, "MachinePool")
+	if err != nil || read == nil {
+		return nil, wait, err
 	}
-	if len(secret.Data["value"]) == 0 {
-		return nil, outcome.Wait(infrav1.WaitingForBootstrapDataReason,
-			fmt.Sprintf("bootstrap data Secret %s does not exist yet or has no key \"value\"", *name)), nil
+	data := &bootstrapData{Data: read}
+	if data.userData, wait, err = data.Render(userdata.Additions{}); err != nil || data.userData == nil {
+		return nil, wait, err
 	}
-	data := &bootstrapData{format: string(secret.Data["format"])}
-	if data.format == "" {
-		data.format = userdata.FormatCloudConfig
-	}
-	if ref := p.Spec.Template.Spec.UserData.NetworkDataSecretRef; ref != nil {
-		var o outcome.Outcome
-		if data.networkData, o, err = machine.NetworkData(ctx, s.Client, p.Namespace, ref.Name); err != nil || data.networkData == nil {
-			return nil, o, err
-		}
-	}
-	rendered, err := userdata.Render(data.format, secret.Data["value"], userdata.Additions{})
-	if err != nil {
-		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", *name, err)), nil
-	}
-	data.userData = rendered
 	s.memo.set(key, remembered{versions: versions, data: data})
 	return data, outcome.Outcome{}, nil
 }
@@ -124,16 +102,13 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 			Annotations: map[string]string{infrav1.PoolOwnerAnnotation: vmbuilder.OwnerOf(p.Namespace, p.Name)},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{userDataKey: data.userData},
+		Data: bootstrapdata.SecretData(data.userData, data.NetworkData),
 	}
 	if pool.UID != "" {
 		// No blockOwnerDeletion: it would need the finalizers subresource
 		// of pools, which clusters enforcing owner references check.
 		want.OwnerReferences = []metav1.OwnerReference{{APIVersion: poolv1.SchemeGroupVersion.String(), Kind: "VirtualMachinePool",
 			Name: pool.Name, UID: pool.UID, BlockOwnerDeletion: ptr.To(false)}}
-	}
-	if data.networkData != nil {
-		want.Data[networkDataKey] = data.networkData
 	}
 	infra := sc.Access.Infra
 	existing := &corev1.Secret{}
@@ -148,7 +123,7 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 		return outcome.Outcome{}, err
 	}
 	if existing.Annotations[infrav1.PoolOwnerAnnotation] != want.Annotations[infrav1.PoolOwnerAnnotation] {
-		return nameConflict(client.ObjectKeyFromObject(want)), nil
+		return bootstrapdata.NameConflict(client.ObjectKeyFromObject(want), "KubevirtMachinePool"), nil
 	}
 	if maps.EqualFunc(existing.Data, want.Data, bytes.Equal) && (pool.UID == "" || len(existing.OwnerReferences) > 0) {
 		return outcome.Ready("", ""), nil
@@ -177,12 +152,7 @@ func (s *Service) userDataConflict(ctx context.Context, sc *Scope, pool types.Na
 		return outcome.Outcome{}, err
 	}
 	if existing.Annotations[infrav1.PoolOwnerAnnotation] != vmbuilder.OwnerOf(sc.Pool.Namespace, sc.Pool.Name) {
-		return nameConflict(key), nil
+		return bootstrapdata.NameConflict(key, "KubevirtMachinePool"), nil
 	}
 	return outcome.Ready("", ""), nil
-}
-
-func nameConflict(key types.NamespacedName) outcome.Outcome {
-	return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-		"Secret %s exists but was not created for this KubevirtMachinePool; rename or remove it", key))
 }

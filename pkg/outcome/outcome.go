@@ -87,6 +87,19 @@ func Sooner(a, b time.Duration) time.Duration {
 	return a
 }
 
+// DefaultRecheck is how soon a service looks again at what no event
+// announces (a remote check, a permission, an API the infra cluster does not
+// serve yet) when nothing else is configured.
+const DefaultRecheck = 10 * time.Second
+
+// Recheck is the configured recheck delay, else DefaultRecheck.
+func Recheck(configured time.Duration) time.Duration {
+	if configured > 0 {
+		return configured
+	}
+	return DefaultRecheck
+}
+
 // IsDone reports whether the step is done.
 func (o Outcome) IsDone() bool { return o.State == Done }
 
