@@ -34,6 +34,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
 // Delete removes what the machine has on the infra cluster and reports done
@@ -204,7 +205,7 @@ const strandedRecheck = 30 * time.Second
 func (s *Service) strandedOn(ctx context.Context, sc *Scope, key types.NamespacedName) (string, string, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	found, err := get(ctx, sc.Infra().APIReader, key, vmi)
-	if err != nil || !found || vmi.Status.NodeName == "" || finished(vmi) {
+	if err != nil || !found || vmi.Status.NodeName == "" || vmstatus.Finished(vmi) {
 		return "", "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, infraReadTimeout)
@@ -226,9 +227,4 @@ func (s *Service) strandedOn(ctx context.Context, sc *Scope, key types.Namespace
 		}
 	}
 	return "", "", nil
-}
-
-// finished says whether an instance ended, cleanly or not.
-func finished(vmi *kubevirtv1.VirtualMachineInstance) bool {
-	return vmi.Status.Phase == kubevirtv1.Succeeded || vmi.Status.Phase == kubevirtv1.Failed
 }

@@ -30,12 +30,14 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
@@ -137,8 +139,13 @@ func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtual
 	if _, err := s.restartIfRequested(ctx, sc, vm, vmi); err != nil {
 		return outcome.Outcome{}, err
 	}
-	s.recordMigration(km, vmi)
-	evacuationWait, err := s.evacuate(ctx, sc, vm, vmi)
+	s.Evacuation.RecordMigration(km, vmi)
+	evacuationWait, err := s.Evacuation.Step(ctx, &evacuation.Target{
+		KubevirtMachine: km, Machine: sc.Machine, Cluster: sc.Cluster, Infra: infra,
+		DeleteInstance: func(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+			return s.deleteInstance(ctx, sc, vmi)
+		},
+	}, vm, vmi)
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
@@ -318,7 +325,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		Name: key.Name, Namespace: key.Namespace, Spec: km.Spec, KubevirtMachineNamespace: km.Namespace,
 		ClusterName: sc.Cluster.Name, MachineName: sc.Machine.Name,
 		MachineDeployment: sc.Machine.Labels[clusterv1.MachineDeploymentNameLabel],
-		ControlPlane:      isControlPlane(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
+		ControlPlane:      util.IsControlPlaneMachine(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
 		UserDataSecret: sc.UserDataSecretName(), Format: data.Format,
 		HasNetworkData: data.NetworkData != nil || (len(data.assigned) > 0 && data.Format != userdata.FormatIgnition),
 		GoldenVolume:   goldenVolume, NUMAPassthrough: numa, InterfaceMAC: interfaceMAC(sc),
@@ -373,11 +380,6 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		return o, err
 	}
 	return outcome.Wait(infrav1.PendingReason, "VirtualMachine created, waiting for KubeVirt"), nil
-}
-
-func isControlPlane(m *clusterv1.Machine) bool {
-	_, ok := m.Labels[clusterv1.MachineControlPlaneLabel]
-	return ok
 }
 
 // recordVM sets the VirtualMachineReady condition from o, with an Event

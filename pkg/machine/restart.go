@@ -42,10 +42,10 @@ func (s *Service) restartIfRequested(ctx context.Context, sc *Scope, vm *kubevir
 	if !vmstatus.Restartable(vm) {
 		s.Recorder.Eventf(km, vm, corev1.EventTypeWarning, "RestartRefused", "RestartVirtualMachine",
 			"restart requested at %s refused: VirtualMachine %s/%s would not start again (runStrategy %s; only Always restarts)",
-			req, vm.Namespace, vm.Name, runStrategyOf(vm))
+			req, vm.Namespace, vm.Name, vmstatus.RunStrategy(vm))
 		return false, nil
 	}
-	if vmi == nil || finished(vmi) || !vmi.DeletionTimestamp.IsZero() {
+	if vmi == nil || vmstatus.Finished(vmi) || !vmi.DeletionTimestamp.IsZero() {
 		// Already on its way to a new instance.
 		return false, nil
 	}
@@ -66,14 +66,4 @@ func (s *Service) deleteInstance(ctx context.Context, sc *Scope, vmi *kubevirtv1
 		return fmt.Errorf("deleting VM instance %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}
 	return nil
-}
-
-func runStrategyOf(vm *kubevirtv1.VirtualMachine) string {
-	if vm.Spec.RunStrategy != nil {
-		return string(*vm.Spec.RunStrategy)
-	}
-	if vm.Spec.Running != nil && *vm.Spec.Running {
-		return "Always (running: true)"
-	}
-	return "Halted"
 }

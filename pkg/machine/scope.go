@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
 )
@@ -76,6 +77,8 @@ type Service struct {
 	Recorder events.EventRecorder
 	// ClusterCache reaches tenant clusters, to set a Node's providerID.
 	ClusterCache clustercache.ClusterCache
+	// Evacuation moves VMs off draining infra nodes.
+	Evacuation *evacuation.Evacuator
 	// SSH runs the ssh bootstrap check.
 	SSH *sshcheck.Prober
 	// RecheckAfter is how long to wait before checking again what has no
@@ -94,8 +97,6 @@ type Service struct {
 
 	// holds keeps back status writes of provisioning machines.
 	holds statusHold
-	// turns lets one control plane machine at a time evacuate.
-	turns turnTable
 	// progress times provisioning stages for the metrics.
 	progress progress
 }

@@ -47,6 +47,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
@@ -314,7 +315,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	recorder := mgr.GetEventRecorder("kubevirtmachine-controller")
 	machines := &machine.Service{
 		Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache,
-		SSH: &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
+		Evacuation: &evacuation.Evacuator{Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache},
+		SSH:        &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
 		InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels), NodeJoinTimeout: o.NodeJoinTimeout,
 		StatusSettleTime: o.StatusSettleTime,
 	}

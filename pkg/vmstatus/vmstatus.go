@@ -64,6 +64,23 @@ func Of(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, d
 	return instance(vmi)
 }
 
+// Finished says whether an instance ended, cleanly or not.
+func Finished(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	return vmi.Status.Phase == kubevirtv1.Succeeded || vmi.Status.Phase == kubevirtv1.Failed
+}
+
+// RunStrategy names the VM's run strategy for messages, including the
+// deprecated running field.
+func RunStrategy(vm *kubevirtv1.VirtualMachine) string {
+	if vm.Spec.RunStrategy != nil {
+		return string(*vm.Spec.RunStrategy)
+	}
+	if vm.Spec.Running != nil && *vm.Spec.Running {
+		return "Always (running: true)"
+	}
+	return "Halted"
+}
+
 // Restartable says whether KubeVirt starts a new instance whenever the
 // current one ends, however it ends: runStrategy Always (or running:
 // true). RerunOnFailure and Manual leave a cleanly stopped VM stopped.

@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantdrain"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
@@ -174,7 +174,7 @@ func TestExternalEvictionLiveMigratesFirst(t *testing.T) {
 	g.Expect(vmi.Status.NodeName).NotTo(Equal(source))
 	// The migration the provider asked for goes with the instance.
 	migrations := &kubevirtv1.VirtualMachineInstanceMigrationList{}
-	g.Expect(w.Env.Client.List(ctx, migrations, client.InNamespace(tc.ns), client.MatchingLabels{machine.EvacuationMigrationLabel: km.Name})).To(Succeed())
+	g.Expect(w.Env.Client.List(ctx, migrations, client.InNamespace(tc.ns), client.MatchingLabels{evacuation.MigrationLabel: km.Name})).To(Succeed())
 	g.Expect(migrations.Items).To(HaveLen(1))
 	g.Expect(migrations.Items[0].OwnerReferences).To(ConsistOf(HaveField("UID", uid)))
 	g.Expect(cordoned()).To(BeFalse(), "the tenant Node was never cordoned")

@@ -14,7 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package machine
+// Package evacuation moves a KubevirtMachine's VM off an infra node that
+// is being drained: KubeVirt's External eviction strategy leaves that to the
+// provider. It live migrates the VM when KubeVirt says it can, else drains
+// the tenant Node and restarts the VM elsewhere (or replaces the Machine),
+// one control plane machine at a time, and mirrors KubeVirt's live
+// migration state onto the machine (docs/operations.md).
+package evacuation
 
 import (
 	"context"
@@ -29,14 +35,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantdrain"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
@@ -46,28 +55,55 @@ import (
 // when a PodDisruptionBudget allows more.
 const drainRetry = 2 * time.Second
 
+// Evacuator does the evacuations of all KubevirtMachines.
+type Evacuator struct {
+	// Client reaches the management cluster.
+	Client client.Client
+	// Recorder records Events on KubevirtMachines.
+	Recorder events.EventRecorder
+	// ClusterCache reaches tenant clusters, to drain their Nodes.
+	ClusterCache clustercache.ClusterCache
+
+	// turns lets one control plane machine at a time evacuate.
+	turns turnTable
+}
+
+// Target is one machine to evacuate, with what the evacuation needs of it.
+type Target struct {
+	KubevirtMachine *infrav1.KubevirtMachine
+	// Machine and Cluster own the KubevirtMachine; evacuation does not
+	// start without them.
+	Machine *clusterv1.Machine
+	Cluster *clusterv1.Cluster
+	// Infra is the machine's infra cluster.
+	Infra *infracluster.Infra
+	// DeleteInstance deletes exactly this instance of the VM, the way the
+	// machine service restarts a VM.
+	DeleteInstance func(context.Context, *kubevirtv1.VirtualMachineInstance) error
+}
+
 // evacuationRequested says whether KubeVirt asks the provider to move the
 // instance: virt-api marks an instance with the External eviction strategy
 // whose launcher pod an infra drain evicts, and leaves moving it to the
 // provider (docs/kubevirt-behaviour.md#eviction-of-a-launcher-pod-starts-an-evacuation).
 func evacuationRequested(vmi *kubevirtv1.VirtualMachineInstance) bool {
-	return vmi != nil && vmi.Status.EvacuationNodeName != "" && vmi.DeletionTimestamp.IsZero() && !finished(vmi) &&
+	return vmi != nil && vmi.Status.EvacuationNodeName != "" && vmi.DeletionTimestamp.IsZero() && !vmstatus.Finished(vmi) &&
 		ptr.Deref(vmi.Spec.EvictionStrategy, "") == kubevirtv1.EvictionStrategyExternal
 }
 
-// evacuate moves a VM with the External eviction strategy off a draining
+// Step moves a VM with the External eviction strategy off a draining
 // infra node, one step per call: wait for the control plane's turn, live
 // migrate it if it can, else (or when that fails) cordon and drain the
 // tenant Node, delete the instance (or the Machine), wait for the VM to
 // run again elsewhere, uncordon. status.evacuation keeps the
 // progress. It returns when to look again, where no event will say.
-func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) (time.Duration, error) {
+func (s *Evacuator) Step(ctx context.Context, sc *Target, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) (time.Duration, error) {
 	km := sc.KubevirtMachine
 	if km.Status.Evacuation == nil {
 		if !evacuationRequested(vmi) || sc.Machine == nil || !sc.Machine.DeletionTimestamp.IsZero() {
 			return 0, nil
 		}
-		if isControlPlane(sc.Machine) {
+		if util.IsControlPlaneMachine(sc.Machine) {
 			other, err := s.controlPlaneTurnTaken(ctx, sc)
 			if err != nil {
 				return 0, err
@@ -86,7 +122,7 @@ func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtua
 	}
 	ev := km.Status.Evacuation
 	if !ev.InstanceDeleted {
-		if vmi != nil && string(vmi.UID) == ev.InstanceUID && vmi.Status.EvacuationNodeName == "" && !finished(vmi) {
+		if vmi != nil && string(vmi.UID) == ev.InstanceUID && vmi.Status.EvacuationNodeName == "" && !vmstatus.Finished(vmi) {
 			// KubeVirt no longer asks (the infra node was uncordoned): give
 			// the tenant Node back if it was cordoned for this.
 			if ev.CordonedTenantNode {
@@ -137,14 +173,14 @@ func (s *Service) evacuate(ctx context.Context, sc *Scope, vm *kubevirtv1.Virtua
 // infra node, or the Machine so that its owner replaces it. A VM whose
 // run strategy would not start it again is replaced whatever the action
 // says: deleting its instance would leave it stopped.
-func (s *Service) leave(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus) error {
+func (s *Evacuator) leave(ctx context.Context, sc *Target, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus) error {
 	km := sc.KubevirtMachine
 	replace := km.Spec.Evacuation.Action == infrav1.EvacuationReplaceMachine
 	if !replace && vm != nil && !vmstatus.Restartable(vm) {
 		replace = true
 		s.Recorder.Eventf(km, nil, corev1.EventTypeWarning, "EvacuationActionOverridden", "Evacuate",
 			"evacuation action is %s but the VirtualMachine has runStrategy %s and would stay stopped; replacing Machine %s instead",
-			infrav1.EvacuationRestartVM, runStrategyOf(vm), sc.Machine.Name)
+			infrav1.EvacuationRestartVM, vmstatus.RunStrategy(vm), sc.Machine.Name)
 	}
 	if replace {
 		if err := s.Client.Delete(ctx, sc.Machine); client.IgnoreNotFound(err) != nil {
@@ -156,7 +192,7 @@ func (s *Service) leave(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMa
 		return nil
 	}
 	if vmi != nil && string(vmi.UID) == ev.InstanceUID {
-		if err := s.deleteInstance(ctx, sc, vmi); err != nil {
+		if err := sc.DeleteInstance(ctx, vmi); err != nil {
 			return err
 		}
 	}
@@ -169,7 +205,7 @@ func (s *Service) leave(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMa
 // drainTenantNode cordons the tenant Node and evicts its pods; it reports
 // whether the VM may leave: the Node is empty, gone or unreachable, or the
 // tenant drain timeout is over.
-func (s *Service) drainTenantNode(ctx context.Context, sc *Scope, ev *infrav1.EvacuationStatus) (bool, time.Duration, error) {
+func (s *Evacuator) drainTenantNode(ctx context.Context, sc *Target, ev *infrav1.EvacuationStatus) (bool, time.Duration, error) {
 	km := sc.KubevirtMachine
 	if ev.TenantNodeName == "" {
 		return true, 0, nil
@@ -244,7 +280,7 @@ func (s *Service) drainTenantNode(ctx context.Context, sc *Scope, ev *infrav1.Ev
 
 // uncordonWhenReady makes the tenant Node schedulable again once it is
 // Ready; it reports whether that is done (or not needed any more).
-func (s *Service) uncordonWhenReady(ctx context.Context, sc *Scope, name string) (bool, error) {
+func (s *Evacuator) uncordonWhenReady(ctx context.Context, sc *Target, name string) (bool, error) {
 	c, err := s.ClusterCache.GetClient(ctx, client.ObjectKeyFromObject(sc.Cluster))
 	if errors.Is(err, clustercache.ErrClusterNotConnected) {
 		return false, nil
@@ -258,7 +294,7 @@ func (s *Service) uncordonWhenReady(ctx context.Context, sc *Scope, name string)
 	} else if err != nil {
 		return false, fmt.Errorf("reading tenant Node %s: %w", name, err)
 	}
-	if !nodeReady(node) {
+	if !util.IsNodeReady(node) {
 		setEvacuating(s, sc.KubevirtMachine, metav1.ConditionTrue, infrav1.RestartingVMReason, fmt.Sprintf(
 			"the VM runs again; waiting for tenant Node %s to be Ready before uncordoning it", name))
 		return false, nil
@@ -268,7 +304,7 @@ func (s *Service) uncordonWhenReady(ctx context.Context, sc *Scope, name string)
 
 // finishEvacuation ends the evacuation and gives the control plane's turn
 // to the next machine.
-func (s *Service) finishEvacuation(sc *Scope, message string) {
+func (s *Evacuator) finishEvacuation(sc *Target, message string) {
 	km := sc.KubevirtMachine
 	km.Status.Evacuation = nil
 	setEvacuating(s, km, metav1.ConditionFalse, infrav1.EvacuatedReason, message)
@@ -279,7 +315,7 @@ func (s *Service) finishEvacuation(sc *Scope, message string) {
 
 // setEvacuating sets the Evacuating condition, with an Event when its
 // reason changes.
-func setEvacuating(s *Service, km *infrav1.KubevirtMachine, status metav1.ConditionStatus, reason, message string) {
+func setEvacuating(s *Evacuator, km *infrav1.KubevirtMachine, status metav1.ConditionStatus, reason, message string) {
 	if !conditionSet(km, infrav1.EvacuatingCondition, status, reason) {
 		eventType := corev1.EventTypeNormal
 		if reason == infrav1.TenantDrainBlockedReason {
@@ -290,7 +326,7 @@ func setEvacuating(s *Service, km *infrav1.KubevirtMachine, status metav1.Condit
 	conditions.Set(km, metav1.Condition{Type: infrav1.EvacuatingCondition, Status: status, Reason: reason, Message: message})
 }
 
-func tenantNodeName(sc *Scope) string {
+func tenantNodeName(sc *Target) string {
 	if sc.Machine != nil && sc.Machine.Status.NodeRef.IsDefined() {
 		return sc.Machine.Status.NodeRef.Name
 	}
@@ -309,21 +345,12 @@ func instanceReady(vmi *kubevirtv1.VirtualMachineInstance) bool {
 	return false
 }
 
-func nodeReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // controlPlaneTurnTaken names another machine of the same control plane
 // that is being evacuated, deleted or is not healthy, or claims the turn
 // for this one. The claim is
 // kept in memory, against two reconciles racing, and in the machines'
 // status.evacuation, against a restart of the provider.
-func (s *Service) controlPlaneTurnTaken(ctx context.Context, sc *Scope) (string, error) {
+func (s *Evacuator) controlPlaneTurnTaken(ctx context.Context, sc *Target) (string, error) {
 	key := client.ObjectKeyFromObject(sc.Cluster)
 	km := sc.KubevirtMachine
 	machines := &clusterv1.MachineList{}
@@ -373,7 +400,7 @@ type turn struct {
 // control plane claimed it recently; it returns that other machine. A
 // claim by a machine that is no longer a member (it was replaced, and so
 // never finished its evacuation) does not hold.
-func (s *Service) claimTurn(cluster types.NamespacedName, machine string, members map[string]bool) string {
+func (s *Evacuator) claimTurn(cluster types.NamespacedName, machine string, members map[string]bool) string {
 	s.turns.mu.Lock()
 	defer s.turns.mu.Unlock()
 	if t, ok := s.turns.holders[cluster]; ok && t.machine != machine && members[t.machine] && time.Since(t.since) < turnGrace {
@@ -387,7 +414,7 @@ func (s *Service) claimTurn(cluster types.NamespacedName, machine string, member
 }
 
 // releaseTurn frees the turn if machine holds it.
-func (s *Service) releaseTurn(cluster types.NamespacedName, machine string) {
+func (s *Evacuator) releaseTurn(cluster types.NamespacedName, machine string) {
 	s.turns.mu.Lock()
 	defer s.turns.mu.Unlock()
 	if s.turns.holders[cluster].machine == machine {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package machine
+package evacuation
 
 import (
 	"context"
@@ -33,10 +33,10 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
-// EvacuationMigrationLabel marks a VirtualMachineInstanceMigration the
+// MigrationLabel marks a VirtualMachineInstanceMigration the
 // provider created to move a VM off a draining infra node; its value is
 // the KubevirtMachine's name.
-const EvacuationMigrationLabel = "capkv.io/evacuation-of"
+const MigrationLabel = "capkv.io/evacuation-of"
 
 // migrationStep is what an evacuation does about live migration next.
 type migrationStep int
@@ -119,7 +119,7 @@ func migratable(vmi *kubevirtv1.VirtualMachineInstance) bool {
 // node before anything in the tenant cluster is touched. It reports
 // whether the migration is still under way (the caller waits) and when
 // to look again, where no event of the instance will say.
-func (s *Service) migrateFirst(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus) (bool, time.Duration, error) {
+func (s *Evacuator) migrateFirst(ctx context.Context, sc *Target, vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus) (bool, time.Duration, error) {
 	km := sc.KubevirtMachine
 	timeout := migrationTimeout(km)
 	step, why := nextMigrationStep(ev, vmi, timeout, time.Now())
@@ -153,8 +153,8 @@ func (s *Service) migrateFirst(ctx context.Context, sc *Scope, vmi *kubevirtv1.V
 // startMigration creates the migration, named after the evacuation so that
 // a retry finds the one it created, and owned by the instance so that it
 // goes with it.
-func (s *Service) startMigration(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus) error {
-	infra := sc.Infra()
+func (s *Evacuator) startMigration(ctx context.Context, sc *Target, vmi *kubevirtv1.VirtualMachineInstance, ev *infrav1.EvacuationStatus) error {
+	infra := sc.Infra
 	name := vmi.Name
 	if len(name) > 50 {
 		name = name[:50]
@@ -162,7 +162,7 @@ func (s *Service) startMigration(ctx context.Context, sc *Scope, vmi *kubevirtv1
 	m := &kubevirtv1.VirtualMachineInstanceMigration{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name + "-evac-" + strconv.FormatInt(ev.StartTime.Unix(), 36), Namespace: vmi.Namespace,
-			Labels: map[string]string{EvacuationMigrationLabel: sc.KubevirtMachine.Name},
+			Labels: map[string]string{MigrationLabel: sc.KubevirtMachine.Name},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: kubevirtv1.SchemeGroupVersion.String(),
 				Kind: "VirtualMachineInstance", Name: vmi.Name, UID: vmi.UID}},
 		},
@@ -182,9 +182,9 @@ func (s *Service) startMigration(ctx context.Context, sc *Scope, vmi *kubevirtv1
 
 // cancelMigration deletes the migration; KubeVirt aborts one that is still
 // running and the VM stays where it is.
-func (s *Service) cancelMigration(ctx context.Context, sc *Scope, namespace string, ev *infrav1.EvacuationStatus) error {
+func (s *Evacuator) cancelMigration(ctx context.Context, sc *Target, namespace string, ev *infrav1.EvacuationStatus) error {
 	m := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Name: ev.MigrationName, Namespace: namespace}}
-	if err := sc.Infra().Client.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
+	if err := sc.Infra.Client.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("cancelling VirtualMachineInstanceMigration %s/%s: %w", namespace, ev.MigrationName, err)
 	}
 	return nil

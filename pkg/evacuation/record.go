@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package machine
+package evacuation
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -26,12 +26,12 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
-// recordMigration mirrors what KubeVirt says of live migration onto the
+// RecordMigration mirrors what KubeVirt says of live migration onto the
 // machine: whether the instance can migrate, and how its last migration
 // went, with an Event when either changes. Until KubeVirt reports one, the
 // condition is left as it is, so that an instance being replaced does not
 // make the machine's status flap.
-func (s *Service) recordMigration(km *infrav1.KubevirtMachine, vmi *kubevirtv1.VirtualMachineInstance) {
+func (s *Evacuator) RecordMigration(km *infrav1.KubevirtMachine, vmi *kubevirtv1.VirtualMachineInstance) {
 	if vmi == nil {
 		return
 	}
