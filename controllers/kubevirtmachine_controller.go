@@ -84,7 +84,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Client.Get(ctx, req.NamespacedName, km); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Clients.Release(machineUser(req.NamespacedName))
-			r.Machines.Forget(req.NamespacedName)
+			r.Machines.Status.Forget(req.NamespacedName)
 			r.written.Delete(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
@@ -126,7 +126,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	var o outcome.Outcome
 	defer func() {
 		summarize(km)
-		r.Machines.Track(stored, km, o, time.Now())
+		r.Machines.Status.Track(stored, km, o, time.Now())
 		requeue, err := r.writeBack(ctx, stored, km, o)
 		if err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachine: %w", err)

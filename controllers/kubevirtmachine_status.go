@@ -35,10 +35,10 @@ import (
 )
 
 // writeBack stores what a reconcile changed (patchOnce). The status of a
-// machine still provisioning may be held back (machine.Service.HoldStatus);
+// machine still provisioning may be held back (machinestatus.Keeper.Hold);
 // the returned duration is when to look again to write it.
 func (r *KubevirtMachineReconciler) writeBack(ctx context.Context, stored, km *infrav1.KubevirtMachine, o outcome.Outcome) (time.Duration, error) {
-	held := r.Machines.HoldStatus(stored, km, o, time.Now())
+	held := r.Machines.Status.Hold(stored, km, o, time.Now())
 	write := held == 0 && !equality.Semantic.DeepEqual(stored.Status, km.Status)
 	key := client.ObjectKeyFromObject(km)
 	var sum writtenStatus

@@ -47,7 +47,7 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 	ns := sc.VMNamespace()
 	if wait, changed := golden.Use(&km.Status.GoldenImage, sc.Infra().Secret, ns, rd); changed && !s.templateUses(ctx, km, km.Status.GoldenImage) {
 		// The status naming the volume is written at once.
-		s.holds.writeNow(client.ObjectKeyFromObject(km))
+		s.Status.WriteNow(client.ObjectKeyFromObject(km))
 		return nil, wait, nil
 	}
 	return golden.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, ns, s.recheck())

@@ -218,7 +218,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		}
 		return vmOutcome.After(check.RequeueAfter), nil
 	}
-	if !provisioned(km) && s.firstProvisioned(km, cloneMethod(vm, dvs), time.Now()) {
+	if !provisioned(km) && s.Status.FirstProvisioned(km, cloneMethod(vm, dvs), time.Now()) {
 		s.Recorder.Eventf(km, vmi, corev1.EventTypeNormal, "Provisioned", "ProvisionVirtualMachine",
 			"VirtualMachine %s/%s on the %s runs and its bootstrap succeeded", vm.Namespace, vm.Name, sc.Infra().Description())
 	}

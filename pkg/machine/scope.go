@@ -31,6 +31,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinestatus"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
 )
 
@@ -90,13 +91,7 @@ type Service struct {
 	// NodeJoinTimeout is how long a running VM may go without a Node
 	// before NodeJoined warns; zero is DefaultNodeJoinTimeout.
 	NodeJoinTimeout time.Duration
-	// StatusSettleTime is how long a provisioning machine's status must
-	// stay at one step before it is written (HoldStatus); zero is
-	// DefaultStatusSettleTime, negative writes every step.
-	StatusSettleTime time.Duration
-
-	// holds keeps back status writes of provisioning machines.
-	holds statusHold
-	// progress times provisioning stages for the metrics.
-	progress progress
+	// Status decides when machines' status is written and times their
+	// stages; the controller writes the status through it.
+	Status *machinestatus.Keeper
 }

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinestatus"
 
 	"github.com/spf13/pflag"
 )
@@ -48,7 +48,7 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.DurationVar(&o.NodeJoinTimeout, "node-join-timeout", 10*time.Minute,
 		"How long a running VM may go without its Node joining the workload cluster before its NodeJoined condition warns that the image may lack kubeadm.")
 	fs.IntVar(&o.GoldenImageConcurrency, "goldenimage-concurrency", 2, "Golden image volumes reconciled at once.")
-	fs.DurationVar(&o.StatusSettleTime, "status-settle-time", machine.DefaultStatusSettleTime,
+	fs.DurationVar(&o.StatusSettleTime, "status-settle-time", machinestatus.DefaultStatusSettleTime,
 		"How long a provisioning machine must stay at one step before its status is written; failures, provisioning and later changes are written at once. Negative writes every step.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "Requests per second the manager may send to the management cluster and to each external infra cluster.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Requests the manager may send at once above --kube-api-qps, per cluster.")

@@ -53,6 +53,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinepool"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinestatus"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/remediation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
@@ -318,9 +319,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Evacuation: &evacuation.Evacuator{Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache},
 		SSH:        &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
 		InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels), NodeJoinTimeout: o.NodeJoinTimeout,
-		StatusSettleTime: o.StatusSettleTime,
+		Status: &machinestatus.Keeper{SettleTime: o.StatusSettleTime},
 	}
-	machines.ReportStageAges()
+	machines.Status.ReportStageAges()
 	if err := (&controllers.KubevirtMachineReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 		Recorder: recorder, ClusterCache: clusterCache, Machines: machines,

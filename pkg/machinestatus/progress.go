@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package machine
+package machinestatus
 
 import (
 	"sync"
@@ -30,7 +30,7 @@ import (
 
 // progress follows machines through their provisioning stages for the
 // metrics, in memory: the status holds only the current step, and
-// intermediate steps are not even written (HoldStatus). After a restart a
+// intermediate steps are not even written (Hold). After a restart a
 // machine's current stage is not timed, as its start was not seen.
 type progress struct {
 	mu       sync.Mutex
@@ -52,7 +52,7 @@ type machineProgress struct {
 // Track records, after a reconcile, where a machine stands for the
 // metrics: its phase and reason, a failure it entered, and the end of a
 // provisioning stage. stored is the machine as read, km as reconciled.
-func (s *Service) Track(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, now time.Time) {
+func (s *Keeper) Track(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, now time.Time) {
 	key := types.NamespacedName{Namespace: km.Namespace, Name: km.Name}
 	phase, reason := phaseOf(km, o)
 	metrics.Machines.Set(key.String(), phase, reason)
@@ -91,12 +91,12 @@ func (s *Service) Track(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, 
 	}
 }
 
-// firstProvisioned reports whether the machine turns provisioned for the
+// FirstProvisioned reports whether the machine turns provisioned for the
 // first time as far as this process knows, and if so observes its
 // provisioning time and last stage, and the clone of its root disk
 // (cloneMethod, empty for none). A cache that has not seen the provisioned
 // status yet does not count it twice.
-func (s *Service) firstProvisioned(km *infrav1.KubevirtMachine, cloneMethod string, now time.Time) bool {
+func (s *Keeper) FirstProvisioned(km *infrav1.KubevirtMachine, cloneMethod string, now time.Time) bool {
 	key := types.NamespacedName{Namespace: km.Namespace, Name: km.Name}
 	p := s.progress.of(key, km.UID)
 	s.progress.mu.Lock()
@@ -152,9 +152,9 @@ func (t *progress) oldest(now time.Time) map[string]float64 {
 	return ages
 }
 
-// ReportStageAges makes this service the source of the
+// ReportStageAges makes this keeper the source of the
 // capkv_machine_stage_oldest_seconds gauge.
-func (s *Service) ReportStageAges() {
+func (s *Keeper) ReportStageAges() {
 	metrics.OldestInStage.SetSource(func() map[string]float64 { return s.progress.oldest(time.Now()) })
 }
 

@@ -14,7 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package machine
+// Package machinestatus decides, where a KubevirtMachine's status is
+// written, when to write it (holding back the short steps of a machine
+// still provisioning), and times each machine's provisioning stages for the
+// metrics. What it keeps is in memory only.
+package machinestatus
 
 import (
 	"strings"
@@ -23,6 +27,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
@@ -31,6 +36,18 @@ import (
 // DefaultStatusSettleTime is how long a provisioning machine's status must
 // stay at one step before it is written.
 const DefaultStatusSettleTime = 30 * time.Second
+
+// Keeper holds back status writes and times stages for every
+// KubevirtMachine of the manager.
+type Keeper struct {
+	// SettleTime is how long a provisioning machine's status must stay at
+	// one step before it is written (Hold); zero is
+	// DefaultStatusSettleTime, negative writes every step.
+	SettleTime time.Duration
+
+	holds    statusHold
+	progress progress
+}
 
 // statusHold keeps back the status writes of machines that are still
 // provisioning. A VM passes through many steps on its way (root disk
@@ -66,14 +83,14 @@ type pendingStatus struct {
 // settle time doubled at most this often (30 s, then 60 s, 120 s, 240 s).
 const maxSettleDoublings = 3
 
-// HoldStatus reports how long to keep back the status computed for km
+// Hold reports how long to keep back the status computed for km
 // (zero: write it now), given the status last written (stored) and the
 // outcome of the reconcile. Holding requeues the machine for when the
 // settle time ends, so a held step is written even if nothing else
 // happens.
-func (s *Service) HoldStatus(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, now time.Time) time.Duration {
+func (s *Keeper) Hold(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, now time.Time) time.Duration {
 	key := types.NamespacedName{Namespace: km.Namespace, Name: km.Name}
-	settle := s.StatusSettleTime
+	settle := s.SettleTime
 	if settle == 0 {
 		settle = DefaultStatusSettleTime
 	}
@@ -100,7 +117,7 @@ func (s *Service) HoldStatus(stored, km *infrav1.KubevirtMachine, o outcome.Outc
 }
 
 // Forget drops what is held and tracked for a machine that is gone.
-func (s *Service) Forget(key types.NamespacedName) {
+func (s *Keeper) Forget(key types.NamespacedName) {
 	s.holds.forget(key)
 	s.progress.forget(key)
 }
@@ -113,9 +130,10 @@ func (h *statusHold) forget(key types.NamespacedName) {
 	delete(h.failing, key)
 }
 
-// writeNow marks the machine's status to be written at the end of this
-// reconcile, whatever step it shows.
-func (h *statusHold) writeNow(key types.NamespacedName) { h.mark(key, &h.now) }
+// WriteNow marks the machine's status to be written at the end of this
+// reconcile, whatever step it shows: what it stores must be saved before
+// the machine goes on.
+func (s *Keeper) WriteNow(key types.NamespacedName) { s.holds.mark(key, &s.holds.now) }
 
 func (h *statusHold) mark(key types.NamespacedName, set *map[types.NamespacedName]bool) {
 	h.mu.Lock()
@@ -161,6 +179,10 @@ func settleStep(p pendingStatus, seen bool, step string, now time.Time, settle t
 		return p, hold - lasted
 	}
 	return pendingStatus{step: step, since: now, written: p.written + 1}, 0
+}
+
+func provisioned(km *infrav1.KubevirtMachine) bool {
+	return ptr.Deref(km.Status.Initialization.Provisioned, false)
 }
 
 // stepOf names the step a machine's status shows: the status and reason of

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package machine
+package machinestatus
 
 import (
 	"testing"
@@ -72,7 +72,7 @@ func TestTrackTimesStagesAndFailuresOnce(t *testing.T) {
 		}
 		return km
 	}
-	s := &Service{}
+	s := &Keeper{}
 	bootstrapData, scheduling := stageCount(t, metrics.StageBootstrapData), stageCount(t, metrics.StageScheduling)
 	failures := testutil.ToFloat64(metrics.MachineFailures.WithLabelValues(infrav1.UnschedulableReason))
 
@@ -98,15 +98,15 @@ func TestTrackTimesStagesAndFailuresOnce(t *testing.T) {
 	// Provisioned once, even when a lagging cache shows the machine
 	// unprovisioned again.
 	km := machine(infrav1.ReadyReason)
-	if !s.firstProvisioned(km, "snapshot", t0.Add(4*time.Second)) {
-		t.Fatal("firstProvisioned = false for the first time")
+	if !s.FirstProvisioned(km, "snapshot", t0.Add(4*time.Second)) {
+		t.Fatal("FirstProvisioned = false for the first time")
 	}
-	if s.firstProvisioned(km, "snapshot", t0.Add(5*time.Second)) {
-		t.Error("firstProvisioned = true a second time")
+	if s.FirstProvisioned(km, "snapshot", t0.Add(5*time.Second)) {
+		t.Error("FirstProvisioned = true a second time")
 	}
 
 	// A provider restarted mid-stage does not time the stage it finds.
-	restarted := &Service{}
+	restarted := &Keeper{}
 	boot := stageCount(t, metrics.StageBoot)
 	restarted.Track(machine(infrav1.BootingReason), machine(infrav1.BootingReason), outcome.Wait(infrav1.BootingReason, ""), t0)
 	restarted.Track(machine(infrav1.BootingReason), machine(infrav1.ReadyReason), outcome.Wait(infrav1.WaitingForBootstrapReason, ""), t0.Add(time.Second))

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package machine
+package machinestatus
 
 import (
 	"testing"
@@ -104,55 +104,55 @@ func TestHoldStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Service{StatusSettleTime: 10 * time.Second}
-			if got := s.HoldStatus(tt.stored, tt.now, tt.o, now); (got > 0) != tt.held {
-				t.Errorf("HoldStatus = %s, want held %v", got, tt.held)
+			s := &Keeper{SettleTime: 10 * time.Second}
+			if got := s.Hold(tt.stored, tt.now, tt.o, now); (got > 0) != tt.held {
+				t.Errorf("Hold = %s, want held %v", got, tt.held)
 			}
 		})
 	}
 	t.Run("a step held for the settle time is written", func(t *testing.T) {
-		s := &Service{StatusSettleTime: 10 * time.Second}
+		s := &Keeper{SettleTime: 10 * time.Second}
 		stored, km := machine(infrav1.PendingReason), machine(infrav1.BootingReason)
 		o := outcome.Wait(infrav1.BootingReason, "")
-		if got := s.HoldStatus(stored, km, o, now); got != 10*time.Second {
-			t.Fatalf("first look: HoldStatus = %s, want 10s", got)
+		if got := s.Hold(stored, km, o, now); got != 10*time.Second {
+			t.Fatalf("first look: Hold = %s, want 10s", got)
 		}
-		if got := s.HoldStatus(stored, km, o, now.Add(3*time.Second)); got != 7*time.Second {
-			t.Fatalf("3s later: HoldStatus = %s, want 7s", got)
+		if got := s.Hold(stored, km, o, now.Add(3*time.Second)); got != 7*time.Second {
+			t.Fatalf("3s later: Hold = %s, want 7s", got)
 		}
-		if got := s.HoldStatus(stored, km, o, now.Add(10*time.Second)); got != 0 {
-			t.Fatalf("10s later: HoldStatus = %s, want 0 (write)", got)
+		if got := s.Hold(stored, km, o, now.Add(10*time.Second)); got != 0 {
+			t.Fatalf("10s later: Hold = %s, want 0 (write)", got)
 		}
 	})
 	t.Run("a step that must be stored is written at once, once", func(t *testing.T) {
-		s := &Service{StatusSettleTime: 10 * time.Second}
+		s := &Keeper{SettleTime: 10 * time.Second}
 		stored, km := machine(infrav1.WaitingForBootstrapDataReason), machine(infrav1.WaitingForGoldenImageReason)
 		o := outcome.Wait(infrav1.WaitingForGoldenImageReason, "")
-		s.holds.writeNow(types.NamespacedName{Namespace: "ns", Name: "m"})
-		if got := s.HoldStatus(stored, km, o, now); got != 0 {
-			t.Fatalf("HoldStatus = %s, want 0 (write)", got)
+		s.WriteNow(types.NamespacedName{Namespace: "ns", Name: "m"})
+		if got := s.Hold(stored, km, o, now); got != 0 {
+			t.Fatalf("Hold = %s, want 0 (write)", got)
 		}
-		if got := s.HoldStatus(stored, km, o, now); got == 0 {
-			t.Errorf("the next change: HoldStatus = 0, want it held")
+		if got := s.Hold(stored, km, o, now); got == 0 {
+			t.Errorf("the next change: Hold = 0, want it held")
 		}
 	})
 	t.Run("the end of a failure is written at once", func(t *testing.T) {
-		s := &Service{StatusSettleTime: 10 * time.Second}
+		s := &Keeper{SettleTime: 10 * time.Second}
 		failed := machine(infrav1.KubeVirtNotInstalledReason)
-		if got := s.HoldStatus(machine(infrav1.PendingReason), failed, outcome.Fail(infrav1.KubeVirtNotInstalledReason, ""), now); got != 0 {
-			t.Fatalf("the failure: HoldStatus = %s, want 0", got)
+		if got := s.Hold(machine(infrav1.PendingReason), failed, outcome.Fail(infrav1.KubeVirtNotInstalledReason, ""), now); got != 0 {
+			t.Fatalf("the failure: Hold = %s, want 0", got)
 		}
-		if got := s.HoldStatus(failed, machine(infrav1.WaitingForBootstrapDataReason), outcome.Wait(infrav1.WaitingForBootstrapDataReason, ""), now); got != 0 {
-			t.Fatalf("its end: HoldStatus = %s, want 0", got)
+		if got := s.Hold(failed, machine(infrav1.WaitingForBootstrapDataReason), outcome.Wait(infrav1.WaitingForBootstrapDataReason, ""), now); got != 0 {
+			t.Fatalf("its end: Hold = %s, want 0", got)
 		}
-		if got := s.HoldStatus(machine(infrav1.WaitingForBootstrapDataReason), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got == 0 {
-			t.Errorf("the next step: HoldStatus = 0, want it held")
+		if got := s.Hold(machine(infrav1.WaitingForBootstrapDataReason), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got == 0 {
+			t.Errorf("the next step: Hold = 0, want it held")
 		}
 	})
 	t.Run("a negative settle time writes every step", func(t *testing.T) {
-		s := &Service{StatusSettleTime: -1}
-		if got := s.HoldStatus(machine(""), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got != 0 {
-			t.Errorf("HoldStatus = %s, want 0", got)
+		s := &Keeper{SettleTime: -1}
+		if got := s.Hold(machine(""), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got != 0 {
+			t.Errorf("Hold = %s, want 0", got)
 		}
 	})
 }
