@@ -15,8 +15,10 @@ CONTROLLER_TOOLS_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.15.0
 
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
-# kustomize is pinned in hack/tools/kustomize and built once into bin/.
+# kustomize is pinned in hack/tools/kustomize and built once into bin/, with
+# render-flavors, which builds the flavors with the same kustomize.
 KUSTOMIZE := $(BIN)/kustomize
+RENDER_FLAVORS := $(BIN)/render-flavors
 GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -75,10 +77,11 @@ bench: tools build ## Provision 100 machines in the sandbox's world with zero la
 ##@ Generate
 
 .PHONY: generate
-generate: ## Generate deepcopy code, CRDs, RBAC, webhook manifests and test CRDs.
+generate: ## Generate deepcopy code, CRDs, RBAC, webhook manifests, test CRDs and the cluster flavors.
 	@echo ">> controller-gen $(CONTROLLER_TOOLS_VERSION): deepcopy"
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(MAKE) manifests
+	$(MAKE) flavors
 
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook manifests.
@@ -88,12 +91,24 @@ manifests: ## Generate CRDs, RBAC and webhook manifests.
 		webhook paths=./pkg/webhooks/... output:webhook:artifacts:config=config/webhook
 	cd test && $(CONTROLLER_GEN) crd:maxDescLen=0 paths=./crdsrc/... output:crd:artifacts:config=crds
 
+# Each directory of templates/flavors/ but base is a flavor: a kustomize
+# overlay, rendered after the lines of its header.txt into
+# templates/cluster-template-NAME.yaml (cluster-template.yaml for default);
+# a cluster-template*.yaml without an overlay is removed (docs/flavors.md).
+# render-flavors is kustomize build writing the objects' YAML as built, so
+# that the comments of the overlays reach the flavors.
+.PHONY: flavors
+flavors: ## Render templates/cluster-template*.yaml from their kustomize overlays in templates/flavors/.
+	@hack/build-tools.sh kustomize
+	@echo ">> kustomize: templates/flavors/ into templates/cluster-template*.yaml"
+	$(RENDER_FLAVORS) templates/flavors templates
+
 .PHONY: verify-gen
 verify-gen: ## Fail when generated files differ from what the generators write.
 	@before=$$(mktemp); after=$$(mktemp); \
-	find api config test/crds -type f | sort | xargs sha256sum > $$before; \
+	find api config test/crds templates -type f | sort | xargs sha256sum > $$before; \
 	$(MAKE) --no-print-directory generate >/dev/null; \
-	find api config test/crds -type f | sort | xargs sha256sum > $$after; \
+	find api config test/crds templates -type f | sort | xargs sha256sum > $$after; \
 	if ! diff -u $$before $$after; then \
 		echo "generated files were stale; 'make generate' has now rewritten them: review and commit"; rm -f $$before $$after; exit 1; fi; \
 	rm -f $$before $$after

@@ -8,7 +8,9 @@
 #   clusterctl   the real clusterctl (Cluster API v1.14.2)
 #   cert-manager its controller and cainjector (cert-manager v1.21.2), as
 #          subcommands of one binary
-#   kustomize    kustomize v5.8.1, which make release-manifests runs
+#   kustomize    kustomize v5.8.1, which make release-manifests runs, and
+#          render-flavors, which make generate runs: the same kustomize
+#          building templates/flavors/ into templates/cluster-template*.yaml
 #   kubevirt     virt-api and virt-controller (KubeVirt v1.7.0), and
 #          bin/kubevirt-install.yaml: the CRDs, RBAC, webhooks and APIServices
 #          virt-operator would install, which the test world applies
@@ -67,7 +69,8 @@ set_spec() {
       "-X sigs.k8s.io/cluster-api/version.gitVersion=$clusterctl_version -X sigs.k8s.io/cluster-api/version.gitMajor=1 -X sigs.k8s.io/cluster-api/version.gitMinor=14" \
       clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl ;;
     cert-manager) printf '%s\n' "$t/certmanager" "" "" cert-manager=. ;;
-    kustomize) printf '%s\n' "$t/kustomize" "" "" kustomize=sigs.k8s.io/kustomize/kustomize/v5 ;;
+    kustomize) printf '%s\n' "$t/kustomize" "" "" kustomize=sigs.k8s.io/kustomize/kustomize/v5 \
+      render-flavors=./renderflavors ;;
     # KubeVirt's go.mod points kubevirt.io/api and client-go at ./staging,
     # which its module zip lacks; hack/tools/kubevirt replaces them with the
     # published modules, hence -mod=mod outside the workspace.

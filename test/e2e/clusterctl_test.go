@@ -371,20 +371,13 @@ func runnableFlavors() []string {
 	return slices.DeleteFunc(flavors(), func(flavor string) bool { return flavor == "machinepool" || flavor == "multus-ipam" })
 }
 
-// flavors are the flavors in templates/: "default" for
-// cluster-template.yaml, else the name in cluster-template-NAME.yaml.
+// flavors are the flavors of templates/flavors/, one overlay directory
+// each ("default" for cluster-template.yaml), which make generate renders
+// into the templates/cluster-template*.yaml the release carries.
 func flavors() []string {
-	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "templates", "cluster-template*.yaml"))
-	if err != nil || len(files) == 0 {
-		panic(fmt.Sprintf("no cluster templates in templates/: %v", err))
-	}
-	var names []string
-	for _, f := range files {
-		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "cluster-template"), ".yaml")
-		if name == "" {
-			name = "default"
-		}
-		names = append(names, strings.TrimPrefix(name, "-"))
+	names, err := testenv.Flavors()
+	if err != nil {
+		panic(fmt.Sprintf("the flavors of %s: %v", testenv.FlavorsDir, err))
 	}
 	return names
 }

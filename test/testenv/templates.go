@@ -18,10 +18,47 @@ package testenv
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 )
+
+// FlavorsDir holds the flavors' sources: one kustomize overlay directory per
+// flavor, and base, which is not a flavor (docs/flavors.md). make generate
+// renders each into templates/ (FlavorTemplate).
+var FlavorsDir = filepath.Join("templates", "flavors")
+
+// Flavors are the names of the flavors, as clusterctl's --flavor takes them
+// ("default" for none): the directories of FlavorsDir but base, in order.
+// A new flavor is a new directory there, and every test that runs the
+// flavors finds it.
+func Flavors() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(RepoRoot(), FlavorsDir))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "base" && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no flavor in %s", FlavorsDir)
+	}
+	return names, nil
+}
+
+// FlavorTemplate is the file of templates/ make generate renders a flavor
+// into, and clusterctl reads from the release: cluster-template.yaml for
+// default, else cluster-template-NAME.yaml.
+func FlavorTemplate(flavor string) string {
+	if flavor == "default" {
+		return filepath.Join(RepoRoot(), "templates", "cluster-template.yaml")
+	}
+	return filepath.Join(RepoRoot(), "templates", "cluster-template-"+flavor+".yaml")
+}
 
 // FlavorAddons are the files `make release-manifests` appends to every
 // cluster-template*.yaml of templates/: the CNI's ClusterResourceSet.

@@ -1,10 +1,15 @@
 // Module that builds the kustomize make release-manifests runs, with exactly
-// the dependencies its release pins.
+// the dependencies its release pins, and render-flavors (./renderflavors),
+// which renders templates/flavors/ with the same kustomize for make generate.
 module github.com/capkv/cluster-api-provider-kubevirt/hack/tools/kustomize
 
 go 1.26.0
 
-require sigs.k8s.io/kustomize/kustomize/v5 v5.8.1
+require (
+	sigs.k8s.io/kustomize/api v0.21.1
+	sigs.k8s.io/kustomize/kustomize/v5 v5.8.1
+	sigs.k8s.io/kustomize/kyaml v0.21.1
+)
 
 require (
 	github.com/blang/semver/v4 v4.0.0 // indirect
@@ -31,8 +36,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20241212222426-2c72e554b1e7 // indirect
-	sigs.k8s.io/kustomize/api v0.21.1 // indirect
 	sigs.k8s.io/kustomize/cmd/config v0.21.1 // indirect
-	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
 	sigs.k8s.io/yaml v1.5.0 // indirect
 )

@@ -16,8 +16,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package tools pins kustomize, which make release-manifests runs. It is
-// built once into bin/ so that a release build makes no module proxy
+// Package tools pins kustomize, which make release-manifests runs (and whose
+// packages ./renderflavors, run by make generate, builds the flavors with).
+// It is built once into bin/ so that a release build makes no module proxy
 // request.
 package tools
 
