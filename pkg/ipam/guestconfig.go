@@ -30,6 +30,8 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
 )
 
 // Assigned are the addresses a machine holds on one VM network.
@@ -227,4 +229,34 @@ func NodeIP(assigned []Assigned, nodeNetwork string) (netip.Addr, bool) {
 		return a.Addresses[0].Addr(), true
 	}
 	return netip.Addr{}, false
+}
+
+// GuestNetwork is how a guest applies its assigned addresses on the VM's
+// interfaces: the files to add to its user data (the kubelet's node IP on
+// nodeNetwork; systemd-networkd units for Ignition guests) and, for
+// cloud-init guests, the network config that replaces any the user gave.
+// It fails for addresses on a network the VM lacks, or on its pod network.
+func GuestNetwork(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assigned, nodeNetwork string, ignition bool) ([]userdata.File, []byte, error) {
+	ifaces, err := Interfaces(spec, assigned)
+	if err != nil {
+		return nil, nil, err
+	}
+	var files []userdata.File
+	if ip, ok := NodeIP(assigned, nodeNetwork); ok {
+		files = append(files, userdata.File{Path: KubeletNodeIPPath, Mode: 0o644, Contents: KubeletNodeIPDropIn(ip)})
+	}
+	if !ignition {
+		networkData, err := CloudInitNetworkConfig(ifaces)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rendering network config: %w", err)
+		}
+		return files, networkData, nil
+	}
+	for _, i := range ifaces {
+		if i.Static != nil {
+			path, contents := NetworkdUnit(i)
+			files = append(files, userdata.File{Path: path, Mode: 0o644, Contents: contents})
+		}
+	}
+	return files, nil, nil
 }

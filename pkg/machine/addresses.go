@@ -59,27 +59,16 @@ func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine)
 	if len(data.assigned) == 0 || vm.Spec.Template == nil {
 		return outcome.Outcome{}
 	}
-	ifaces, err := ipam.Interfaces(&vm.Spec.Template.Spec, data.assigned)
+	files, networkData, err := ipam.GuestNetwork(&vm.Spec.Template.Spec, data.assigned,
+		tenantnet.NodeAddressNetwork(sc.KubevirtCluster, sc.KubevirtMachine), data.Format == userdata.FormatIgnition)
 	if err != nil {
 		return outcome.Fail(infrav1.AddressNetworkInvalidReason, err.Error())
 	}
+	if networkData != nil {
+		data.NetworkData = networkData
+	}
 	add := data.additions
-	add.Files = nil
-	if ip, ok := ipam.NodeIP(data.assigned, tenantnet.NodeAddressNetwork(sc.KubevirtCluster, sc.KubevirtMachine)); ok {
-		add.Files = append(add.Files, userdata.File{Path: ipam.KubeletNodeIPPath, Mode: 0o644, Contents: ipam.KubeletNodeIPDropIn(ip)})
-	}
-	if data.Format == userdata.FormatIgnition {
-		for _, i := range ifaces {
-			if i.Static != nil {
-				path, contents := ipam.NetworkdUnit(i)
-				add.Files = append(add.Files, userdata.File{Path: path, Mode: 0o644, Contents: contents})
-			}
-		}
-	} else {
-		if data.NetworkData, err = ipam.CloudInitNetworkConfig(ifaces); err != nil {
-			return outcome.Fail(infrav1.AddressNetworkInvalidReason, "rendering network config: "+err.Error())
-		}
-	}
+	add.Files = files
 	rendered, invalid, _ := data.Render(add)
 	data.userData = rendered
 	return invalid

@@ -40,6 +40,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/guardrails"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
@@ -179,7 +180,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		}
 	}
 	state := vmstatus.Of(vm, vmi, dvs)
-	if err := s.retryRefused(ctx, sc, vmi, dvs); err != nil {
+	if err := guardrails.RetryRefused(ctx, infra, vmi, dvs); err != nil {
 		// The refusal is reported either way; KubeVirt and CDI then retry
 		// on their own backoff (docs/operations.md#quota).
 		ctrl.LoggerFrom(ctx).Info("Cannot ask for a retry of what a quota refused", "error", err.Error())

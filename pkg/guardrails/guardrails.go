@@ -14,7 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package machine
+// Package guardrails gets a machine past what the ResourceQuotas and
+// LimitRanges of its infra namespace refused, once they change: KubeVirt and
+// CDI retry a refused launcher pod or disk claim only on their own backoff
+// (docs/operations.md#quota).
+package guardrails
 
 import (
 	"context"
@@ -23,6 +27,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -30,10 +35,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
-// retryRefused asks KubeVirt or CDI to try again, at once, to create what
+// readTimeout bounds the reads of quotas and limit ranges: an external
+// infra kubeconfig may not be allowed to list them.
+const readTimeout = 10 * time.Second
+
+// RetryRefused asks KubeVirt or CDI to try again, at once, to create what
 // a ResourceQuota or LimitRange of the infra namespace refused, whenever
 // those changed since it last asked: virt-controller and CDI retry a
 // refused pod or claim only on their own backoff, which grows to about 17
@@ -41,7 +51,7 @@ import (
 // (controllers/kubevirtmachine_watches.go) and touches the refused object,
 // whose update event requeues it in its controller at once. A namespace
 // whose guardrails stay the same costs no write.
-func (s *Service) retryRefused(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, dvs []*cdiv1.DataVolume) error {
+func RetryRefused(ctx context.Context, infra *infracluster.Infra, vmi *kubevirtv1.VirtualMachineInstance, dvs []*cdiv1.DataVolume) error {
 	var refused []client.Object
 	if _, ok := vmstatus.LauncherRefusal(vmi); ok {
 		refused = append(refused, vmi)
@@ -57,9 +67,9 @@ func (s *Service) retryRefused(ctx context.Context, sc *Scope, vmi *kubevirtv1.V
 	// Read directly, with a deadline: the kubeconfig of an external infra
 	// cluster may not allow listing quotas, and a cached list would then
 	// wait for an informer that never syncs.
-	readCtx, cancel := context.WithTimeout(ctx, infraReadTimeout)
+	readCtx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	fingerprint, err := guardrails(readCtx, sc.Infra().APIReader, refused[0].GetNamespace())
+	fingerprint, err := guardrails(readCtx, infra.APIReader, refused[0].GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -74,7 +84,7 @@ func (s *Service) retryRefused(ctx context.Context, sc *Scope, vmi *kubevirtv1.V
 		}
 		annotations[infrav1.GuardrailsAnnotation] = fingerprint
 		obj.SetAnnotations(annotations)
-		if err := sc.Infra().Client.Patch(ctx, obj, patch); client.IgnoreNotFound(err) != nil {
+		if err := infra.Client.Patch(ctx, obj, patch); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("asking for a retry of %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
