@@ -31,7 +31,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
 	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/paused"
@@ -52,6 +51,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
 
@@ -147,10 +147,8 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	// clusterctl move cannot take VMs along that run on this cluster.
 	move.BlockIfLocalInfra(kc, kc.Spec.InfraClusterSecretRef == nil)
 	if owner == nil {
-		conditions.Set(kc, metav1.Condition{
-			Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse, Reason: infrav1.WaitingForOwnerReason,
-			Message: "waiting for the Cluster controller to set the owner reference",
-		})
+		outcome.Set(kc, infrav1.ReadyCondition, outcome.Wait(infrav1.WaitingForOwnerReason,
+			"waiting for the Cluster controller to set the owner reference"))
 		return ctrl.Result{}, nil
 	}
 	o, err := r.service.Reconcile(ctx, kc, owner, access)

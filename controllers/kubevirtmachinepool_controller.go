@@ -113,7 +113,6 @@ func (r *KubevirtMachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.
 		if cluster != nil {
 			markNotPaused(p)
 		}
-		outcome.Record(r.Recorder, p, infrav1.VirtualMachinePoolReadyCondition, o)
 		setReadySummary(p, []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachinePoolReadyCondition})
 		if err := patchOnce(ctx, r.Client, stored, p, true); err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachinePool: %w", err)

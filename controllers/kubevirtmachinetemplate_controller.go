@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -127,7 +126,7 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 }
 
 func setCapacity(t *infrav1.KubevirtMachineTemplate, o outcome.Outcome) {
-	conditions.Set(t, o.Condition(infrav1.CapacityKnownCondition))
+	outcome.Set(t, infrav1.CapacityKnownCondition, o)
 }
 
 // infraClusterRef is the template's own infra cluster reference, else the

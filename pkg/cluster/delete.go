@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cpservice"
@@ -45,7 +44,7 @@ func (s *Service) Delete(ctx context.Context, kc *infrav1.KubevirtCluster, acces
 	if !access.Reachable() {
 		o = outcome.Wait(infrav1.DeletingReason, "cannot delete the cluster's objects on the infra cluster until it can be used: "+
 			access.Outcome.Message).After(access.Outcome.RequeueAfter)
-		conditions.Set(kc, o.Condition(infrav1.ReadyCondition))
+		outcome.Set(kc, infrav1.ReadyCondition, o)
 		return o, nil
 	}
 	waiting, err := s.deleteObjects(ctx, kc, access.Infra)
@@ -57,7 +56,7 @@ func (s *Service) Delete(ctx context.Context, kc *infrav1.KubevirtCluster, acces
 	default:
 		return outcome.Ready(clusterv1.DeletionCompletedReason, "everything created for the cluster is gone"), nil
 	}
-	conditions.Set(kc, o.Condition(infrav1.ReadyCondition))
+	outcome.Set(kc, infrav1.ReadyCondition, o)
 	return o, err
 }
 

@@ -38,6 +38,12 @@ import (
 // garbage collector deletes them, their DataVolumes and the user data
 // Secret, all owned by the pool. The outcome is done once nothing is left.
 func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+	o, err := s.delete(ctx, sc)
+	s.record(sc.Pool, o)
+	return o, err
+}
+
+func (s *Service) delete(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	if !sc.Access.Reachable() {
 		o := sc.Access.Outcome
 		return outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,

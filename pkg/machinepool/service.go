@@ -96,9 +96,23 @@ type Service struct {
 }
 
 // Reconcile creates or updates the pool's VirtualMachinePool, keeps its
-// instances and reports them in the KubevirtMachinePool's status. The
-// outcome is the VirtualMachinePoolReady condition.
+// instances and reports them in the KubevirtMachinePool's status and its
+// VirtualMachinePoolReady condition, which only this service writes.
 func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+	o, err := s.reconcile(ctx, sc)
+	s.record(sc.Pool, o)
+	return o, err
+}
+
+// record sets VirtualMachinePoolReady from o, with an Event when it
+// changes; an error without an outcome leaves it as it was.
+func (s *Service) record(p *infrav1.KubevirtMachinePool, o outcome.Outcome) {
+	if o.Reason != "" {
+		outcome.Record(s.Recorder, p, infrav1.VirtualMachinePoolReadyCondition, o)
+	}
+}
+
+func (s *Service) reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	p := sc.Pool
 	if sc.MachinePool == nil || sc.Cluster == nil {
 		return outcome.Wait(infrav1.WaitingForMachinePoolReason,

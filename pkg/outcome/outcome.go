@@ -121,6 +121,13 @@ type Object interface {
 	conditions.Setter
 }
 
+// Set sets condition t of obj from o, without an Event: for conditions
+// whose every change is a step the object goes through anyway (deleting,
+// waiting for an owner, a template's capacity).
+func Set(obj Object, t string, o Outcome) {
+	conditions.Set(obj, o.Condition(t))
+}
+
 // Record sets condition t of obj from o, and records an Event when the
 // condition's status or reason changes: a Warning for a failure, else
 // Normal. Messages carry no Secret content, so they are safe in Events.
