@@ -36,6 +36,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 )
@@ -58,7 +59,7 @@ type GoldenImageReconciler struct {
 	// machine recreated soon after does not download the image again.
 	Retention time.Duration
 	// Imports notices finished imports for the metrics; nil counts none.
-	Imports *golden.Imports
+	Imports *goldenvolume.Imports
 
 	controller controller.TypedController[GoldenRequest]
 }
@@ -105,7 +106,7 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	metrics.GoldenImageVolumes.Set(volume, golden.State(dv, users))
+	metrics.GoldenImageVolumes.Set(volume, goldenvolume.State(dv, users))
 	since, marked := dv.Annotations[golden.UnusedSinceAnnotation]
 	switch {
 	case users > 0 && marked:

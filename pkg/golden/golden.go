@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package golden plans golden volumes: one DataVolume per image source,
 // storage class, volume mode and infra namespace, imported once and cloned
-// for every VM's root disk. It is pure: specs in, objects out.
+// for every VM's root disk. It is pure: specs in, objects out;
+// pkg/goldenvolume keeps the volumes on the infra cluster.
 package golden
 
 import (
@@ -215,4 +216,15 @@ func DataDiskTemplate(d *infrav1.DataDiskSpec) kubevirtv1.DataVolumeTemplateSpec
 			},
 		},
 	}
+}
+
+// StatusOf is the status entry naming the golden volume of a root disk in
+// an infra cluster (its kubeconfig Secret; none for the management cluster)
+// and namespace.
+func StatusOf(infraSecret types.NamespacedName, ns string, rd *infrav1.RootDiskSpec) *infrav1.GoldenImageStatus {
+	s := &infrav1.GoldenImageStatus{Namespace: ns, Name: Name(rd)}
+	if infraSecret.Name != "" {
+		s.InfraCluster = infraSecret.String()
+	}
+	return s
 }

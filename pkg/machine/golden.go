@@ -31,6 +31,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 )
 
@@ -45,12 +46,12 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 		return nil, outcome.Outcome{}, nil
 	}
 	ns := sc.VMNamespace()
-	if wait, changed := golden.Use(&km.Status.GoldenImage, sc.Infra().Secret, ns, rd); changed && !s.templateUses(ctx, km, km.Status.GoldenImage) {
+	if wait, changed := goldenvolume.Use(&km.Status.GoldenImage, sc.Infra().Secret, ns, rd); changed && !s.templateUses(ctx, km, km.Status.GoldenImage) {
 		// The status naming the volume is written at once.
 		s.Status.WriteNow(client.ObjectKeyFromObject(km))
 		return nil, wait, nil
 	}
-	return golden.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, ns, s.recheck())
+	return goldenvolume.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, ns, s.recheck())
 }
 
 // cloneAuthorized checks, for a root disk cloned from an admin-provided PVC

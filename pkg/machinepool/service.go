@@ -40,6 +40,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
@@ -242,10 +243,10 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope, ns string) (*type
 		p.Status.GoldenImage = nil
 		return nil, outcome.Ready("", ""), nil
 	}
-	if wait, changed := golden.Use(&p.Status.GoldenImage, sc.Access.Infra.Secret, ns, rd); changed {
+	if wait, changed := goldenvolume.Use(&p.Status.GoldenImage, sc.Access.Infra.Secret, ns, rd); changed {
 		return nil, wait, nil
 	}
-	key, o, err := golden.Ensure(ctx, sc.Access.Infra.Client, s.Recorder, p, rd, ns, s.recheck())
+	key, o, err := goldenvolume.Ensure(ctx, sc.Access.Infra.Client, s.Recorder, p, rd, ns, s.recheck())
 	if err != nil || key == nil {
 		return nil, o, err
 	}

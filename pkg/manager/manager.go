@@ -48,7 +48,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
@@ -352,7 +352,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		retention = time.Hour
 	}
 	if err := (&controllers.GoldenImageReconciler{
-		Client: mgr.GetClient(), Clients: clients, Retention: retention, Imports: golden.NewImports(time.Now()),
+		Client: mgr.GetClient(), Clients: clients, Retention: retention, Imports: goldenvolume.NewImports(time.Now()),
 	}).SetupWithManager(ctx, mgr, controller.TypedOptions[controllers.GoldenRequest]{MaxConcurrentReconciles: max(o.GoldenImageConcurrency, 1)}); err != nil {
 		return fmt.Errorf("setting up golden image controller: %w", err)
 	}

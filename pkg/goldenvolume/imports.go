@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package golden
+package goldenvolume
 
 import (
 	"sync"
@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 )
 
@@ -68,7 +69,7 @@ func (i *Imports) Finished(dv *cdiv1.DataVolume) (Import, bool) {
 		return Import{}, false
 	}
 	i.seen[dv.UID] = true
-	size := Size(dv)
+	size := golden.Size(dv)
 	return Import{Seconds: done.Sub(dv.CreationTimestamp.Time).Seconds(), Bytes: size.Value()}, true
 }
 

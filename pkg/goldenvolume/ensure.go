@@ -14,7 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package golden
+// Package goldenvolume keeps golden volumes on the infra cluster for the
+// machines and pools whose root disks clone them: it names the volume in
+// its user's status, creates the volume and reports its import, and
+// notices finished imports for the metrics. What the volumes are is
+// pkg/golden's to plan.
+package goldenvolume
 
 import (
 	"context"
@@ -30,20 +35,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
-
-// StatusOf is the status entry naming the golden volume of a root disk in
-// an infra cluster (its kubeconfig Secret; none for the management cluster)
-// and namespace.
-func StatusOf(infraSecret types.NamespacedName, ns string, rd *infrav1.RootDiskSpec) *infrav1.GoldenImageStatus {
-	s := &infrav1.GoldenImageStatus{Namespace: ns, Name: Name(rd)}
-	if infraSecret.Name != "" {
-		s.InfraCluster = infraSecret.String()
-	}
-	return s
-}
 
 // Use names the golden volume of rd in a user's status.goldenImage (a
 // KubevirtMachine's or KubevirtMachinePool's). When that changes the name,
@@ -51,13 +46,13 @@ func StatusOf(infraSecret types.NamespacedName, ns string, rd *infrav1.RootDiskS
 // the volume is touched, as the golden image controller counts users from
 // status; the status patch brings the user back.
 func Use(status **infrav1.GoldenImageStatus, infraSecret types.NamespacedName, ns string, rd *infrav1.RootDiskSpec) (outcome.Outcome, bool) {
-	ref := StatusOf(infraSecret, ns, rd)
+	ref := golden.StatusOf(infraSecret, ns, rd)
 	if equality.Semantic.DeepEqual(*status, ref) {
 		return outcome.Outcome{}, false
 	}
 	*status = ref
 	return outcome.Wait(infrav1.WaitingForGoldenImageReason,
-		fmt.Sprintf("using golden volume %s/%s for %s", ref.Namespace, ref.Name, Describe(&rd.Image))), true
+		fmt.Sprintf("using golden volume %s/%s for %s", ref.Namespace, ref.Name, golden.Describe(&rd.Image))), true
 }
 
 // Ensure makes sure the golden volume of rd in namespace ns exists on the
@@ -69,13 +64,13 @@ func Use(status **infrav1.GoldenImageStatus, infraSecret types.NamespacedName, n
 // where no event says (a refusal by the infra API, a size mismatch fixed in
 // other objects).
 func Ensure(ctx context.Context, c client.Client, recorder events.EventRecorder, user outcome.Object, rd *infrav1.RootDiskSpec, ns string, recheck time.Duration) (*types.NamespacedName, outcome.Outcome, error) {
-	want := DataVolume(rd, ns)
+	want := golden.DataVolume(rd, ns)
 	key := client.ObjectKeyFromObject(want)
 	dv := &cdiv1.DataVolume{}
 	err := c.Get(ctx, key, dv)
 	if apierrors.IsNotFound(err) {
 		importing := outcome.Wait(infrav1.WaitingForGoldenImageReason,
-			fmt.Sprintf("importing %s into golden volume %s", Describe(&rd.Image), key))
+			fmt.Sprintf("importing %s into golden volume %s", golden.Describe(&rd.Image), key))
 		err := c.Create(ctx, want)
 		switch {
 		case apierrors.IsAlreadyExists(err):
@@ -90,13 +85,13 @@ func Ensure(ctx context.Context, c client.Client, recorder events.EventRecorder,
 			return nil, outcome.Outcome{}, fmt.Errorf("creating golden volume %s: %w", key, err)
 		}
 		recorder.Eventf(user, nil, corev1.EventTypeNormal, "GoldenImageCreated", "ImportGoldenImage",
-			"importing %s once into golden volume %s", Describe(&rd.Image), key)
+			"importing %s once into golden volume %s", golden.Describe(&rd.Image), key)
 		return nil, importing, nil
 	}
 	if err != nil {
 		return nil, outcome.Outcome{}, err
 	}
-	if dv.Labels[Label] != "true" {
+	if dv.Labels[golden.Label] != "true" {
 		return nil, outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
 			"DataVolume %s exists but is not a golden volume of the provider", key)), nil
 	}
@@ -104,7 +99,7 @@ func Ensure(ctx context.Context, c client.Client, recorder events.EventRecorder,
 		return nil, outcome.Wait(infrav1.WaitingForGoldenImageReason,
 			fmt.Sprintf("golden volume %s is being deleted; it will be imported again", key)), nil
 	}
-	if size := Size(dv); size.Cmp(rd.DiskSize) > 0 {
+	if size := golden.Size(dv); size.Cmp(rd.DiskSize) > 0 {
 		// The fix is in other objects' templates, which this one does not
 		// watch.
 		return nil, outcome.Fail(infrav1.GoldenImageFailedReason, fmt.Sprintf(
@@ -113,12 +108,12 @@ func Ensure(ctx context.Context, c client.Client, recorder events.EventRecorder,
 	}
 	switch dv.Status.Phase {
 	case cdiv1.Succeeded:
-		if _, unused := dv.Annotations[UnusedSinceAnnotation]; unused {
+		if _, unused := dv.Annotations[golden.UnusedSinceAnnotation]; unused {
 			// Claim it back before cloning, so that the golden image
 			// controller, whose delete is conditional on the version it saw,
 			// cannot delete it under this clone.
 			before := dv.DeepCopy()
-			delete(dv.Annotations, UnusedSinceAnnotation)
+			delete(dv.Annotations, golden.UnusedSinceAnnotation)
 			if err := c.Patch(ctx, dv, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 				return nil, outcome.Outcome{}, fmt.Errorf("claiming golden volume %s: %w", key, err)
 			}
@@ -126,13 +121,13 @@ func Ensure(ctx context.Context, c client.Client, recorder events.EventRecorder,
 		return &key, outcome.Outcome{}, nil
 	case cdiv1.Failed:
 		return nil, outcome.Fail(infrav1.GoldenImageFailedReason, fmt.Sprintf(
-			"importing %s into golden volume %s failed: %s; delete the volume to try again", Describe(&rd.Image), key, vmstatus.DataVolumeMessage(dv))), nil
+			"importing %s into golden volume %s failed: %s; delete the volume to try again", golden.Describe(&rd.Image), key, vmstatus.DataVolumeMessage(dv))), nil
 	}
 	st, _ := vmstatus.Disk(dv)
 	if st.Message == "" {
 		st.Message = "DataVolume " + dv.Name + " is " + string(dv.Status.Phase)
 	}
-	o := outcome.Wait(infrav1.WaitingForGoldenImageReason, fmt.Sprintf("waiting for golden image %s: %s", Describe(&rd.Image), st.Message))
+	o := outcome.Wait(infrav1.WaitingForGoldenImageReason, fmt.Sprintf("waiting for golden image %s: %s", golden.Describe(&rd.Image), st.Message))
 	if st.Warning {
 		o.State = outcome.Failed
 	}
