@@ -81,79 +81,53 @@ const (
 var (
 	// MachineProvisioningSeconds is observed once per machine, when it is
 	// first provisioned.
-	MachineProvisioningSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "capkv_machine_provisioning_seconds",
-		Help:    "Seconds from a KubevirtMachine's creation until it was first provisioned (its VM runs and its bootstrap succeeded).",
-		Buckets: []float64{15, 30, 60, 120, 180, 300, 600, 900, 1800, 3600},
-	})
+	MachineProvisioningSeconds = histogram("capkv_machine_provisioning_seconds",
+		"Seconds from a KubevirtMachine's creation until it was first provisioned (its VM runs and its bootstrap succeeded).",
+		[]float64{15, 30, 60, 120, 180, 300, 600, 900, 1800, 3600})
 	// MachineStageSeconds is observed when a provisioning machine leaves a
 	// stage whose start this process saw.
-	MachineStageSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "capkv_machine_stage_seconds",
-		Help:    "Seconds a provisioning machine spent in one stage: bootstrap_data, golden_image, root_disk, scheduling, boot, bootstrap_check or other.",
-		Buckets: []float64{1, 5, 10, 30, 60, 120, 300, 600, 1800},
-	}, []string{StageLabel})
+	MachineStageSeconds = histogramVec("capkv_machine_stage_seconds",
+		"Seconds a provisioning machine spent in one stage: bootstrap_data, golden_image, root_disk, scheduling, boot, bootstrap_check or other.",
+		[]float64{1, 5, 10, 30, 60, 120, 300, 600, 1800}, StageLabel)
 	// MachineFailures counts machines entering a failure, by its reason.
-	MachineFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "capkv_machine_failures_total",
-		Help: "Times a KubevirtMachine's status turned into a failure, by the failure's reason.",
-	}, []string{ReasonLabel})
+	MachineFailures = counterVec("capkv_machine_failures_total",
+		"Times a KubevirtMachine's status turned into a failure, by the failure's reason.", ReasonLabel)
 
 	// GoldenImageImports counts golden images downloaded.
-	GoldenImageImports = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "capkv_golden_image_imports_total",
-		Help: "Golden image volumes whose import finished while this process ran.",
-	})
+	GoldenImageImports = counter("capkv_golden_image_imports_total",
+		"Golden image volumes whose import finished while this process ran.")
 	// GoldenImageImportSeconds is how long imports took.
-	GoldenImageImportSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "capkv_golden_image_import_seconds",
-		Help:    "Seconds from a golden volume's creation until its import succeeded.",
-		Buckets: []float64{10, 30, 60, 120, 300, 600, 1200, 1800, 3600},
-	})
+	GoldenImageImportSeconds = histogram("capkv_golden_image_import_seconds",
+		"Seconds from a golden volume's creation until its import succeeded.",
+		[]float64{10, 30, 60, 120, 300, 600, 1200, 1800, 3600})
 	// GoldenImageImportBytes adds up the size of imported golden volumes.
-	GoldenImageImportBytes = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "capkv_golden_image_import_bytes_total",
-		Help: "Bytes of storage of the golden image volumes imported (the volumes' requested size).",
-	})
+	GoldenImageImportBytes = counter("capkv_golden_image_import_bytes_total",
+		"Bytes of storage of the golden image volumes imported (the volumes' requested size).")
 	// GoldenImageClones counts root disks cloned from golden volumes.
-	GoldenImageClones = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "capkv_golden_image_clones_total",
-		Help: "Root disks cloned from a golden volume, counted when the machine is first provisioned, by CDI's clone method: snapshot, csi-clone or copy (host-assisted).",
-	}, []string{MethodLabel})
+	GoldenImageClones = counterVec("capkv_golden_image_clones_total",
+		"Root disks cloned from a golden volume, counted when the machine is first provisioned, by CDI's clone method: snapshot, csi-clone or copy (host-assisted).", MethodLabel)
 	// GoldenImageVolumesCollected counts unused golden volumes deleted.
-	GoldenImageVolumesCollected = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "capkv_golden_image_volumes_collected_total",
-		Help: "Unused golden image volumes deleted after their retention.",
-	})
+	GoldenImageVolumesCollected = counter("capkv_golden_image_volumes_collected_total",
+		"Unused golden image volumes deleted after their retention.")
 
 	// InfraClusterCaches counts the caches of external infra clusters.
-	InfraClusterCaches = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "capkv_infra_cluster_caches",
-		Help: "Number of external infra clusters with a running cache (watches are added once their KubeVirt and CDI APIs are found).",
-	})
+	InfraClusterCaches = gauge("capkv_infra_cluster_caches",
+		"Number of external infra clusters with a running cache (watches are added once their KubeVirt and CDI APIs are found).")
 	// InfraClusterRequestSeconds is the latency of the provider's requests
 	// to each infra cluster (watches left out).
-	InfraClusterRequestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "capkv_infra_cluster_request_duration_seconds",
-		Help:    "Seconds the provider's requests to an infra cluster's API server took, watches left out, by HTTP method.",
-		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
-	}, []string{InfraClusterLabel, MethodLabel})
+	InfraClusterRequestSeconds = histogramVec("capkv_infra_cluster_request_duration_seconds",
+		"Seconds the provider's requests to an infra cluster's API server took, watches left out, by HTTP method.",
+		[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, InfraClusterLabel, MethodLabel)
 	// InfraClusterRequestErrors counts failed requests to an infra cluster.
-	InfraClusterRequestErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "capkv_infra_cluster_request_errors_total",
-		Help: "The provider's requests to an infra cluster that got no response (code \"error\"), were throttled (429) or failed on the server (5xx).",
-	}, []string{InfraClusterLabel, CodeLabel})
+	InfraClusterRequestErrors = counterVec("capkv_infra_cluster_request_errors_total",
+		"The provider's requests to an infra cluster that got no response (code \"error\"), were throttled (429) or failed on the server (5xx).", InfraClusterLabel, CodeLabel)
 
 	// IsolationPoliciesCreated counts NetworkPolicies created.
-	IsolationPoliciesCreated = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "capkv_isolation_policies_created_total",
-		Help: "NetworkPolicies the provider created to isolate tenant clusters.",
-	})
+	IsolationPoliciesCreated = counter("capkv_isolation_policies_created_total",
+		"NetworkPolicies the provider created to isolate tenant clusters.")
 	// IsolationDriftCorrected counts NetworkPolicies put back.
-	IsolationDriftCorrected = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "capkv_isolation_drift_corrected_total",
-		Help: "NetworkPolicies of the provider that someone changed and the provider put back.",
-	})
+	IsolationDriftCorrected = counter("capkv_isolation_drift_corrected_total",
+		"NetworkPolicies of the provider that someone changed and the provider put back.")
 )
 
 // All is every collector of the provider's own metrics.
@@ -169,3 +143,26 @@ func All() []prometheus.Collector {
 }
 
 func init() { crmetrics.Registry.MustRegister(All()...) }
+
+// The constructors of the metrics above: a name, its help and, for
+// histograms, buckets; label names last.
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func histogram(name, help string, buckets []float64) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+}

@@ -68,11 +68,7 @@ func TestRecordSetsTheConditionAndAnEventOnChange(t *testing.T) {
 		t.Fatalf("condition = %+v", c)
 	}
 	want := []string{"Normal Waiting for the thing", "Warning Broken the thing broke", "Normal Fine the thing works"}
-	close(recorder.Events)
-	var got []string
-	for e := range recorder.Events {
-		got = append(got, e)
-	}
+	got := recorded(recorder)
 	if len(got) != len(want) {
 		t.Fatalf("events = %q, want %q (one per change of reason)", got, want)
 	}
@@ -94,11 +90,7 @@ func TestRecordWarningRecordsOnlyFailures(t *testing.T) {
 	if c := conditions.Get(km, "Thing"); c == nil || c.Reason != "Fine" {
 		t.Fatalf("condition = %+v, want reason Fine", c)
 	}
-	close(recorder.Events)
-	var got []string
-	for e := range recorder.Events {
-		got = append(got, e)
-	}
+	got := recorded(recorder)
 	if want := []string{"Warning Broken the thing broke"}; !slices.Equal(got, want) {
 		t.Errorf("events = %q, want %q", got, want)
 	}
@@ -116,4 +108,14 @@ func TestSooner(t *testing.T) {
 			t.Errorf("Sooner(%s, %s) = %s, want %s", tc.a, tc.b, got, tc.want)
 		}
 	}
+}
+
+// recorded drains the Events the fake recorder recorded.
+func recorded(recorder *events.FakeRecorder) []string {
+	close(recorder.Events)
+	var got []string
+	for e := range recorder.Events {
+		got = append(got, e)
+	}
+	return got
 }

@@ -51,6 +51,40 @@ type wantFile struct {
 	contents []byte
 }
 
+// checkFileCount checks that the config has as many files as want.
+func checkFileCount(t *testing.T, n int, want map[string]wantFile) {
+	t.Helper()
+	if n != len(want) {
+		t.Errorf("got %d files, want %d", n, len(want))
+	}
+}
+
+// checkFile checks a file of the rendered config against want: a path it
+// names, with its mode and contents.
+func checkFile(t *testing.T, want map[string]wantFile, path string, mode *int, contents []byte) {
+	t.Helper()
+	w, ok := want[path]
+	if !ok {
+		t.Errorf("unexpected file %s", path)
+		return
+	}
+	if mode == nil || *mode != w.mode {
+		t.Errorf("%s: mode %v, want %o", path, mode, w.mode)
+	}
+	if !bytes.Equal(contents, w.contents) {
+		t.Errorf("%s: contents %q, want %q", path, contents, w.contents)
+	}
+}
+
+// checkUser checks that the config's only user is capkv with the test key;
+// users is shown when it is not.
+func checkUser(t *testing.T, n int, name string, keys int, key string, users any) {
+	t.Helper()
+	if n != 1 || name != "capkv" || keys != 1 || key != testUserKey {
+		t.Errorf("users = %+v, want capkv with the test key", users)
+	}
+}
+
 func wantFiles(add Additions) map[string]wantFile {
 	return map[string]wantFile{
 		hostKeyPath:            {0o600, add.SSHHostKey},
@@ -107,34 +141,19 @@ func TestRenderIgnitionV3(t *testing.T) {
 			}
 
 			want := wantFiles(add)
-			if len(cfg.Storage.Files) != len(want) {
-				t.Errorf("got %d files, want %d", len(cfg.Storage.Files), len(want))
-			}
+			checkFileCount(t, len(cfg.Storage.Files), want)
 			for _, f := range cfg.Storage.Files {
-				w, ok := want[f.Path]
-				if !ok {
-					t.Errorf("unexpected file %s", f.Path)
-					continue
-				}
-				if f.Mode == nil || *f.Mode != w.mode {
-					t.Errorf("%s: mode %v, want %o", f.Path, f.Mode, w.mode)
-				}
 				if f.Overwrite == nil || !*f.Overwrite {
 					t.Errorf("%s: overwrite not set", f.Path)
 				}
 				if f.Contents.Source == nil {
 					t.Fatalf("%s: no contents", f.Path)
 				}
-				if got := decodeDataURL(t, *f.Contents.Source); !bytes.Equal(got, w.contents) {
-					t.Errorf("%s: contents %q, want %q", f.Path, got, w.contents)
-				}
+				checkFile(t, want, f.Path, f.Mode, decodeDataURL(t, *f.Contents.Source))
 			}
 
 			users := cfg.Passwd.Users
-			if len(users) != 1 || users[0].Name != "capkv" || len(users[0].SSHAuthorizedKeys) != 1 ||
-				string(users[0].SSHAuthorizedKeys[0]) != testUserKey {
-				t.Errorf("users = %+v, want capkv with the test key", users)
-			}
+			checkUser(t, len(users), users[0].Name, len(users[0].SSHAuthorizedKeys), string(users[0].SSHAuthorizedKeys[0]), users)
 		})
 	}
 }
@@ -171,31 +190,16 @@ func TestRenderIgnitionV2(t *testing.T) {
 			}
 
 			want := wantFiles(add)
-			if len(cfg.Storage.Files) != len(want) {
-				t.Errorf("got %d files, want %d", len(cfg.Storage.Files), len(want))
-			}
+			checkFileCount(t, len(cfg.Storage.Files), want)
 			for _, f := range cfg.Storage.Files {
-				w, ok := want[f.Path]
-				if !ok {
-					t.Errorf("unexpected file %s", f.Path)
-					continue
-				}
 				if f.Filesystem != "root" {
 					t.Errorf("%s: filesystem %q, want root", f.Path, f.Filesystem)
 				}
-				if f.Mode == nil || *f.Mode != w.mode {
-					t.Errorf("%s: mode %v, want %o", f.Path, f.Mode, w.mode)
-				}
-				if got := decodeDataURL(t, f.Contents.Source); !bytes.Equal(got, w.contents) {
-					t.Errorf("%s: contents %q, want %q", f.Path, got, w.contents)
-				}
+				checkFile(t, want, f.Path, f.Mode, decodeDataURL(t, f.Contents.Source))
 			}
 
 			users := cfg.Passwd.Users
-			if len(users) != 1 || users[0].Name != "capkv" || len(users[0].SSHAuthorizedKeys) != 1 ||
-				string(users[0].SSHAuthorizedKeys[0]) != testUserKey {
-				t.Errorf("users = %+v, want capkv with the test key", users)
-			}
+			checkUser(t, len(users), users[0].Name, len(users[0].SSHAuthorizedKeys), string(users[0].SSHAuthorizedKeys[0]), users)
 			// Spec 2.0 only creates users it is asked to create.
 			if created := users[0].Create != nil; created != (name == "2.0.0") {
 				t.Errorf("user create set = %v, want it only for spec 2.0", created)

@@ -67,23 +67,13 @@ func addPlacement(spec *kubevirtv1.VirtualMachineInstanceSpec, in Input) {
 		key = DefaultTopologyKey
 	}
 	term := corev1.PodAffinityTerm{LabelSelector: group, TopologyKey: key}
-	switch p.PodAffinityPreset {
-	case infrav1.PresetHard:
+	if preset := p.PodAffinityPreset; preset == infrav1.PresetHard || preset == infrav1.PresetSoft {
 		pa := podAffinity(spec)
-		pa.RequiredDuringSchedulingIgnoredDuringExecution = append(pa.RequiredDuringSchedulingIgnoredDuringExecution, *term.DeepCopy())
-	case infrav1.PresetSoft:
-		pa := podAffinity(spec)
-		pa.PreferredDuringSchedulingIgnoredDuringExecution = append(pa.PreferredDuringSchedulingIgnoredDuringExecution,
-			corev1.WeightedPodAffinityTerm{Weight: presetWeight, PodAffinityTerm: *term.DeepCopy()})
+		addPodPreset(preset, term, &pa.RequiredDuringSchedulingIgnoredDuringExecution, &pa.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
-	switch p.PodAntiAffinityPreset {
-	case infrav1.PresetHard:
+	if preset := p.PodAntiAffinityPreset; preset == infrav1.PresetHard || preset == infrav1.PresetSoft {
 		pa := podAntiAffinity(spec)
-		pa.RequiredDuringSchedulingIgnoredDuringExecution = append(pa.RequiredDuringSchedulingIgnoredDuringExecution, *term.DeepCopy())
-	case infrav1.PresetSoft:
-		pa := podAntiAffinity(spec)
-		pa.PreferredDuringSchedulingIgnoredDuringExecution = append(pa.PreferredDuringSchedulingIgnoredDuringExecution,
-			corev1.WeightedPodAffinityTerm{Weight: presetWeight, PodAffinityTerm: *term.DeepCopy()})
+		addPodPreset(preset, term, &pa.RequiredDuringSchedulingIgnoredDuringExecution, &pa.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
 	addNodePreset(spec, p.NodeAffinityPreset, corev1.NodeSelectorOpIn)
 	addNodePreset(spec, p.NodeAntiAffinityPreset, corev1.NodeSelectorOpNotIn)
@@ -148,33 +138,37 @@ func requireNode(spec *kubevirtv1.VirtualMachineInstanceSpec, req corev1.NodeSel
 	}
 }
 
-func affinity(spec *kubevirtv1.VirtualMachineInstanceSpec) *corev1.Affinity {
-	if spec.Affinity == nil {
-		spec.Affinity = &corev1.Affinity{}
+// addPodPreset adds term to a pod affinity or anti-affinity: to its
+// required terms for a hard preset, to its preferred ones for a soft one.
+func addPodPreset(preset string, term corev1.PodAffinityTerm, required *[]corev1.PodAffinityTerm, preferred *[]corev1.WeightedPodAffinityTerm) {
+	if preset == infrav1.PresetHard {
+		*required = append(*required, *term.DeepCopy())
+		return
 	}
-	return spec.Affinity
+	*preferred = append(*preferred, corev1.WeightedPodAffinityTerm{Weight: presetWeight, PodAffinityTerm: *term.DeepCopy()})
+}
+
+// made returns *p, set to a new T first if nil: the affinity fields are
+// pointers that placement fills in only as needed.
+func made[T any](p **T) *T {
+	if *p == nil {
+		*p = new(T)
+	}
+	return *p
+}
+
+func affinity(spec *kubevirtv1.VirtualMachineInstanceSpec) *corev1.Affinity {
+	return made(&spec.Affinity)
 }
 
 func nodeAffinity(spec *kubevirtv1.VirtualMachineInstanceSpec) *corev1.NodeAffinity {
-	a := affinity(spec)
-	if a.NodeAffinity == nil {
-		a.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	return a.NodeAffinity
+	return made(&affinity(spec).NodeAffinity)
 }
 
 func podAffinity(spec *kubevirtv1.VirtualMachineInstanceSpec) *corev1.PodAffinity {
-	a := affinity(spec)
-	if a.PodAffinity == nil {
-		a.PodAffinity = &corev1.PodAffinity{}
-	}
-	return a.PodAffinity
+	return made(&affinity(spec).PodAffinity)
 }
 
 func podAntiAffinity(spec *kubevirtv1.VirtualMachineInstanceSpec) *corev1.PodAntiAffinity {
-	a := affinity(spec)
-	if a.PodAntiAffinity == nil {
-		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
-	}
-	return a.PodAntiAffinity
+	return made(&affinity(spec).PodAntiAffinity)
 }
