@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,66 +51,6 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 		return nil, wait, nil
 	}
 	return goldenvolume.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, ns, s.recheck())
-}
-
-// cloneAuthorized checks, for a root disk cloned from an admin-provided PVC
-// or DataSource in another namespace, that the VM's service account may
-// clone from there. KubeVirt checks the same when it creates the VM's
-// DataVolume, but only says so in an Event on the VM
-// (docs/kubevirt-behaviour.md#cross-namespace-clones-are-authorized-for-the-vm-service-account); checking
-// first gives the machine a clear condition instead of a silent wait.
-func (s *Service) cloneAuthorized(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
-	rd := sc.KubevirtMachine.Spec.RootDisk
-	allowed := outcome.Ready("", "")
-	if rd == nil {
-		return allowed, nil
-	}
-	var srcNS string
-	switch {
-	case rd.Image.PVC != nil:
-		srcNS = rd.Image.PVC.Namespace
-	case rd.Image.DataSource != nil:
-		srcNS = rd.Image.DataSource.Namespace
-	}
-	vmNS := sc.VMNamespace()
-	if srcNS == "" || srcNS == vmNS {
-		return allowed, nil
-	}
-	sa := serviceAccountOf(sc.KubevirtMachine)
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + vmNS + ":" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + vmNS, "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: srcNS, Verb: "create", Group: cdiv1.SchemeGroupVersion.Group, Resource: "datavolumes", Subresource: "source",
-		},
-	}}
-	if err := sc.Infra().Client.Create(ctx, review); err != nil {
-		return outcome.Outcome{}, fmt.Errorf("checking clone permission in namespace %s: %w", srcNS, err)
-	}
-	if review.Status.Allowed {
-		return allowed, nil
-	}
-	// RBAC changes on the infra cluster are not watched.
-	return outcome.Fail(infrav1.CloneNotAuthorizedReason, fmt.Sprintf(
-		"service account %s/%s may not clone %s: grant it create on datavolumes/source (group cdi.kubevirt.io) in namespace %s",
-		vmNS, sa, golden.Describe(&rd.Image), srcNS)).After(s.recheck()), nil
-}
-
-// serviceAccountOf is the service account KubeVirt checks clone permission
-// for: the template's serviceAccountName, else its serviceAccount volume,
-// else "default".
-func serviceAccountOf(km *infrav1.KubevirtMachine) string {
-	if t := km.Spec.VirtualMachineTemplate.Spec.Template; t != nil {
-		if t.Spec.ServiceAccountName != "" {
-			return t.Spec.ServiceAccountName
-		}
-		for _, v := range t.Spec.Volumes {
-			if v.ServiceAccount != nil && v.ServiceAccount.ServiceAccountName != "" {
-				return v.ServiceAccount.ServiceAccountName
-			}
-		}
-	}
-	return "default"
 }
 
 // ensureGoldenVolume re-creates the golden volume of a machine whose VM

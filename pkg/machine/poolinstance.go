@@ -37,19 +37,22 @@ func (s *Scope) PoolVMUID() types.UID {
 	return types.UID(s.KubevirtMachine.Annotations[infrav1.PoolVMUIDAnnotation])
 }
 
-// reconcilePoolInstance reports the VM a KubevirtMachinePool's
-// VirtualMachinePool made for this machine. The pool creates the VM, its
-// disks and shares one user data Secret among its VMs, so nothing is
-// created here; a VM that is gone, replaced or being deleted by someone
-// else is reported, and the Machine's deletion (a MachineHealthCheck's)
-// replaces the instance.
-func (s *Service) reconcilePoolInstance(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+// reconcilePoolVM finds the VM a KubevirtMachinePool's VirtualMachinePool
+// made for this machine, for the phases after reconcileUserData. The pool
+// creates the VM, its disks and shares one user data Secret among its VMs,
+// so nothing is created here; a VM that is gone, replaced or being deleted
+// by someone else ends the reconcile, and the Machine's deletion (a
+// MachineHealthCheck's) replaces the instance.
+func (s *Service) reconcilePoolVM(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
+	if sc.PoolVMUID() == "" {
+		return outcome.Outcome{}, false, nil
+	}
 	km := sc.KubevirtMachine
 	key := types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.VMName()}
 	vm := &kubevirtv1.VirtualMachine{}
 	found, err := get(ctx, sc.Infra().Client, key, vm)
 	if err != nil {
-		return outcome.Outcome{}, err
+		return outcome.Outcome{}, true, err
 	}
 	var gone string
 	switch {
@@ -62,12 +65,13 @@ func (s *Service) reconcilePoolInstance(ctx context.Context, sc *Scope) (outcome
 		setBootstrap(km, metav1.ConditionFalse, infrav1.VirtualMachineDeletedReason, "the VirtualMachine is gone")
 		markNotProvisioned(km)
 		return s.recordVM(km, outcome.Fail(infrav1.VirtualMachineDeletedReason,
-			gone+"; delete the Machine (a MachineHealthCheck does) and the pool replaces the instance")), nil
+			gone+"; delete the Machine (a MachineHealthCheck does) and the pool replaces the instance")), true, nil
 	}
 	if km.Spec.ProviderID == nil {
 		km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
 	}
-	return s.observe(ctx, sc, vm)
+	r.vm = vm
+	return outcome.Outcome{}, false, nil
 }
 
 // deletePoolInstance deletes the machine's pool VM and waits for its

@@ -51,42 +51,78 @@ import (
 // Reconcile moves a machine towards a running, bootstrapped VM and reports
 // where it stands in VirtualMachineReady and BootstrapSucceeded, the
 // conditions only this service writes. The outcome says whether the machine
-// is provisioned, and when to look again where no event will say.
+// is provisioned, and when to look again where no event will say. It runs
+// the phases below in order, like Cluster API's machine controller; a phase
+// that ends the reconcile says so.
 func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+	r := &reconcileRun{}
+	for _, phase := range []func(context.Context, *Scope, *reconcileRun) (outcome.Outcome, bool, error){
+		s.reconcileOwners,   // a Machine, its Cluster and a usable infra cluster
+		s.reconcilePoolVM,   // a VM a pool made: found, never created
+		s.reconcileVM,       // the VM: found, else created
+		s.reconcileUserData, // the VM's user data Secret
+		s.reconcileInstance, // its instance: restart, live migration, evacuation
+		s.reconcileReport,   // its state, the bootstrap check, the tenant Node
+	} {
+		if o, end, err := phase(ctx, sc, r); err != nil || end {
+			return o, err
+		}
+	}
+	return outcome.Outcome{}, nil
+}
+
+// reconcileRun carries what a reconcile's phases found for the next ones.
+type reconcileRun struct {
+	vm  *kubevirtv1.VirtualMachine
+	vmi *kubevirtv1.VirtualMachineInstance
+	// requeue is when the evacuation asked to look again.
+	requeue time.Duration
+}
+
+// reconcileOwners waits for the machine's owners and for its infra cluster.
+func (s *Service) reconcileOwners(_ context.Context, sc *Scope, _ *reconcileRun) (outcome.Outcome, bool, error) {
 	km := sc.KubevirtMachine
 	if sc.Cluster == nil {
 		return s.recordVM(km, outcome.Wait(infrav1.WaitingForOwnerReason,
-			"waiting for a Machine to own this KubevirtMachine and for its Cluster to exist")), nil
+			"waiting for a Machine to own this KubevirtMachine and for its Cluster to exist")), true, nil
 	}
-	if !sc.Access.Available() {
-		o := sc.Access.Outcome
-		if provisioned(km) {
-			// A provisioned machine's VM keeps running while its infra
-			// cluster's API is away; only InfraClusterAvailable says so.
-			return o, nil
-		}
-		return s.recordVM(km, outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,
-			Message: "cannot use the infra cluster: " + o.Message}), nil
+	if sc.Access.Available() {
+		return outcome.Outcome{}, false, nil
 	}
-	if sc.PoolVMUID() != "" {
-		return s.reconcilePoolInstance(ctx, sc)
+	o := sc.Access.Outcome
+	if provisioned(km) {
+		// A provisioned machine's VM keeps running while its infra
+		// cluster's API is away; only InfraClusterAvailable says so.
+		return o, true, nil
 	}
+	return s.recordVM(km, outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,
+		Message: "cannot use the infra cluster: " + o.Message}), true, nil
+}
+
+// reconcileVM finds the machine's VM, or creates it. The reconcile ends
+// with the create, with a VM deleted outside the provider, and with a VM
+// of the same name that is someone else's. A pool's VM was found already.
+func (s *Service) reconcileVM(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
+	if r.vm != nil {
+		return outcome.Outcome{}, false, nil
+	}
+	km := sc.KubevirtMachine
 	vm := &kubevirtv1.VirtualMachine{}
 	key := types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.VMName()}
 	found, err := get(ctx, sc.Infra().Client, key, vm)
 	if err != nil {
-		return outcome.Outcome{}, err
+		return outcome.Outcome{}, true, err
 	}
 	if !found && vmCreated(km) {
 		// The cache may lag behind our own create; ask the API server.
 		if found, err = get(ctx, sc.Infra().APIReader, key, vm); err != nil {
-			return outcome.Outcome{}, err
+			return outcome.Outcome{}, true, err
 		}
 		if !found {
 			setBootstrap(km, metav1.ConditionFalse, infrav1.VirtualMachineDeletedReason, "the VirtualMachine is gone")
 			markNotProvisioned(km)
 			return s.recordVM(km, outcome.Fail(infrav1.VirtualMachineDeletedReason, fmt.Sprintf(
-				"VirtualMachine %s was deleted outside the provider; the machine is not recreated with a new identity, delete the Machine (a MachineHealthCheck does) to replace it", key))), nil
+				"VirtualMachine %s was deleted outside the provider; the machine is not recreated with a new identity, delete the Machine (a MachineHealthCheck does) to replace it", key))), true, nil
 		}
 	}
 	if !found {
@@ -95,21 +131,65 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 			if o.Reason != "" {
 				s.recordVM(km, o)
 			}
-			return outcome.Outcome{}, err
+			return outcome.Outcome{}, true, err
 		}
-		return s.recordVM(km, o), nil
+		return s.recordVM(km, o), true, nil
 	}
 	if !s.ours(km, vm) {
 		return s.recordVM(km, outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-			"VirtualMachine %s exists but was not created for this KubevirtMachine; rename or remove it", key))), nil
+			"VirtualMachine %s exists but was not created for this KubevirtMachine; rename or remove it", key))), true, nil
 	}
 	if km.Spec.ProviderID == nil {
 		km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
 	}
-	if o, err := s.keepUserData(ctx, sc, vm); err != nil || !o.IsDone() {
-		return s.recordVM(km, o), err
+	r.vm = vm
+	return outcome.Outcome{}, false, nil
+}
+
+// reconcileUserData keeps the VM's user data Secret (keepUserData); a
+// pool's VMs share their pool's.
+func (s *Service) reconcileUserData(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
+	if sc.PoolVMUID() != "" {
+		return outcome.Outcome{}, false, nil
 	}
-	return s.observe(ctx, sc, vm)
+	if o, err := s.keepUserData(ctx, sc, r.vm); err != nil || !o.IsDone() {
+		return s.recordVM(sc.KubevirtMachine, o), true, err
+	}
+	return outcome.Outcome{}, false, nil
+}
+
+// reconcileInstance reads the VM's instance and acts on it: a requested
+// restart, KubeVirt's live migration state, an evacuation off a draining
+// infra node.
+func (s *Service) reconcileInstance(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
+	km := sc.KubevirtMachine
+	infra := sc.Infra()
+	candidate := &kubevirtv1.VirtualMachineInstance{}
+	found, err := get(ctx, infra.Client, client.ObjectKeyFromObject(r.vm), candidate)
+	if err != nil {
+		return outcome.Outcome{}, true, err
+	}
+	if found {
+		r.vmi = candidate
+	}
+	if _, err := s.restartIfRequested(ctx, sc, r.vm, r.vmi); err != nil {
+		return outcome.Outcome{}, true, err
+	}
+	s.Evacuation.RecordMigration(km, r.vmi)
+	r.requeue, err = s.Evacuation.Step(ctx, &evacuation.Target{
+		KubevirtMachine: km, Machine: sc.Machine, Cluster: sc.Cluster, Infra: infra,
+		DeleteInstance: func(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+			return s.deleteInstance(ctx, sc, vmi)
+		},
+	}, r.vm, r.vmi)
+	return outcome.Outcome{}, err != nil, err
+}
+
+// reconcileReport reports the VM's state and runs the bootstrap check; it
+// always ends the reconcile.
+func (s *Service) reconcileReport(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
+	o, err := s.report(ctx, sc, r.vm, r.vmi)
+	return o.After(outcome.Sooner(o.RequeueAfter, r.requeue)), true, err
 }
 
 func provisioned(km *infrav1.KubevirtMachine) bool {
@@ -122,36 +202,6 @@ func provisioned(km *infrav1.KubevirtMachine) bool {
 // provisioned, so no Node can have taken its identity.
 func vmCreated(km *infrav1.KubevirtMachine) bool {
 	return provisioned(km) || conditions.Has(km, infrav1.BootstrapSucceededCondition)
-}
-
-// observe reports the state of an existing VM and runs the bootstrap check.
-func (s *Service) observe(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
-	km := sc.KubevirtMachine
-	infra := sc.Infra()
-	var vmi *kubevirtv1.VirtualMachineInstance
-	candidate := &kubevirtv1.VirtualMachineInstance{}
-	found, err := get(ctx, infra.Client, client.ObjectKeyFromObject(vm), candidate)
-	if err != nil {
-		return outcome.Outcome{}, err
-	}
-	if found {
-		vmi = candidate
-	}
-	if _, err := s.restartIfRequested(ctx, sc, vm, vmi); err != nil {
-		return outcome.Outcome{}, err
-	}
-	s.Evacuation.RecordMigration(km, vmi)
-	evacuationWait, err := s.Evacuation.Step(ctx, &evacuation.Target{
-		KubevirtMachine: km, Machine: sc.Machine, Cluster: sc.Cluster, Infra: infra,
-		DeleteInstance: func(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
-			return s.deleteInstance(ctx, sc, vmi)
-		},
-	}, vm, vmi)
-	if err != nil {
-		return outcome.Outcome{}, err
-	}
-	o, err := s.report(ctx, sc, vm, vmi)
-	return o.After(outcome.Sooner(o.RequeueAfter, evacuationWait)), err
 }
 
 // report reads the VM's disks and instance into VirtualMachineReady and
@@ -315,7 +365,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if err != nil || data == nil {
 		return wait, err
 	}
-	if wait, err := s.cloneAuthorized(ctx, sc); err != nil || !wait.IsDone() {
+	if wait, err := guardrails.CloneAuthorized(ctx, infra, km, sc.VMNamespace(), s.recheck()); err != nil || !wait.IsDone() {
 		return wait, err
 	}
 	numa, unsupported, err := s.presetSupport(ctx, sc)
