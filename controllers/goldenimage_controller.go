@@ -18,9 +18,7 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,19 +53,17 @@ type GoldenRequest struct {
 type GoldenImageReconciler struct {
 	Client  client.Client
 	Clients *infracluster.Clients
-	// Retention is how long an unused golden volume is kept, so that a
-	// machine recreated soon after does not download the image again.
-	Retention time.Duration
-	// Imports notices finished imports for the metrics; nil counts none.
-	Imports *goldenvolume.Imports
+	// Collector counts, keeps and deletes the volumes.
+	Collector *goldenvolume.Collector
 
 	controller controller.TypedController[GoldenRequest]
 }
 
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;create;patch;delete
 
-// Reconcile counts the users of one golden volume and deletes it when its
-// retention after the last one has passed.
+// Reconcile counts the users of one golden volume and hands it to the
+// Collector, which deletes it when its retention after the last one has
+// passed.
 func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest) (ctrl.Result, error) {
 	user := infracluster.User{Kind: "GoldenImage", NamespacedName: types.NamespacedName{
 		Namespace: req.InfraSecret.String() + "|" + req.Namespace, Name: req.Name}}
@@ -101,53 +97,12 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 		metrics.GoldenImageVolumes.Forget(volume)
 		return ctrl.Result{}, nil
 	}
-	r.countImport(dv)
 	users, err := r.users(ctx, req)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	metrics.GoldenImageVolumes.Set(volume, goldenvolume.State(dv, users))
-	since, marked := dv.Annotations[golden.UnusedSinceAnnotation]
-	switch {
-	case users > 0 && marked:
-		return ctrl.Result{}, r.mark(ctx, infra.Client, dv, "")
-	case users > 0:
-		return ctrl.Result{}, nil
-	case !marked:
-		return ctrl.Result{RequeueAfter: r.Retention}, r.mark(ctx, infra.Client, dv, time.Now().UTC().Format(time.RFC3339))
-	}
-	unusedSince, err := time.Parse(time.RFC3339, since)
-	if err != nil {
-		// Someone edited it: start the retention over.
-		return ctrl.Result{RequeueAfter: r.Retention}, r.mark(ctx, infra.Client, dv, time.Now().UTC().Format(time.RFC3339))
-	}
-	if wait := time.Until(unusedSince.Add(r.Retention)); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	// Conditional on the version seen: a machine claiming the volume back
-	// changes it, and the delete then fails and is retried.
-	if err := infra.Client.Delete(ctx, dv, client.Preconditions{UID: &dv.UID, ResourceVersion: &dv.ResourceVersion}); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("deleting unused golden volume %s: %w", req.NamespacedName, err)
-	}
-	ctrl.LoggerFrom(ctx).Info("Deleted unused golden volume", "dataVolume", req.NamespacedName, "unusedSince", since)
-	metrics.GoldenImageVolumesCollected.Inc()
-	metrics.GoldenImageVolumes.Forget(volume)
-	if r.Imports != nil {
-		r.Imports.Forget(dv.UID)
-	}
-	return ctrl.Result{}, nil
-}
-
-// countImport observes a golden volume's import once it finished.
-func (r *GoldenImageReconciler) countImport(dv *cdiv1.DataVolume) {
-	if r.Imports == nil {
-		return
-	}
-	if imp, ok := r.Imports.Finished(dv); ok {
-		metrics.GoldenImageImports.Inc()
-		metrics.GoldenImageImportSeconds.Observe(imp.Seconds)
-		metrics.GoldenImageImportBytes.Add(float64(imp.Bytes))
-	}
+	requeue, err := r.Collector.Collect(ctx, infra.Client, dv, users, volume)
+	return ctrl.Result{RequeueAfter: requeue}, err
 }
 
 // users counts the KubevirtMachines, templates and pools naming the volume.
@@ -166,20 +121,6 @@ func (r *GoldenImageReconciler) users(ctx context.Context, req GoldenRequest) (i
 		return 0, err
 	}
 	return len(kms.Items) + len(templates.Items) + len(pools.Items), nil
-}
-
-// mark sets (or with "" removes) the unused-since annotation.
-func (r *GoldenImageReconciler) mark(ctx context.Context, c client.Client, dv *cdiv1.DataVolume, since string) error {
-	before := dv.DeepCopy()
-	if since == "" {
-		delete(dv.Annotations, golden.UnusedSinceAnnotation)
-	} else {
-		if dv.Annotations == nil {
-			dv.Annotations = map[string]string{}
-		}
-		dv.Annotations[golden.UnusedSinceAnnotation] = since
-	}
-	return c.Patch(ctx, dv, client.MergeFrom(before))
 }
 
 // SetupWithManager registers the controller: KubevirtMachines and templates

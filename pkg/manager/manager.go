@@ -352,7 +352,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		retention = time.Hour
 	}
 	if err := (&controllers.GoldenImageReconciler{
-		Client: mgr.GetClient(), Clients: clients, Retention: retention, Imports: goldenvolume.NewImports(time.Now()),
+		Client: mgr.GetClient(), Clients: clients,
+		Collector: &goldenvolume.Collector{Retention: retention, Imports: goldenvolume.NewImports(time.Now())},
 	}).SetupWithManager(ctx, mgr, controller.TypedOptions[controllers.GoldenRequest]{MaxConcurrentReconciles: max(o.GoldenImageConcurrency, 1)}); err != nil {
 		return fmt.Errorf("setting up golden image controller: %w", err)
 	}
