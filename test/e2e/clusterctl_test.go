@@ -28,7 +28,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,8 +44,8 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
-	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 var _ = Describe("clusterctl init", func() {
@@ -58,7 +57,7 @@ var _ = Describe("clusterctl init", func() {
 	ctx := context.Background()
 
 	It("installs only this provider, with a serving certificate cert-manager issued and injected", func() {
-		Expect(initOutput).To(ContainSubstring(`Installing provider="infrastructure-kubevirt" version="` + releaseVersion + `" targetNamespace="capkv-system"`))
+		Expect(initOutput).To(ContainSubstring(`Installing provider="infrastructure-kubevirt" version="` + suite.ReleaseVersion + `" targetNamespace="capkv-system"`))
 		Expect(initOutput).NotTo(MatchRegexp(`Installing provider="(cluster-api|bootstrap-kubeadm|control-plane-kubeadm)"`))
 
 		deployment := &appsv1.Deployment{}
@@ -73,7 +72,7 @@ var _ = Describe("clusterctl init", func() {
 		Expect(c.List(ctx, inventory, client.InNamespace(clusterctl.Namespace))).To(Succeed())
 		Expect(inventory.Items).To(HaveLen(1))
 		Expect(inventory.Items[0].Object).To(SatisfyAll(HaveKeyWithValue("providerName", "kubevirt"),
-			HaveKeyWithValue("type", "InfrastructureProvider"), HaveKeyWithValue("version", releaseVersion)))
+			HaveKeyWithValue("type", "InfrastructureProvider"), HaveKeyWithValue("version", suite.ReleaseVersion)))
 	})
 
 	It("runs the provider as its ServiceAccount: what the installed RBAC does not grant is refused", func() {
@@ -114,7 +113,7 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 		for _, flavor := range runnableFlavors() {
 			ns := newNamespace(ctx, "e2e-flavor-")
 			prepareFlavor(ctx, flavor, ns)
-			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + releaseVersion}
+			args := []string{"generate", "cluster", "defaults", "--infrastructure", "kubevirt:" + suite.ReleaseVersion}
 			if flavor != "default" {
 				args = append(args, "--flavor", flavor)
 			}
@@ -123,7 +122,7 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 		}
 		ns := newNamespace(ctx, "e2e-clusterip-")
 		out := applyGenerated(ctx, ns, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "ClusterIP"},
-			"generate", "cluster", "cip", "--infrastructure", "kubevirt:"+releaseVersion, "--worker-machine-count", "1")
+			"generate", "cluster", "cip", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "--worker-machine-count", "1")
 		Expect(out).To(ContainSubstring("type: ClusterIP"))
 		namespaces["clusterip"] = ns
 	})
@@ -132,7 +131,7 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 		documented := documentedVariables()
 		seen := map[string]bool{}
 		for _, flavor := range flavors() {
-			args := []string{"generate", "cluster", "listed", "--infrastructure", "kubevirt:" + releaseVersion, "-n", "default", "--list-variables"}
+			args := []string{"generate", "cluster", "listed", "--infrastructure", "kubevirt:" + suite.ReleaseVersion, "-n", "default", "--list-variables"}
 			if flavor != "default" {
 				args = append(args, "--flavor", flavor)
 			}
@@ -193,10 +192,10 @@ var _ = Describe("clusterctl describe", Ordered, ContinueOnFailure, func() {
 		}
 		badNS = newNamespace(ctx, "e2e-bad-image-")
 		applyGenerated(ctx, badNS, map[string]string{"CAPKV_NODE_IMAGE": "docker://images.example.com/" + sim.FailBadImage + ":v1.34.1"},
-			"generate", "cluster", "bad", "--infrastructure", "kubevirt:"+releaseVersion)
+			"generate", "cluster", "bad", "--infrastructure", "kubevirt:"+suite.ReleaseVersion)
 		stockNS = newNamespace(ctx, "e2e-stock-image-")
 		applyGenerated(ctx, stockNS, map[string]string{"CAPKV_NODE_IMAGE": stock},
-			"generate", "cluster", "stock", "--infrastructure", "kubevirt:"+releaseVersion)
+			"generate", "cluster", "stock", "--infrastructure", "kubevirt:"+suite.ReleaseVersion)
 	})
 
 	It("shows why a cluster waits for an unreachable infra cluster, on its KubevirtCluster", func() {
@@ -321,48 +320,6 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 	return false
 }
 
-// newNamespace creates a namespace named after prefix.
-func newNamespace(ctx context.Context, prefix string) string {
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	Expect(c.Create(ctx, namespace)).To(Succeed())
-	return namespace.Name
-}
-
-// applyGenerated runs clusterctl with args in namespace ns (its generate
-// cluster, as a user would) and applies what it prints there; it returns
-// the output.
-func applyGenerated(ctx context.Context, ns string, vars map[string]string, args ...string) string {
-	out, err := cc.RunWithVariables(ctx, vars, slices.Concat(args, []string{"-n", ns})...)
-	Expect(err).NotTo(HaveOccurred(), "clusterctl %v", args)
-	Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed(), "applying the output of clusterctl %v", args)
-	return out
-}
-
-// expectRunning waits until the Cluster is provisioned and available, with
-// every control-plane machine ready.
-func expectRunning(ctx context.Context, ns, name string) {
-	Eventually(func() string {
-		cluster := &clusterv1.Cluster{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
-			return err.Error()
-		}
-		return fmt.Sprintf("phase %s, available %t", cluster.Status.Phase, conditions.IsTrue(cluster, clusterv1.AvailableCondition))
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("phase Provisioned, available true"), func() string { return describe(ctx, ns) })
-}
-
-// deleteCluster deletes a Cluster and waits until it and its infrastructure
-// are gone.
-func deleteCluster(ctx context.Context, ns, name string) {
-	Expect(c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
-	Eventually(func(g Gomega) int {
-		kms := &infrav1.KubevirtMachineList{}
-		kcs := &infrav1.KubevirtClusterList{}
-		g.Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
-		g.Expect(c.List(ctx, kcs, client.InNamespace(ns))).To(Succeed())
-		return len(kms.Items) + len(kcs.Items)
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero(), func() string { return describe(ctx, ns) })
-}
-
 // runnableFlavors are the flavors whose cluster the generate-cluster specs
 // run from their defaults alone. The machinepool and multus-ipam flavors
 // have their own ordered specs (machinepool_test.go, ipam_test.go), which
@@ -424,33 +381,4 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-// servingCertInjected checks that cert-manager issued the provider's
-// serving certificate and that its cainjector injected the CA into every
-// webhook of the provider. Both happen after the Secret is written, on
-// cert-manager's own time: clusterctl init waits for neither, so a
-// webhook call right after it may fail on an unknown authority.
-func servingCertInjected(ctx context.Context) func(g Gomega) {
-	return func(g Gomega) {
-		cert := &unstructured.Unstructured{}
-		cert.SetAPIVersion("cert-manager.io/v1")
-		cert.SetKind("Certificate")
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: "capkv-serving-cert"}, cert)).To(Succeed())
-		conds, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
-		g.Expect(conds).To(ContainElement(SatisfyAll(HaveKeyWithValue("type", "Ready"), HaveKeyWithValue("status", "True"))))
-		secret := &corev1.Secret{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: "webhook-service-cert"}, secret)).To(Succeed())
-		g.Expect(secret.Data["ca.crt"]).NotTo(BeEmpty())
-		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: "capkv-validating-webhook-configuration"}, validating)).To(Succeed())
-		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: "capkv-mutating-webhook-configuration"}, mutating)).To(Succeed())
-		for _, hook := range validating.Webhooks {
-			g.Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "cainjector injects the CA into %s", hook.Name)
-		}
-		for _, hook := range mutating.Webhooks {
-			g.Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "cainjector injects the CA into %s", hook.Name)
-		}
-	}
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -48,7 +49,7 @@ var _ = Describe("A cluster generated with CNI=none", Ordered, func() {
 		}
 		ns = newNamespace(ctx, "e2e-nocni-")
 		applyGenerated(ctx, ns, map[string]string{"CNI": "none"},
-			"generate", "cluster", name, "--infrastructure", "kubevirt:"+releaseVersion, "--worker-machine-count", "1")
+			"generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "--worker-machine-count", "1")
 	})
 
 	It("has Nodes that wait NotReady with the kubelet's message, and no Machine is remediated for twice the health check's timeout", func() {
@@ -116,22 +117,3 @@ var _ = Describe("A cluster generated with CNI=none", Ordered, func() {
 		deleteCluster(ctx, ns, name)
 	})
 })
-
-// expectCNIApplied checks that the flavor's ClusterResourceSet applied the
-// CNI to the cluster and that every Machine's Node is Ready.
-func expectCNIApplied(ctx context.Context, ns, name string) {
-	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		binding := &addonsv1.ClusterResourceSetBinding{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, binding)).To(Succeed())
-		g.Expect(binding.Spec.Bindings).To(ContainElement(SatisfyAll(
-			HaveField("ClusterResourceSetName", name+"-cni-flannel"),
-			HaveField("Resources", ContainElement(HaveField("Applied", HaveValue(BeTrue())))))))
-		machines := &clusterv1.MachineList{}
-		g.Expect(c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name})).To(Succeed())
-		g.Expect(machines.Items).NotTo(BeEmpty())
-		for _, m := range machines.Items {
-			g.Expect(conditions.IsTrue(&m, clusterv1.MachineNodeReadyCondition)).To(BeTrue(), "machine %s", m.Name)
-		}
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), func() string { return describe(ctx, ns) })
-}

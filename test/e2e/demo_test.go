@@ -32,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -40,31 +39,14 @@ import (
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	ctrlkubeconfig "sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
-
-// goldenVolumes counts the golden image DataVolumes in a namespace.
-func goldenVolumes(ctx context.Context, ns string) int {
-	return len(goldenVolumeNames(ctx, ns))
-}
-
-// goldenVolumeNames names the golden image DataVolumes in a namespace.
-func goldenVolumeNames(ctx context.Context, ns string) []string {
-	dvs := &cdiv1.DataVolumeList{}
-	Expect(c.List(ctx, dvs, client.InNamespace(ns), client.HasLabels{golden.Label})).To(Succeed())
-	names := make([]string, 0, len(dvs.Items))
-	for _, dv := range dvs.Items {
-		names = append(names, dv.Name)
-	}
-	return names
-}
 
 var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 	var ns string
@@ -79,7 +61,7 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 				"CONTROL_PLANE_MACHINE_COUNT": "3", "WORKER_MACHINE_COUNT": "3"})).To(Succeed())
 			return
 		}
-		manifests, err := cc.Run(ctx, "generate", "cluster", "demo", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns,
+		manifests, err := cc.Run(ctx, "generate", "cluster", "demo", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns,
 			"--control-plane-machine-count", "3", "--worker-machine-count", "3")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, c, []byte(manifests))).To(Succeed())
@@ -352,89 +334,9 @@ func restartProvider(ctx context.Context) {
 // scaleWorkers sets the MachineDeployment's replicas.
 func scaleWorkers(ctx context.Context, ns string, n int32) { scaleDeployment(ctx, ns, "demo-md-0", n) }
 
-// scaleDeployment sets the replicas of a MachineDeployment.
-func scaleDeployment(ctx context.Context, ns, name string, n int32) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		md := &clusterv1.MachineDeployment{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, md); err != nil {
-			return err
-		}
-		md.Spec.Replicas = ptr.To(n)
-		return c.Update(ctx, md)
-	})).To(Succeed())
-}
-
 // expectWorkers waits for exactly n worker machines, all ready with Nodes.
 func expectWorkers(ctx context.Context, ns string, n int) {
 	expectDeploymentNodes(ctx, ns, "demo-md-0", n)
-}
-
-// expectDeploymentNodes waits for exactly n machines of a
-// MachineDeployment, all with Nodes.
-func expectDeploymentNodes(ctx context.Context, ns, md string, n int) {
-	Eventually(func() string {
-		machines := &clusterv1.MachineList{}
-		if err := c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err != nil {
-			return err.Error()
-		}
-		withNode := 0
-		for _, m := range machines.Items {
-			if m.Status.NodeRef.IsDefined() && m.DeletionTimestamp.IsZero() {
-				withNode++
-			}
-		}
-		return fmt.Sprintf("%d machines, %d with a Node", len(machines.Items), withNode)
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(fmt.Sprintf("%d machines, %d with a Node", n, n)),
-		func() string { return describe(ctx, ns) })
-}
-
-// describe summarizes the cluster's objects for failure messages.
-func describe(ctx context.Context, ns string) string {
-	var b strings.Builder
-	kcs := &infrav1.KubevirtClusterList{}
-	_ = c.List(ctx, kcs, client.InNamespace(ns))
-	for _, kc := range kcs.Items {
-		for _, cond := range kc.Status.Conditions {
-			fmt.Fprintf(&b, "KubevirtCluster %s %s=%s %s: %s\n", kc.Name, cond.Type, cond.Status, cond.Reason, cond.Message)
-		}
-		fmt.Fprintf(&b, "  endpoint %s:%d\n", kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port)
-	}
-	kms := &infrav1.KubevirtMachineList{}
-	_ = c.List(ctx, kms, client.InNamespace(ns))
-	for _, km := range kms.Items {
-		for _, cond := range km.Status.Conditions {
-			if cond.Status != metav1.ConditionTrue {
-				fmt.Fprintf(&b, "KubevirtMachine %s %s=%s %s: %s\n", km.Name, cond.Type, cond.Status, cond.Reason, cond.Message)
-			}
-		}
-	}
-	vmis := &kubevirtv1.VirtualMachineInstanceList{}
-	_ = c.List(ctx, vmis, client.InNamespace(ns))
-	for _, vmi := range vmis.Items {
-		fmt.Fprintf(&b, "VMI %s phase %s guest %q\n", vmi.Name, vmi.Status.Phase, vmi.Annotations["sim.capkv.io/guest"])
-	}
-	for _, km := range kms.Items {
-		fmt.Fprintf(&b, "KubevirtMachine %s nodeupdated %v providerID %v\n", km.Name, km.Status.NodeUpdated, ptr.Deref(km.Spec.ProviderID, ""))
-	}
-	if wc, host, err := tenantClient(ctx, ns, "demo"); err != nil {
-		fmt.Fprintf(&b, "workload client: %v\n", err)
-	} else {
-		nodes := &corev1.NodeList{}
-		err := wc.List(ctx, nodes)
-		fmt.Fprintf(&b, "workload cluster at %s: %d nodes, %v\n", host, len(nodes.Items), err)
-	}
-	machines := &clusterv1.MachineList{}
-	_ = c.List(ctx, machines, client.InNamespace(ns))
-	for _, m := range machines.Items {
-		fmt.Fprintf(&b, "Machine %s phase %s nodeRef %v\n", m.Name, m.Status.Phase, m.Status.NodeRef.Name)
-		if d := conditions.Get(&m, clusterv1.MachineDeletingCondition); d != nil && d.Status == metav1.ConditionTrue {
-			fmt.Fprintf(&b, "  deleting: %s: %s\n", d.Reason, d.Message)
-		}
-	}
-	if provider != nil {
-		fmt.Fprintf(&b, "provider pods (restarts, state, last 20 log lines of each):\n%s\n", provider.LogTails(20))
-	}
-	return b.String()
 }
 
 // remediationEventReasons lists the reasons of the Events recorded on the
@@ -449,33 +351,6 @@ func remediationEventReasons(ctx context.Context, ns, name string) []string {
 		}
 	}
 	return reasons
-}
-
-// tenantClient reaches a tenant cluster with the kubeconfig Cluster API
-// wrote for it, as its users do; it also returns the server's address.
-func tenantClient(ctx context.Context, ns, cluster string) (client.Client, string, error) {
-	kubeconfig, err := ctrlkubeconfig.FromSecret(ctx, c, client.ObjectKey{Namespace: ns, Name: cluster})
-	if err != nil {
-		return nil, "", err
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, "", err
-	}
-	wc, err := client.New(cfg, client.Options{})
-	return wc, cfg.Host, err
-}
-
-// patchHealthCheck changes a MachineHealthCheck of the cluster.
-func patchHealthCheck(ctx context.Context, ns, name string, mutate func(*clusterv1.MachineHealthCheck)) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		mhc := &clusterv1.MachineHealthCheck{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, mhc); err != nil {
-			return err
-		}
-		mutate(mhc)
-		return c.Update(ctx, mhc)
-	})).To(Succeed())
 }
 
 // vmOf reads the VM instance of a machine.

@@ -126,16 +126,6 @@ func checkFlavor(ctx context.Context, flavor string, kc *infrav1.KubevirtCluster
 	}
 }
 
-// kubevirtClusterOf reads the KubevirtCluster of a Cluster, whose name the
-// topology controller generates for a ClusterClass cluster.
-func kubevirtClusterOf(ctx context.Context, ns, name string) *infrav1.KubevirtCluster {
-	cluster := &clusterv1.Cluster{}
-	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster)).To(Succeed())
-	kc := &infrav1.KubevirtCluster{}
-	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.Spec.InfrastructureRef.Name}, kc)).To(Succeed())
-	return kc
-}
-
 // createIPPool makes an InClusterIPPool of Cluster API's in-cluster IPAM
 // provider with the addresses of range (a /24, no gateway: the pod network
 // keeps the default route).

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -57,7 +58,7 @@ var _ = Describe("The multus-ipam flavor", Ordered, func() {
 
 	It("runs a cluster whose nodes' VLAN addresses come from the pool, each Node reporting its own", func() {
 		out, err := cc.RunWithVariables(ctx, map[string]string{"WORKER_MACHINE_COUNT": "2"},
-			"generate", "cluster", name, "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--flavor", "multus-ipam")
+			"generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--flavor", "multus-ipam")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 		expectRunning(ctx, ns, name)

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -49,7 +50,7 @@ var _ = Describe("A Kubernetes minor upgrade of the default flavor", func() {
 		)
 		ns := newNamespace(ctx, "e2e-k8s-upgrade-")
 		out, err := cc.RunWithVariables(ctx, map[string]string{"KUBERNETES_VERSION": from},
-			"generate", "cluster", name, "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--worker-machine-count", "1")
+			"generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--worker-machine-count", "1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 		expectRunning(ctx, ns, name)
@@ -108,50 +109,4 @@ func copyTemplateForVersion(ctx context.Context, ns, name, from, to string) stri
 	image.URL = strings.TrimSuffix(image.URL, from) + to
 	Expect(c.Create(ctx, next)).To(Succeed())
 	return next.Name
-}
-
-// expectControlPlaneUpgraded waits until every control-plane machine runs
-// version with a Node, and fails if a worker got the version first.
-func expectControlPlaneUpgraded(ctx context.Context, ns, version string) {
-	var workerFirst string
-	Eventually(func(g Gomega) bool {
-		machines := &clusterv1.MachineList{}
-		g.Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
-		upgraded, newWorker := true, ""
-		for _, m := range machines.Items {
-			if !m.DeletionTimestamp.IsZero() {
-				continue
-			}
-			_, cp := m.Labels[clusterv1.MachineControlPlaneLabel]
-			if cp && (m.Spec.Version != version || !m.Status.NodeRef.IsDefined()) {
-				upgraded = false
-			}
-			if !cp && m.Spec.Version == version {
-				newWorker = m.Name
-			}
-		}
-		if newWorker != "" && !upgraded && workerFirst == "" {
-			workerFirst = newWorker
-		}
-		return upgraded
-	}).WithTimeout(timeout).WithPolling(200*time.Millisecond).Should(BeTrue(), func() string { return describe(ctx, ns) })
-	Expect(workerFirst).To(BeEmpty(), "no worker takes the new version before the control plane runs it")
-}
-
-// expectKubelets checks that every Machine's Node reports the kubelet
-// version, as the guest's image or install gave it.
-func expectKubelets(ctx context.Context, ns, version string) {
-	Eventually(func(g Gomega) map[string]string {
-		machines := &clusterv1.MachineList{}
-		g.Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
-		out := map[string]string{}
-		for _, m := range machines.Items {
-			if m.Status.NodeInfo == nil {
-				out[m.Name] = "no Node info"
-				continue
-			}
-			out[m.Name] = m.Status.NodeInfo.KubeletVersion
-		}
-		return out
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(HaveEach(version))
 }

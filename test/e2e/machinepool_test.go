@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -63,7 +64,7 @@ var _ = Describe("The machinepool flavor", Ordered, func() {
 	}
 
 	It("renders with only its defaults and reaches Running", func() {
-		out, err := cc.Run(ctx, "generate", "cluster", name, "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--flavor", "machinepool")
+		out, err := cc.Run(ctx, "generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--flavor", "machinepool")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 		expectRunning(ctx, ns, name)
@@ -136,7 +137,7 @@ var _ = Describe("ClusterClass kubevirt's default-pool class", func() {
 
 	It("runs a MachinePool of the topology to Running, and leaves nothing behind", func() {
 		ns := newNamespace(ctx, "e2e-topology-pool-")
-		out, err := cc.Run(ctx, "generate", "cluster", "tp", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--flavor", "topology")
+		out, err := cc.Run(ctx, "generate", "cluster", "tp", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--flavor", "topology")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, c, []byte(out))).To(Succeed())
 		updateTopology(ctx, ns, "tp", func(t *clusterv1.Topology) {

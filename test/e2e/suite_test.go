@@ -37,6 +37,7 @@ import (
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
@@ -44,6 +45,9 @@ import (
 var (
 	// c reaches the management cluster.
 	c client.Client
+	// setup is the sandbox's world with the provider clusterctl installed;
+	// nil against a real cluster.
+	setup *suite.Setup
 	// w is the sandbox's world; nil against a real cluster.
 	w *world.World
 	// cc is the real clusterctl, configured with a local repository of
@@ -84,42 +88,26 @@ var _ = BeforeSuite(func() {
 		timeout = 30 * time.Minute
 		return
 	}
-	world.QuietLogs()
 	var err error
 	By("starting the world: API server, KubeVirt, CDI, Cluster API, cert-manager")
-	w, err = world.Start(world.Options{WithCAPI: true, WithoutProviderCRDs: true, WithCertManager: true})
+	setup, err = suite.Start(suite.Options{})
 	Expect(err).NotTo(HaveOccurred())
+	w, cc, mgmt = setup.World, setup.Clusterctl, setup.Managements[0]
 	c = w.Env.Client
-	cc, err = clusterctl.NewForWorld(releaseVersion)
-	Expect(err).NotTo(HaveOccurred())
-	mgmt, err = cc.ManagementOf(w.Env, "management")
-	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	By("clusterctl init --infrastructure kubevirt")
-	initOutput, provider, err = cc.Init(ctx, mgmt, releaseVersion)
+	outputs, err := setup.Init(ctx, suite.ReleaseVersion)
 	Expect(err).NotTo(HaveOccurred())
+	initOutput, provider = outputs[0], setup.Providers[0]
 	// Every spec calls the provider's webhooks; they answer once
 	// cert-manager injected their CA.
 	By("waiting for cert-manager to inject the webhooks' CA")
 	Eventually(servingCertInjected(ctx)).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 })
 
-// releaseVersion is the version the specs give this build's release
-// artifacts in clusterctl's local repository.
-const releaseVersion = "v0.2.0"
-
 var _ = AfterSuite(func() {
-	if w == nil {
-		return
-	}
-	if provider != nil {
-		Expect(provider.Stop()).To(Succeed())
-	}
-	Expect(w.Stop()).To(Succeed())
-	if cc != nil {
-		Expect(cc.Cleanup()).To(Succeed())
-	}
+	Expect(setup.Stop()).To(Succeed())
 })
 
 // A failed spec's report ends with each provider pod's restart count, its

@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -37,6 +36,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -70,7 +70,7 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 		// image-builder's do.
 		w.Sim.Images.AddVersioned(topologyRepository, sim.Image{OS: "Ubuntu 24.04", Reads: "cloud-init", Runtime: true, GuestAgent: true})
 		generated, err = cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE_REPOSITORY": "docker://" + topologyRepository},
-			"generate", "cluster", name, "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns, "--flavor", "topology", "--worker-machine-count", "1")
+			"generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--flavor", "topology", "--worker-machine-count", "1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(generated).To(ContainSubstring("kind: ClusterClass"), "clusterctl adds the class the cluster names")
 		Expect(world.ApplyYAML(ctx, c, []byte(generated))).To(Succeed())
@@ -207,18 +207,6 @@ func renameTemplateRefs(obj map[string]any, suffix string) {
 	}
 }
 
-// updateTopology changes a Cluster's topology as a user would.
-func updateTopology(ctx context.Context, ns, name string, change func(*clusterv1.Topology)) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cluster := &clusterv1.Cluster{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
-			return err
-		}
-		change(&cluster.Spec.Topology)
-		return c.Update(ctx, cluster)
-	})).To(Succeed())
-}
-
 // setVariable sets a topology variable to a JSON value.
 func setVariable(t *clusterv1.Topology, name, value string) {
 	for i := range t.Variables {
@@ -257,47 +245,4 @@ func topologyUIDs(ctx context.Context, ns string) map[string]types.UID {
 		})).To(Succeed())
 	}
 	return out
-}
-
-// machineUIDs are the UIDs of the namespace's Machines.
-func machineUIDs(ctx context.Context, ns string) map[types.UID]bool {
-	machines := &clusterv1.MachineList{}
-	Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
-	out := map[types.UID]bool{}
-	for _, m := range machines.Items {
-		out[m.UID] = true
-	}
-	return out
-}
-
-// expectAllReplaced waits until n Machines have Nodes and none of them is
-// one of before.
-func expectAllReplaced(ctx context.Context, ns string, before map[types.UID]bool, n int) {
-	Eventually(func(g Gomega) string {
-		machines := &clusterv1.MachineList{}
-		g.Expect(c.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
-		old, withNode := 0, 0
-		for _, m := range machines.Items {
-			if before[m.UID] {
-				old++
-			}
-			if m.Status.NodeRef.IsDefined() {
-				withNode++
-			}
-		}
-		return fmt.Sprintf("%d machines, %d old, %d with a Node", len(machines.Items), old, withNode)
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal(fmt.Sprintf("%d machines, 0 old, %d with a Node", n, n)),
-		func() string { return describe(ctx, ns) })
-}
-
-// kubevirtMachines lists the namespace's KubevirtMachines.
-func kubevirtMachines(ctx context.Context, ns string) []infrav1.KubevirtMachine {
-	kms := &infrav1.KubevirtMachineList{}
-	Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
-	return kms.Items
-}
-
-func expectMachinesWithNodes(ctx context.Context, ns string, n int) {
-	Eventually(func() (string, error) { return world.MachinesWithNodes(ctx, c, ns) }).
-		WithTimeout(timeout).WithPolling(time.Second).Should(Equal(fmt.Sprintf("%d machines, %d with a Node", n, n)), func() string { return describe(ctx, ns) })
 }

@@ -24,7 +24,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -34,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -62,12 +62,7 @@ var _ = Describe("clusterctl move of a cluster with pool addresses", Ordered, fu
 	var before map[string]string
 
 	BeforeAll(func() {
-		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-move-ipam-"}}
-		Expect(from.Client.Create(ctx, namespace)).To(Succeed())
-		ns = namespace.Name
-		Expect(w.Infra.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Expect(from.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infra-kubeconfig"},
-			Data: map[string][]byte{infrav1.InfraClusterSecretKubeconfigKey: w.Infra.KubeConfig}})).To(Succeed())
+		ns = newTenantNamespace(ctx, "e2e-move-ipam-")
 		nad := &unstructured.Unstructured{}
 		nad.SetAPIVersion("k8s.cni.cncf.io/v1")
 		nad.SetKind("NetworkAttachmentDefinition")
@@ -75,7 +70,7 @@ var _ = Describe("clusterctl move of a cluster with pool addresses", Ordered, fu
 		nad.SetName("tenant-vlan")
 		Expect(unstructured.SetNestedField(nad.Object, `{"cniVersion":"0.3.1","type":"bridge","bridge":"br-tenant","vlan":50,"ipam":{}}`, "spec", "config")).To(Succeed())
 		Expect(w.Infra.Client.Create(ctx, nad)).To(Succeed())
-		out, err := cc.Run(ctx, "generate", "cluster", "pooled", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns,
+		out, err := cc.Run(ctx, "generate", "cluster", "pooled", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns,
 			"--flavor", "external-infra", "--worker-machine-count", "1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(strings.Count(out, "      virtualMachineBootstrapCheck:\n")).To(Equal(2))

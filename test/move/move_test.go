@@ -35,6 +35,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -43,16 +44,8 @@ var _ = Describe("clusterctl move", Ordered, func() {
 	var ns string
 
 	BeforeAll(func() {
-		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-move-"}}
-		Expect(from.Client.Create(ctx, namespace)).To(Succeed())
-		ns = namespace.Name
-		// The tenant's VMs live in a namespace of the same name on the
-		// shared infra cluster.
-		Expect(w.Infra.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		// The Secret the external-infra flavor names by default.
-		Expect(from.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infra-kubeconfig"},
-			Data: map[string][]byte{infrav1.InfraClusterSecretKubeconfigKey: w.Infra.KubeConfig}})).To(Succeed())
-		out, err := cc.Run(ctx, "generate", "cluster", "moved", "--infrastructure", "kubevirt:"+releaseVersion, "-n", ns,
+		ns = newTenantNamespace(ctx, "e2e-move-")
+		out, err := cc.Run(ctx, "generate", "cluster", "moved", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns,
 			"--flavor", "external-infra", "--worker-machine-count", "1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAML(ctx, from.Client, []byte(out))).To(Succeed())
@@ -123,6 +116,20 @@ var _ = Describe("clusterctl move", Ordered, func() {
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero())
 	})
 })
+
+// newTenantNamespace creates a namespace named after prefix on the first
+// management cluster, with the infra kubeconfig Secret the external-infra
+// flavor names by default, and a namespace of the same name on the shared
+// infra cluster, where the tenant's VMs live. It returns the name.
+func newTenantNamespace(ctx context.Context, prefix string) string {
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	Expect(from.Client.Create(ctx, namespace)).To(Succeed())
+	ns := namespace.Name
+	Expect(w.Infra.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(from.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infra-kubeconfig"},
+		Data: map[string][]byte{infrav1.InfraClusterSecretKubeconfigKey: w.Infra.KubeConfig}})).To(Succeed())
+	return ns
+}
 
 // scaleTo sets the replicas of a MachineDeployment on the second
 // management cluster.

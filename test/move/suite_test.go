@@ -29,24 +29,19 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
-	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 var (
-	w *world.World
+	setup *suite.Setup
+	w     *world.World
 	// from and to are the two management clusters; tenants move from the
 	// first to the second.
 	from, to clusterctl.Management
-	// providers run the provider's pods on each.
-	providers []*world.PodRunner
-	cc        *clusterctl.Clusterctl
-	timeout   = 5 * time.Minute
+	cc       *clusterctl.Clusterctl
+	timeout  = 5 * time.Minute
 )
-
-// releaseVersion is the version of this build's artifacts in the local
-// repository.
-const releaseVersion = "v0.2.0"
 
 func TestMove(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -54,38 +49,17 @@ func TestMove(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	world.QuietLogs()
 	var err error
-	w, err = world.Start(world.Options{WithCAPI: true, ExternalInfra: true, WithoutProviderCRDs: true, WithCertManager: true})
+	setup, err = suite.Start(suite.Options{World: world.Options{ExternalInfra: true}, Managements: []string{"from", "to"}})
 	Expect(err).NotTo(HaveOccurred())
-	second, err := w.StartManagement()
-	Expect(err).NotTo(HaveOccurred())
-	cc, err = clusterctl.NewForWorld(releaseVersion)
-	Expect(err).NotTo(HaveOccurred())
+	w, cc, from, to = setup.World, setup.Clusterctl, setup.Managements[0], setup.Managements[1]
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	for i, env := range []*testenv.Env{w.Env, second.Env} {
-		m, err := cc.ManagementOf(env, []string{"from", "to"}[i])
-		Expect(err).NotTo(HaveOccurred())
-		_, runner, err := cc.Init(ctx, m, releaseVersion)
-		Expect(err).NotTo(HaveOccurred())
-		providers = append(providers, runner)
-		if i == 0 {
-			from = m
-		} else {
-			to = m
-		}
-	}
+	// The provider runs on both, each with its own pods.
+	_, err = setup.Init(ctx, suite.ReleaseVersion)
+	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = AfterSuite(func() {
-	for _, p := range providers {
-		Expect(p.Stop()).To(Succeed())
-	}
-	if w != nil {
-		Expect(w.Stop()).To(Succeed())
-	}
-	if cc != nil {
-		Expect(cc.Cleanup()).To(Succeed())
-	}
+	Expect(setup.Stop()).To(Succeed())
 })

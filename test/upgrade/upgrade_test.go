@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -50,6 +51,7 @@ const (
 )
 
 var (
+	setup    *suite.Setup
 	w        *world.World
 	cc       *clusterctl.Clusterctl
 	mgmt     clusterctl.Management
@@ -63,34 +65,24 @@ func TestUpgrade(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	world.QuietLogs()
 	var err error
-	w, err = world.Start(world.Options{WithCAPI: true, WithoutProviderCRDs: true, WithCertManager: true})
+	setup, err = suite.Start(suite.Options{Version: currentVersion})
 	Expect(err).NotTo(HaveOccurred())
-	cc, err = clusterctl.NewForWorld(currentVersion)
-	Expect(err).NotTo(HaveOccurred())
+	w, cc, mgmt = setup.World, setup.Clusterctl, setup.Managements[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
 	defer cancel()
+	// The previous release, built from its commit, is installed first.
 	previous, binary, err := clusterctl.BuildRelease(ctx, previousCommit, previousVersion, cc.Dir+"/previous")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(cc.AddRelease(previous)).To(Succeed())
 	cc.Binaries = map[string]string{clusterctl.ImageOf(previousVersion): binary}
-	mgmt, err = cc.ManagementOf(w.Env, "management")
+	_, err = setup.Init(ctx, previousVersion)
 	Expect(err).NotTo(HaveOccurred())
-	_, provider, err = cc.Init(ctx, mgmt, previousVersion)
-	Expect(err).NotTo(HaveOccurred())
+	provider = setup.Providers[0]
 })
 
 var _ = AfterSuite(func() {
-	if provider != nil {
-		Expect(provider.Stop()).To(Succeed())
-	}
-	if w != nil {
-		Expect(w.Stop()).To(Succeed())
-	}
-	if cc != nil {
-		Expect(cc.Cleanup()).To(Succeed())
-	}
+	Expect(setup.Stop()).To(Succeed())
 })
 
 var _ = Describe("clusterctl upgrade", Ordered, func() {
