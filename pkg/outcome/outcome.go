@@ -17,8 +17,9 @@ limitations under the License.
 // Package outcome is how a service tells its controller what a reconcile
 // achieved: done, waiting for something with a reason, waiting for a time,
 // or failed until the user acts. The controller turns it into a result and
-// never reads conditions back to find out. Record and RecordWarning are the
-// one place that sets a condition from an outcome and records its Events.
+// never reads conditions back to find out. Set, Record and RecordWarning
+// are the one place that sets a condition from an outcome and records its
+// Events; Sooner is the one rule for combining requeue delays.
 package outcome
 
 import (
