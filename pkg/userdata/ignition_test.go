@@ -76,15 +76,6 @@ func checkFile(t *testing.T, want map[string]wantFile, path string, mode *int, c
 	}
 }
 
-// checkUser checks that the config's only user is capkv with the test key;
-// users is shown when it is not.
-func checkUser(t *testing.T, n int, name string, keys int, key string, users any) {
-	t.Helper()
-	if n != 1 || name != "capkv" || keys != 1 || key != testUserKey {
-		t.Errorf("users = %+v, want capkv with the test key", users)
-	}
-}
-
 func wantFiles(add Additions) map[string]wantFile {
 	return map[string]wantFile{
 		hostKeyPath:            {0o600, add.SSHHostKey},
@@ -153,7 +144,10 @@ func TestRenderIgnitionV3(t *testing.T) {
 			}
 
 			users := cfg.Passwd.Users
-			checkUser(t, len(users), users[0].Name, len(users[0].SSHAuthorizedKeys), string(users[0].SSHAuthorizedKeys[0]), users)
+			if len(users) != 1 || users[0].Name != "capkv" || len(users[0].SSHAuthorizedKeys) != 1 ||
+				string(users[0].SSHAuthorizedKeys[0]) != testUserKey {
+				t.Errorf("users = %+v, want capkv with the test key", users)
+			}
 		})
 	}
 }
@@ -199,7 +193,10 @@ func TestRenderIgnitionV2(t *testing.T) {
 			}
 
 			users := cfg.Passwd.Users
-			checkUser(t, len(users), users[0].Name, len(users[0].SSHAuthorizedKeys), string(users[0].SSHAuthorizedKeys[0]), users)
+			if len(users) != 1 || users[0].Name != "capkv" || len(users[0].SSHAuthorizedKeys) != 1 ||
+				string(users[0].SSHAuthorizedKeys[0]) != testUserKey {
+				t.Errorf("users = %+v, want capkv with the test key", users)
+			}
 			// Spec 2.0 only creates users it is asked to create.
 			if created := users[0].Create != nil; created != (name == "2.0.0") {
 				t.Errorf("user create set = %v, want it only for spec 2.0", created)
