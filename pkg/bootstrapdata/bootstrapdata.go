@@ -81,23 +81,24 @@ func Read(ctx context.Context, c client.Client, ns string, name *string, network
 		data.Format = userdata.FormatCloudConfig
 	}
 	if networkData != nil {
-		var o outcome.Outcome
-		var err error
-		if data.NetworkData, o, err = NetworkData(ctx, c, ns, networkData.Name); err != nil || data.NetworkData == nil {
+		nd, o, err := NetworkData(ctx, c, ns, networkData.Name)
+		if err != nil || nd == nil {
 			return nil, o, err
 		}
+		data.NetworkData = nd
 	}
 	return data, outcome.Outcome{}, nil
 }
 
 // Render is the user data the VM boots from: the bootstrap data with the
-// provider's additions. Bootstrap data it cannot read fails the outcome.
-func (d *Data) Render(add userdata.Additions) ([]byte, outcome.Outcome, error) {
+// provider's additions; nil, with a failed outcome, for bootstrap data it
+// cannot read.
+func (d *Data) Render(add userdata.Additions) ([]byte, outcome.Outcome) {
 	rendered, err := userdata.Render(d.Format, d.Raw, add)
 	if err != nil {
-		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", d.SecretName, err)), nil
+		return nil, outcome.Fail(infrav1.BootstrapDataInvalidReason, fmt.Sprintf("bootstrap data Secret %s: %v", d.SecretName, err))
 	}
-	return rendered, outcome.Outcome{}, nil
+	return rendered, outcome.Outcome{}
 }
 
 // Waiting is the outcome of waiting for owner's bootstrap provider.

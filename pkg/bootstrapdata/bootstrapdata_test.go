@@ -47,10 +47,7 @@ func TestRender(t *testing.T) {
 		{name: "unknown format", data: Data{Format: "shell", Raw: []byte("echo hi"), SecretName: "b"}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rendered, o, err := tc.data.Render(userdata.Additions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rendered, o := tc.data.Render(userdata.Additions{})
 			if tc.wantErr {
 				if o.State != outcome.Failed || o.Reason != infrav1.BootstrapDataInvalidReason || !strings.Contains(o.Message, "bootstrap data Secret b") || rendered != nil {
 					t.Errorf("got %q, %+v; want a BootstrapDataInvalid failure naming the Secret", rendered, o)

@@ -69,7 +69,7 @@ func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine)
 	}
 	add := data.additions
 	add.Files = files
-	rendered, invalid, _ := data.Render(add)
+	rendered, invalid := data.Render(add)
 	data.userData = rendered
 	return invalid
 }

@@ -77,8 +77,8 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 	if data.assigned, wait, err = s.staticAddresses(ctx, sc); err != nil || wait.Reason != "" {
 		return nil, wait, err
 	}
-	if data.userData, wait, err = data.Render(data.additions); err != nil || data.userData == nil {
-		return nil, wait, err
+	if data.userData, wait = data.Render(data.additions); data.userData == nil {
+		return nil, wait, nil
 	}
 	return data, outcome.Outcome{}, nil
 }

@@ -71,8 +71,8 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 		return nil, wait, err
 	}
 	data := &bootstrapData{Data: read}
-	if data.userData, wait, err = data.Render(userdata.Additions{}); err != nil || data.userData == nil {
-		return nil, wait, err
+	if data.userData, wait = data.Render(userdata.Additions{}); data.userData == nil {
+		return nil, wait, nil
 	}
 	s.memo.set(key, remembered{versions: versions, data: data})
 	return data, outcome.Outcome{}, nil
