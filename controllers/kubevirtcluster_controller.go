@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
@@ -52,6 +53,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
 
@@ -65,6 +67,12 @@ type KubevirtClusterReconciler struct {
 	// WatchFilterValue limits reconciliation to objects labelled
 	// cluster.x-k8s.io/watch-filter with this value.
 	WatchFilterValue string
+	// ClusterCache reaches tenant clusters, to hand them their infra
+	// credential.
+	ClusterCache clustercache.ClusterCache
+	// Now is the clock tenant credentials are renewed by; nil means
+	// time.Now.
+	Now func() time.Time
 
 	controller capicontroller.Controller
 	service    *cluster.Service
@@ -80,6 +88,20 @@ type KubevirtClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// The tenant credential (docs/tenant-cloud.md): its ServiceAccount, token,
+// Role and binding, and, since a Role may grant only what its creator
+// holds, every permission of pkg/tenantcloud's Rules.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;create;delete
+// +kubebuilder:rbac:groups=subresources.kubevirt.io,resources=virtualmachines/addvolume;virtualmachines/removevolume;virtualmachineinstances/removevolume,verbs=update
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;patch
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;create;delete
 
 // Reconcile brings one KubevirtCluster towards its desired state.
 func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
@@ -172,12 +194,16 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })),
 			kubevirtCRDChanged).
 		WatchesRawSource(lostInfraSource(r.Clients, "KubevirtCluster")).
+		// A tenant API server that becomes reachable takes its credential.
+		WatchesRawSource(r.ClusterCache.GetClusterSource("kubevirtcluster", util.ClusterToInfrastructureMapFunc(ctx,
+			infrav1.GroupVersion.WithKind("KubevirtCluster"), mgr.GetClient(), &infrav1.KubevirtCluster{}))).
 		Build(ctx, r)
 	if err != nil {
 		return err
 	}
 	r.controller = c
-	r.service = &cluster.Service{Client: r.Client, Recorder: r.Recorder, Isolation: r.Isolation, Networks: &tenantnet.Allocator{}}
+	r.service = &cluster.Service{Client: r.Client, Recorder: r.Recorder, Isolation: r.Isolation, Networks: &tenantnet.Allocator{},
+		TenantCloud: &tenantcloud.Keeper{ClusterCache: r.ClusterCache, Recorder: r.Recorder, Now: r.Now}}
 	allClusters := enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })
 	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
 		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&corev1.Service{}), handler.EnqueueRequestsFromMapFunc(ownerToRequest))); err != nil {

@@ -83,6 +83,12 @@ type KubevirtClusterSpec struct {
 	// management cluster is the infra cluster. Only kind Secret is allowed.
 	// +optional
 	InfraClusterSecretRef *corev1.ObjectReference `json:"infraClusterSecretRef,omitempty"`
+
+	// tenantCloud gives the tenant's KubeVirt cloud controller manager and
+	// CSI driver a least-privilege infra credential, rotated before it
+	// expires; off unless it names a component.
+	// +optional
+	TenantCloud TenantCloudSpec `json:"tenantCloud,omitempty,omitzero"`
 }
 
 // FailureDomainSpec is one place machines can be put in.
@@ -208,6 +214,10 @@ type KubevirtClusterStatus struct {
 	// network reports the networks created for the cluster.
 	// +optional
 	Network ClusterNetworkStatus `json:"network,omitempty,omitzero"`
+
+	// tenantCloud reports the infra credential handed to the tenant cluster.
+	// +optional
+	TenantCloud TenantCloudStatus `json:"tenantCloud,omitempty,omitzero"`
 
 	// conditions report the state of the KubevirtCluster; Ready summarizes
 	// them.

@@ -16,8 +16,9 @@ limitations under the License.
 
 // Package cluster holds what the KubevirtCluster controller does once it
 // has fetched its objects: keep the control-plane Service and endpoint, the
-// isolation NetworkPolicies, the per-cluster network and the failure domains
-// on the infra cluster, report each in a condition, and delete it all again.
+// isolation NetworkPolicies, the per-cluster network, the failure domains
+// and the tenant's cloud credential on the infra cluster, report each in a
+// condition, and delete it all again.
 package cluster
 
 import (
@@ -39,6 +40,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
 
@@ -58,6 +60,8 @@ type Service struct {
 	Isolation isolation.Options
 	// Networks allocates per-cluster networks.
 	Networks *tenantnet.Allocator
+	// TenantCloud keeps the tenant cluster's infra credential.
+	TenantCloud *tenantcloud.Keeper
 }
 
 // Reconcile brings the cluster's objects on infra to their desired state,
@@ -113,6 +117,12 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 		errs = append(errs, err)
 	}
 	all := outcome.Merge(outcomes...)
+	// The credential waits for the tenant's control plane, which waits for
+	// the provisioned infrastructure: it has its own condition, outside
+	// Ready and provisioning.
+	tenantCloud, err := s.TenantCloud.Reconcile(ctx, kc, cluster.Name, infra, ref)
+	outcome.RecordWarning(s.Recorder, kc, infrav1.TenantCloudReadyCondition, tenantCloud)
+	errs = append(errs, err)
 	// VMs start only once isolated and networked: CAPI creates no bootstrap
 	// data, so no VM, before the cluster is provisioned.
 	if all.IsDone() {
@@ -125,7 +135,7 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 	}
 	// An external infra cluster without KubeVirt or CDI has no watch yet
 	// that would announce them.
-	all.RequeueAfter = outcome.Sooner(all.RequeueAfter, access.Outcome.RequeueAfter)
+	all.RequeueAfter = outcome.Sooner(outcome.Sooner(all.RequeueAfter, access.Outcome.RequeueAfter), tenantCloud.RequeueAfter)
 	return all, kerrors.NewAggregate(errs)
 }
 

@@ -34,8 +34,9 @@ import (
 )
 
 // Delete deletes what was created for the cluster: the control-plane
-// Service, the NetworkPolicies, the per-cluster network and the SSH key
-// Secret the provider generated. Objects that do not carry the cluster's
+// Service, the NetworkPolicies, the per-cluster network, the tenant
+// credential's ServiceAccount, Role and binding, and the SSH key Secret the
+// provider generated. Objects that do not carry the cluster's
 // owner annotation are left alone. The outcome is done once everything is
 // gone; an unreachable infra cluster keeps the cluster waiting, since its
 // objects may still be there. The Ready condition says what it waits for.
@@ -85,6 +86,12 @@ func (s *Service) deleteObjects(ctx context.Context, kc *infrav1.KubevirtCluster
 		}
 	}
 	kc.Status.Network = infrav1.ClusterNetworkStatus{}
+	if clusterName := kc.Labels[infrav1.ClusterNameLabel]; clusterName != "" {
+		if gone, err := s.TenantCloud.Delete(ctx, kc, clusterName, infra); err != nil || !gone {
+			return "the tenant credential's ServiceAccount, Role and binding", err
+		}
+		kc.Status.TenantCloud = infrav1.TenantCloudStatus{}
+	}
 	if clusterName := kc.Labels[infrav1.ClusterNameLabel]; clusterName != "" {
 		key := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Spec.SSHKeys.SecretName(clusterName)}
 		if gone, err := owned.Delete(ctx, s.Client, &corev1.Secret{}, key, owned.Key(kc)); err != nil || !gone {

@@ -64,6 +64,11 @@ type Infra struct {
 	// Status says whether the infra cluster serves the KubeVirt and CDI APIs,
 	// as of when the Infra was handed out.
 	Status APIStatus
+	// Server is the infra API server's URL as the provider reaches it, and
+	// CAData the certificates it is verified with: what a credential handed
+	// to a tenant cluster points at unless told otherwise.
+	Server string
+	CAData []byte
 }
 
 // Description names the infra cluster for messages and Events.
@@ -211,6 +216,7 @@ func NewClients(mgr ctrl.Manager, checker *Checker) *Clients {
 		scheme:  mgr.GetScheme(),
 		local: &Infra{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
+			Server: mgr.GetConfig().Host, CAData: caData(mgr.GetConfig()),
 		},
 		entries: map[string]*entry{},
 		users:   map[User]string{},
@@ -377,8 +383,9 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 		}
 	}()
 	return &entry{
-		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key},
-		hash:  hash, cancel: cancel, apis: &rememberedAPIs{discovery: d, ttl: apisRecheck}, users: sets.New[User](),
+		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key,
+			Server: target.Config.Host, CAData: target.Config.CAData},
+		hash: hash, cancel: cancel, apis: &rememberedAPIs{discovery: d, ttl: apisRecheck}, users: sets.New[User](),
 		outage: out,
 	}, nil
 }
@@ -411,6 +418,16 @@ func (c *Clients) stop(key string, e *entry) {
 	e.cancel()
 	delete(c.entries, key)
 	metrics.InfraClusterCaches.Dec()
+}
+
+// caData reads the CA certificates of a configuration, which in a pod
+// names the service account's CA file rather than holding it.
+func caData(cfg *rest.Config) []byte {
+	c := rest.CopyConfig(cfg)
+	if err := rest.LoadTLSFiles(c); err != nil {
+		ctrl.Log.WithName("infracluster").Error(err, "reading the management cluster's CA file")
+	}
+	return c.CAData
 }
 
 func refNamespace(ref *corev1.ObjectReference, ns string) string {

@@ -177,6 +177,10 @@ type InProcess struct {
 	// WrapInfraConfig adjusts the client configuration of every external
 	// infra cluster, to observe the provider's requests there.
 	WrapInfraConfig func(*rest.Config)
+	// Now replaces the clock by which tenant credentials are renewed, so
+	// that a test need not wait out four fifths of a token's lifetime (ten
+	// minutes at the least).
+	Now func() time.Time
 }
 
 // New builds a manager with every CAPKV controller, webhook and health check
@@ -306,7 +310,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if err := (&controllers.KubevirtClusterReconciler{
-		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
+		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue, ClusterCache: clusterCache, Now: o.InProcess.Now,
 		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
 		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace,
 			IPFamilies: families},

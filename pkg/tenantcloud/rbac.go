@@ -19,7 +19,9 @@ limitations under the License.
 // infra cluster: exactly the calls their code makes, in the namespace of
 // the cluster's VMs, and nothing cluster-scoped
 // (docs/kubevirt-behaviour.md#infra-permissions-of-the-tenants-cloud-provider-and-csi-driver).
-// It is pure: components in, RBAC rules out.
+// It mints that access as a ServiceAccount, a Role, a binding and an
+// expiring token, hands it to the tenant cluster as a kubeconfig Secret,
+// replaces the token before it expires and removes it all again.
 package tenantcloud
 
 import (
@@ -28,20 +30,22 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
 
 // Component is a tenant cluster component that reaches the infra cluster.
-type Component string
+type Component = infrav1.TenantCloudComponent
 
 const (
 	// CloudControllerManager is kubevirt-cloud-controller-manager: infra
 	// Services for the tenant's LoadBalancer Services, with their
 	// EndpointSlices, and the instances behind its Nodes.
-	CloudControllerManager Component = "cloud-controller-manager"
+	CloudControllerManager = infrav1.TenantCloudControllerManager
 	// CSIDriver is kubevirt-csi-driver: infra DataVolumes hot-plugged into
 	// the VMs as the tenant's persistent volumes, their expansion and
 	// snapshots.
-	CSIDriver Component = "csi-driver"
+	CSIDriver = infrav1.TenantCSIDriver
 )
 
 // access is one resource (or subresource) of one API group, and the verbs

@@ -1,0 +1,75 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package tenantcloud
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Access is what a credential points at: the infra API server, the
+// namespace of the cluster's VMs, and the ServiceAccount whose token it
+// carries. A token outlives none of it: a change of any part, the
+// ServiceAccount recreated included, means a new token.
+type Access struct {
+	Server    string
+	CAData    []byte
+	Namespace string
+	// ServiceAccount is the name, ServiceAccountUID the UID of the
+	// ServiceAccount the token belongs to.
+	ServiceAccount    string
+	ServiceAccountUID string
+}
+
+// Hash fingerprints the access, so that a Secret written for other access
+// is told apart without reading its token.
+func (a Access) Hash() string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(a.Server), a.CAData, []byte(a.Namespace), []byte(a.ServiceAccount), []byte(a.ServiceAccountUID)} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// contextName names the one cluster, user and context of the kubeconfig.
+const contextName = "infra"
+
+// Kubeconfig is a self-contained kubeconfig for the access with token: the
+// server and its CA inline, and the VM namespace as the context's
+// namespace, which the KubeVirt cloud provider and CSI driver take as
+// theirs unless told otherwise.
+func Kubeconfig(a Access, token string) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: a.Server, CertificateAuthorityData: a.CAData}
+	cfg.AuthInfos[contextName] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName, Namespace: a.Namespace}
+	cfg.CurrentContext = contextName
+	return clientcmd.Write(*cfg)
+}
+
+// RenewalTime is when a token issued at issued and expiring at expires is
+// replaced: once four fifths of its lifetime have passed, as the kubelet
+// does with projected tokens, which leaves a fifth for a tenant that reads
+// its Secret late or a provider that was down.
+func RenewalTime(issued, expires time.Time) time.Time {
+	return issued.Add(expires.Sub(issued) * 4 / 5)
+}

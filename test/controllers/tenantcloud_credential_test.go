@@ -1,0 +1,215 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
+)
+
+// tenantSecretKey is where the provider writes the infra kubeconfig in the
+// tenant cluster.
+var tenantSecretKey = client.ObjectKey{Namespace: infrav1.TenantCloudSecretNamespace, Name: infrav1.TenantCloudSecretName}
+
+// tokenOf is the token of the kubeconfig in the tenant's Secret.
+func tokenOf(g Gomega, s *corev1.Secret) string {
+	cfg, err := clientcmd.Load(s.Data[tenantcloud.KubeconfigKey])
+	g.Expect(err).NotTo(HaveOccurred())
+	return cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].Token
+}
+
+// authenticates asks the real API server whether token is valid now.
+func authenticates(ctx context.Context, g Gomega, token string) bool {
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
+	g.Expect(env.Client.Create(ctx, review)).To(Succeed())
+	return review.Status.Authenticated
+}
+
+// tenantSecretGap says what is wrong with the tenant's Secret, if
+// anything: missing, or holding a token the API server rejects.
+func tenantSecretGap(ctx context.Context) string {
+	s := &corev1.Secret{}
+	if err := env.Client.Get(ctx, tenantSecretKey, s); err != nil {
+		return "Secret unreadable: " + err.Error()
+	}
+	cfg, err := clientcmd.Load(s.Data[tenantcloud.KubeconfigKey])
+	if err != nil {
+		return "kubeconfig unreadable: " + err.Error()
+	}
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{
+		Token: cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].Token}}
+	if err := env.Client.Create(ctx, review); err != nil {
+		return "token review failed: " + err.Error()
+	}
+	if !review.Status.Authenticated {
+		return "token rejected: " + review.Status.Error
+	}
+	return ""
+}
+
+// TestTenantCloudCredential follows the credential the provider mints for
+// a tenant's cloud controller manager and CSI driver, on a real API server
+// that plays both the infra cluster and, through a kubeconfig Secret as
+// Cluster API writes it, the tenant cluster: its permissions, the Secret
+// it writes into the tenant, a rotation during which the Secret always
+// holds a valid token, and its removal with the cluster.
+func TestTenantCloudCredential(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// The provider's clock runs ahead by skew, so that the test need not
+	// wait out most of a token's lifetime.
+	var skew atomic.Int64
+	startManager(t, manager.Options{WatchFilterValue: "tenantcloud", TenantConnectionRetryInterval: time.Second,
+		InProcess: manager.InProcess{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}})
+	ns, other := newNamespace(t), newNamespace(t)
+	tn := createTenant(t, ns, "tenantcloud", func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.TenantCloud = infrav1.TenantCloudSpec{
+			Components:             []infrav1.TenantCloudComponent{infrav1.TenantCloudControllerManager, infrav1.TenantCSIDriver},
+			TokenExpirationSeconds: ptr.To[int64](600),
+		}
+	}, nil)
+	name := tenantcloud.Name(tn.cluster.Name)
+
+	// Before the tenant's API server answers, the infra side is ready and
+	// the condition says what the credential waits for.
+	g.Eventually(condition(tn.kc, infrav1.TenantCloudReadyCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionFalse, infrav1.WaitingForTenantReason))
+	g.Expect(tn.kc.Status.TenantCloud.ServiceAccount).To(Equal(ns + "/" + name))
+	role := &rbacv1.Role{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, role)).To(Succeed())
+	g.Expect(role.Rules).To(Equal(tenantcloud.Rules(tenantcloud.CloudControllerManager, tenantcloud.CSIDriver)))
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other-cluster-kubeconfig", Namespace: ns}})).To(Succeed())
+	expectLeastAccess(ctx, t, ns, name, other, role.Rules, 26)
+
+	// The tenant cluster becomes reachable as Cluster API makes it so: a
+	// kubeconfig Secret, and the infrastructure marked provisioned.
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: tn.cluster.Name + "-kubeconfig", Namespace: ns,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: tn.cluster.Name}},
+		Data: map[string][]byte{"value": env.KubeConfig},
+	})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.cluster), tn.cluster)).To(Succeed())
+	tn.cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	g.Expect(env.Client.Status().Update(ctx, tn.cluster)).To(Succeed())
+	g.Eventually(condition(tn.kc, infrav1.TenantCloudReadyCondition), 60*time.Second).
+		Should(haveReason(metav1.ConditionTrue, infrav1.CredentialIssuedReason))
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantSecretKey.Namespace, Name: tenantSecretKey.Name}})
+	})
+
+	first := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, tenantSecretKey, first)).To(Succeed())
+	g.Expect(string(first.Data[tenantcloud.NamespaceKey])).To(Equal(ns))
+	token := tokenOf(g, first)
+	expires := tn.kc.Status.TenantCloud.TokenExpirationTime.Time
+	g.Expect(expires).To(BeTemporally("~", time.Now().Add(10*time.Minute), time.Minute))
+	g.Expect(tn.kc.Status.TenantCloud.TokenRenewalTime.Time).To(BeTemporally("~", time.Now().Add(8*time.Minute), time.Minute))
+
+	// The tenant's components use the kubeconfig as it is: it reaches the
+	// infra namespace, and no further.
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(first.Data[tenantcloud.KubeconfigKey])
+	g.Expect(err).NotTo(HaveOccurred())
+	asTenant, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(asTenant.List(ctx, &corev1.ServiceList{}, client.InNamespace(ns))).To(Succeed())
+	g.Expect(asTenant.List(ctx, &kubevirtv1.VirtualMachineInstanceList{}, client.InNamespace(ns))).To(Succeed())
+	g.Expect(apierrors.IsForbidden(asTenant.Get(ctx, client.ObjectKey{Namespace: ns, Name: "other-cluster-kubeconfig"}, &corev1.Secret{}))).To(BeTrue())
+	g.Expect(apierrors.IsForbidden(asTenant.List(ctx, &kubevirtv1.VirtualMachineInstanceList{}, client.InNamespace(other)))).To(BeTrue())
+	g.Expect(apierrors.IsForbidden(asTenant.List(ctx, &corev1.NodeList{}))).To(BeTrue())
+
+	// Rotation: the provider's clock passes the renewal time. A watcher
+	// reads the tenant's Secret all along; it must always be there, with
+	// a token the API server accepts.
+	var (
+		mu     sync.Mutex
+		gaps   []string
+		stop   = make(chan struct{})
+		reads  atomic.Int32
+		polled = make(chan struct{})
+	)
+	go func() {
+		defer close(polled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			gap := tenantSecretGap(ctx)
+			mu.Lock()
+			if gap != "" {
+				gaps = append(gaps, gap)
+			}
+			mu.Unlock()
+			reads.Add(1)
+		}
+	}()
+	skew.Store(int64(9 * time.Minute))
+	// Nothing real wakes the provider at a skewed time: touch the cluster.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), tn.kc)).To(Succeed())
+	patch := client.MergeFrom(tn.kc.DeepCopy())
+	tn.kc.Labels["test.capkv.io/touched"] = "rotation"
+	g.Expect(env.Client.Patch(ctx, tn.kc, patch)).To(Succeed())
+	rotated := &corev1.Secret{}
+	g.Eventually(func(g Gomega) string {
+		g.Expect(env.Client.Get(ctx, tenantSecretKey, rotated)).To(Succeed())
+		return tokenOf(g, rotated)
+	}, 30*time.Second).ShouldNot(Equal(token))
+	g.Eventually(reads.Load).Should(BeNumerically(">", 5))
+	close(stop)
+	<-polled
+	g.Expect(gaps).To(BeEmpty(), "the tenant's Secret always held a valid token")
+	g.Expect(rotated.UID).To(Equal(first.UID), "the Secret is replaced in place")
+	g.Expect(authenticates(ctx, g, token)).To(BeTrue(), "the old token stays valid until it expires")
+	g.Expect(authenticates(ctx, g, tokenOf(g, rotated))).To(BeTrue())
+	g.Eventually(func() time.Time {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), tn.kc)
+		return ptr.Deref(tn.kc.Status.TenantCloud.TokenRenewalTime, metav1.Time{}).Time
+	}).Should(BeTemporally(">", time.Now().Add(9*time.Minute)))
+
+	// Deleting the cluster removes the ServiceAccount, Role and binding,
+	// and with the ServiceAccount every token it had.
+	g.Expect(env.Client.Delete(ctx, tn.kc)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), &infrav1.KubevirtCluster{}))
+	}, 30*time.Second).Should(BeTrue())
+	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s left behind: %v", obj, name, err)
+	}
+	g.Eventually(func(g Gomega) bool { return authenticates(ctx, g, tokenOf(g, rotated)) }, 10*time.Second).Should(BeFalse())
+	g.Expect(authenticates(ctx, g, token)).To(BeFalse())
+}
