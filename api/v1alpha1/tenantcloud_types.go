@@ -58,7 +58,7 @@ type TenantCloudSpec struct {
 	// the management cluster's API server.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^https://`
+	// +kubebuilder:validation:Pattern=`^(https://.+)?$`
 	InfraServer string `json:"infraServer,omitempty"`
 }
 

@@ -118,6 +118,8 @@ func checkFlavor(ctx context.Context, flavor string, kc *infrav1.KubevirtCluster
 		Expect(pod.Spec.NodeSelector).To(HaveKeyWithValue(sim.CPUManagerLabel, "true"))
 		Expect(pod.Spec.Containers[0].Resources.Requests).To(HaveKey(corev1.ResourceName("hugepages-2Mi")))
 		Expect(vm.Spec.Template.Spec.Domain.IOThreadsPolicy).To(HaveValue(Equal(kubevirtv1.IOThreadsPolicyAuto)))
+	case "cloud-provider", "cloud-provider-csi":
+		checkTenantCloud(ctx, flavor, kc)
 	case "persistent-storage":
 		Expect(km.Status.GoldenImage).To(BeNil(), "no golden image")
 		dv := &cdiv1.DataVolume{}

@@ -103,7 +103,9 @@ func TestClusterClassPatches(t *testing.T) {
 		"evacuation":           `{"workerAction":"ReplaceMachine","tenantDrainTimeoutSeconds":0,"liveMigrationTimeoutSeconds":120}`,
 		"dataDisks":            `[{"name":"data","diskSize":"10Gi"}]`,
 		"networkAddresses":     `[{"network":"tenant","addressesFromPools":[{"apiGroup":"ipam.cluster.x-k8s.io","kind":"InClusterIPPool","name":"nodes"}]}]`,
+		"tenantCloud":          `{"components":["CloudControllerManager","CSIDriver"],"tokenExpirationSeconds":3600}`,
 	}
+	external := []any{map[string]any{"name": "cloud-provider", "value": "external"}}
 	for _, tt := range []struct {
 		name      string
 		variables map[string]string
@@ -114,6 +116,7 @@ func TestClusterClassPatches(t *testing.T) {
 			case u.GetKind() == "KubevirtClusterTemplate":
 				g.Expect(field(u, "spec", "template", "spec", "controlPlaneServiceTemplate", "spec", "type")).To(Equal("LoadBalancer"))
 				g.Expect(field(u, "spec", "template", "spec", "isolation", "mode")).To(Equal("Enabled"))
+				g.Expect(field(u, "spec", "template", "spec", "tenantCloud")).To(BeNil(), "no tenant credential by default")
 			case role.name == "kubevirt-default-worker":
 				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "image", "registry", "url")).To(Equal("docker://quay.io/capk/ubuntu-2404-container-disk:"+classVersion),
 					"the repository tagged with the MachineDeployment's version")
@@ -127,6 +130,8 @@ func TestClusterClassPatches(t *testing.T) {
 			case u.GetKind() == "KubeadmConfigTemplate", u.GetKind() == "KubeadmControlPlaneTemplate":
 				g.Expect(field(u, "spec", "template", "spec", "preKubeadmCommands")).To(BeNil(), "nothing is installed by default")
 				g.Expect(field(u, "spec", "template", "spec", "kubeadmConfigSpec", "preKubeadmCommands")).To(BeNil(), "nothing is installed by default")
+				g.Expect(field(u, "spec", "template", "spec", "joinConfiguration")).To(BeNil(), "no cloud provider by default")
+				g.Expect(field(u, "spec", "template", "spec", "kubeadmConfigSpec", "joinConfiguration")).To(BeNil(), "no cloud provider by default")
 			}
 		}},
 		{"every variable set", everything, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
@@ -140,11 +145,18 @@ func TestClusterClassPatches(t *testing.T) {
 				g.Expect(field(u, append(spec, "network", "perCluster", "templateRef", "name")...)).To(Equal("tenant-vlan"))
 				g.Expect(field(u, append(spec, "failureDomains")...)).To(HaveLen(1))
 				g.Expect(field(u, append(spec, "dnsPolicy")...)).To(Equal("None"))
+				g.Expect(field(u, append(spec, "tenantCloud")...)).To(Equal(map[string]any{
+					"components": []any{"CloudControllerManager", "CSIDriver"}, "tokenExpirationSeconds": int64(3600)}))
 			case u.GetKind() == "KubeadmControlPlaneTemplate":
 				g.Expect(field(u, "spec", "template", "spec", "kubeadmConfigSpec", "format")).To(Equal("ignition"))
+				for _, phase := range []string{"initConfiguration", "joinConfiguration"} {
+					g.Expect(field(u, "spec", "template", "spec", "kubeadmConfigSpec", phase, "nodeRegistration", "kubeletExtraArgs")).To(Equal(external),
+						"tenantCloud: the CCM initializes the Nodes")
+				}
 				g.Expect(field(u, "spec", "template", "spec", "kubeadmConfigSpec", "ignition", "containerLinuxConfig", "additionalConfig")).To(ContainSubstring("containerd.service"))
 			case u.GetKind() == "KubeadmConfigTemplate":
 				g.Expect(field(u, "spec", "template", "spec", "format")).To(Equal("ignition"))
+				g.Expect(field(u, "spec", "template", "spec", "joinConfiguration", "nodeRegistration", "kubeletExtraArgs")).To(Equal(external))
 			case role.name == "kubevirt-performance-worker":
 				g.Expect(field(u, append(vm, "template", "spec", "domain", "cpu", "cores")...)).To(BeEquivalentTo(4))
 				g.Expect(field(u, append(vm, "template", "spec", "domain", "resources", "limits", "memory")...)).To(Equal("8Gi"))

@@ -78,6 +78,7 @@ func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
 	}
+	addStorageClasses()
 	mgr := inmemoryruntime.NewManager(s)
 	if err := mgr.Start(ctx); err != nil {
 		return nil, err
