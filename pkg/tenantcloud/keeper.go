@@ -47,9 +47,11 @@ const (
 	AccessAnnotation     = "tenantcloud.capkv.io/access"
 )
 
-// Keys of the tenant's Secret.
+// Keys of the tenant's Secret: the kubeconfig, the token it names, and
+// the VM namespace.
 const (
 	KubeconfigKey = "kubeconfig"
+	TokenKey      = "token"
 	NamespaceKey  = "namespace"
 )
 
@@ -136,7 +138,7 @@ func (k *Keeper) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, clu
 			AccessAnnotation:     access.Hash(),
 		}},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{KubeconfigKey: kubeconfig, NamespaceKey: []byte(infra.Namespace)},
+		Data: map[string][]byte{KubeconfigKey: kubeconfig, TokenKey: []byte(token), NamespaceKey: []byte(infra.Namespace)},
 	}
 	// Replaced in place: the tenant never sees the Secret missing, and the
 	// old token stays valid until it expires.
@@ -162,7 +164,7 @@ func (k *Keeper) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, clu
 // current reports, for a Secret this provider wrote, whether its token is
 // for access and not yet due, with its expiration and renewal times.
 func current(s *corev1.Secret, access Access, now time.Time) (time.Time, time.Time, bool) {
-	if s.Annotations[AccessAnnotation] != access.Hash() || len(s.Data[KubeconfigKey]) == 0 {
+	if s.Annotations[AccessAnnotation] != access.Hash() || len(s.Data[KubeconfigKey]) == 0 || len(s.Data[TokenKey]) == 0 {
 		return time.Time{}, time.Time{}, false
 	}
 	expires, errE := time.Parse(time.RFC3339, s.Annotations[ExpirationAnnotation])

@@ -53,14 +53,22 @@ func (a Access) Hash() string {
 // contextName names the one cluster, user and context of the kubeconfig.
 const contextName = "infra"
 
-// Kubeconfig is a self-contained kubeconfig for the access with token: the
-// server and its CA inline, and the VM namespace as the context's
-// namespace, which the KubeVirt cloud provider and CSI driver take as
-// theirs unless told otherwise.
+// MountPath is where the tenant's components mount the Secret. The
+// kubeconfig names the token file there: client-go reads it again every
+// minute, so a running component picks up a rotated token from its
+// Secret volume without a restart.
+const MountPath = "/etc/kubernetes/infra"
+
+// Kubeconfig is a kubeconfig for the access with token: the server and its
+// CA inline, and the VM namespace as the context's namespace, which the
+// KubeVirt cloud provider and CSI driver take as theirs unless told
+// otherwise. The token is both the file under MountPath, which client-go
+// prefers while it can read it, and inline, which it falls back to, so
+// the kubeconfig also works on its own.
 func Kubeconfig(a Access, token string) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: a.Server, CertificateAuthorityData: a.CAData}
-	cfg.AuthInfos[contextName] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.AuthInfos[contextName] = &clientcmdapi.AuthInfo{Token: token, TokenFile: MountPath + "/" + TokenKey}
 	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName, Namespace: a.Namespace}
 	cfg.CurrentContext = contextName
 	return clientcmd.Write(*cfg)

@@ -38,7 +38,11 @@ func TestKubeconfigIsSelfContained(t *testing.T) {
 	g.Expect(cfg.Clusters[ctx.Cluster].Server).To(Equal(a.Server))
 	g.Expect(cfg.Clusters[ctx.Cluster].CertificateAuthorityData).To(Equal([]byte("ca")))
 	g.Expect(cfg.AuthInfos[ctx.AuthInfo].Token).To(Equal("t0ken"))
-	g.Expect(cfg.AuthInfos[ctx.AuthInfo].TokenFile).To(BeEmpty())
+	g.Expect(cfg.AuthInfos[ctx.AuthInfo].TokenFile).To(Equal("/etc/kubernetes/infra/token"), "re-read by client-go: rotation without a restart")
+	rest, err := clientcmd.RESTConfigFromKubeConfig(data)
+	g.Expect(err).NotTo(HaveOccurred(), "a token inline and a token file are one method to client-go")
+	g.Expect(rest.BearerToken).To(Equal("t0ken"))
+	g.Expect(rest.BearerTokenFile).To(Equal("/etc/kubernetes/infra/token"))
 }
 
 func TestAccessHash(t *testing.T) {
@@ -72,7 +76,7 @@ func TestCurrent(t *testing.T) {
 			ExpirationAnnotation: now.Add(time.Hour).Format(time.RFC3339),
 			RenewalAnnotation:    renew.Format(time.RFC3339),
 			AccessAnnotation:     hash,
-		}}, Data: map[string][]byte{KubeconfigKey: []byte("x")}}
+		}}, Data: map[string][]byte{KubeconfigKey: []byte("x"), TokenKey: []byte("t")}}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -90,6 +94,11 @@ func TestCurrent(t *testing.T) {
 		{"kubeconfig emptied", func() *corev1.Secret {
 			s := secret(now.Add(time.Minute), a.Hash())
 			s.Data = nil
+			return s
+		}(), false},
+		{"token file removed", func() *corev1.Secret {
+			s := secret(now.Add(time.Minute), a.Hash())
+			delete(s.Data, TokenKey)
 			return s
 		}(), false},
 	} {

@@ -18,6 +18,7 @@ package controllers_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,11 +45,37 @@ import (
 // tenant cluster.
 var tenantSecretKey = client.ObjectKey{Namespace: infrav1.TenantCloudSecretNamespace, Name: infrav1.TenantCloudSecretName}
 
-// tokenOf is the token of the kubeconfig in the tenant's Secret.
+// tokenOf is the token of the kubeconfig in the tenant's Secret, the same
+// inline and in the file the kubeconfig names.
 func tokenOf(g Gomega, s *corev1.Secret) string {
 	cfg, err := clientcmd.Load(s.Data[tenantcloud.KubeconfigKey])
 	g.Expect(err).NotTo(HaveOccurred())
-	return cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].Token
+	user := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]
+	g.Expect(user.TokenFile).To(Equal(tenantcloud.MountPath + "/" + tenantcloud.TokenKey))
+	g.Expect(string(s.Data[tenantcloud.TokenKey])).To(Equal(user.Token), "the token file and the inline token agree")
+	return user.Token
+}
+
+// connectTenant makes the tenant cluster of tn reachable as Cluster API
+// does: a kubeconfig Secret (of this same API server) and the
+// infrastructure marked provisioned.
+func connectTenant(ctx context.Context, g Gomega, tn *tenant) {
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: tn.cluster.Name + "-kubeconfig", Namespace: tn.cluster.Namespace,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: tn.cluster.Name}},
+		Data: map[string][]byte{"value": env.KubeConfig},
+	})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.cluster), tn.cluster)).To(Succeed())
+	tn.cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	g.Expect(env.Client.Status().Update(ctx, tn.cluster)).To(Succeed())
+}
+
+// deleteTenantSecret removes the tenant's Secret when the test ends: the
+// tests share this API server as their tenant cluster.
+func deleteTenantSecret(ctx context.Context, t *testing.T) {
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantSecretKey.Namespace, Name: tenantSecretKey.Name}})
+	})
 }
 
 // authenticates asks the real API server whether token is valid now.
@@ -212,4 +239,59 @@ func TestTenantCloudCredential(t *testing.T) {
 	}
 	g.Eventually(func(g Gomega) bool { return authenticates(ctx, g, tokenOf(g, rotated)) }, 10*time.Second).Should(BeFalse())
 	g.Expect(authenticates(ctx, g, token)).To(BeFalse())
+}
+
+// TestTenantCloudCredentialExternalInfra mints the credential on an
+// external infra cluster, named by a kubeconfig Secret with a namespace of
+// its own: no owner references cross clusters there, so the owner
+// annotation alone marks what the provider removes.
+func TestTenantCloudCredentialExternalInfra(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startManager(t, manager.Options{WatchFilterValue: "tenantcloud-external", TenantConnectionRetryInterval: time.Second})
+	ns, vmNS := newNamespace(t), newNamespace(t)
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "infra", Namespace: ns},
+		Data:       map[string][]byte{infrav1.InfraClusterSecretKubeconfigKey: env.KubeConfig, infrav1.InfraClusterSecretNamespaceKey: []byte(vmNS)},
+	})).To(Succeed())
+	tn := createTenant(t, ns, "tenantcloud-external", func(kc *infrav1.KubevirtCluster) {
+		kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "infra"}
+		kc.Spec.TenantCloud.Components = []infrav1.TenantCloudComponent{infrav1.TenantCloudControllerManager}
+	}, nil)
+	deleteTenantSecret(ctx, t)
+	connectTenant(ctx, g, tn)
+	g.Eventually(condition(tn.kc, infrav1.TenantCloudReadyCondition), 60*time.Second).
+		Should(haveReason(metav1.ConditionTrue, infrav1.CredentialIssuedReason))
+	name := tenantcloud.Name(tn.cluster.Name)
+	g.Expect(tn.kc.Status.TenantCloud.ServiceAccount).To(Equal(vmNS + "/" + name))
+
+	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: vmNS, Name: name}, obj)).To(Succeed())
+		g.Expect(obj.GetOwnerReferences()).To(BeEmpty(), "%T: owner references cannot cross clusters", obj)
+		g.Expect(obj.GetAnnotations()).To(HaveKeyWithValue(infrav1.OwnerAnnotation, ns+"/"+tn.kc.Name))
+	}
+	role := &rbacv1.Role{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: vmNS, Name: name}, role)).To(Succeed())
+	g.Expect(role.Rules).To(Equal(tenantcloud.Rules(tenantcloud.CloudControllerManager)), "the CCM's permissions only")
+
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, tenantSecretKey, secret)).To(Succeed())
+	g.Expect(string(secret.Data[tenantcloud.NamespaceKey])).To(Equal(vmNS))
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[tenantcloud.KubeconfigKey])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Host).To(Equal(strings.TrimSuffix(env.Config.Host, "/")), "the external kubeconfig's server")
+	asTenant, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(asTenant.List(ctx, &corev1.ServiceList{}, client.InNamespace(vmNS))).To(Succeed())
+	g.Expect(apierrors.IsForbidden(asTenant.List(ctx, &corev1.ServiceList{}, client.InNamespace(ns)))).To(BeTrue(),
+		"the management namespace is not the VM namespace")
+
+	g.Expect(env.Client.Delete(ctx, tn.kc)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), &infrav1.KubevirtCluster{}))
+	}, 30*time.Second).Should(BeTrue())
+	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: vmNS, Name: name}, obj))).To(BeTrue(), "%T left behind", obj)
+	}
+	g.Eventually(func(g Gomega) bool { return authenticates(ctx, g, tokenOf(g, secret)) }, 10*time.Second).Should(BeFalse())
 }
