@@ -44,11 +44,11 @@ type TenantCloudSpec struct {
 	// +kubebuilder:validation:MaxItems=2
 	Components []TenantCloudComponent `json:"components,omitempty"`
 
-	// tokenExpirationSeconds is the lifetime asked of each token; the
-	// provider replaces it when four fifths of the lifetime the API server
-	// granted have passed. Default 86400 (a day).
+	// tokenExpirationSeconds is the lifetime asked of each token, an hour at
+	// the least; the provider replaces it when four fifths of the lifetime
+	// the API server granted have passed. Default 86400 (a day).
 	// +optional
-	// +kubebuilder:validation:Minimum=600
+	// +kubebuilder:validation:Minimum=3600
 	// +kubebuilder:validation:Maximum=31536000
 	TokenExpirationSeconds *int64 `json:"tokenExpirationSeconds,omitempty"`
 

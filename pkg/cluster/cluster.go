@@ -152,7 +152,13 @@ const NodeAddressRecheck = 30 * time.Second
 const NetworkRecheck = time.Minute
 
 func (s *Service) reconcileIsolation(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference) (outcome.Outcome, error) {
-	if err := isolation.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, ref, s.Isolation); err != nil {
+	opts := s.Isolation
+	infraAPI, err := tenantcloud.APIEndpoints(ctx, infra, kc.Spec.TenantCloud)
+	if err != nil {
+		return outcome.Fail(infrav1.NetworkPolicyFailedReason, err.Error()), err
+	}
+	opts.InfraAPI = infraAPI
+	if err := isolation.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, ref, opts); err != nil {
 		return outcome.Fail(infrav1.NetworkPolicyFailedReason, err.Error()), err
 	}
 	if !isolation.Enabled(kc) {

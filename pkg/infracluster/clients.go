@@ -69,6 +69,10 @@ type Infra struct {
 	// to a tenant cluster points at unless told otherwise.
 	Server string
 	CAData []byte
+	// TLSServerName and Insecure are the rest of how the server is
+	// verified, as an external infra cluster's kubeconfig says.
+	TLSServerName string
+	Insecure      bool
 }
 
 // Description names the infra cluster for messages and Events.
@@ -384,7 +388,8 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 	}()
 	return &entry{
 		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key,
-			Server: target.Config.Host, CAData: target.Config.CAData},
+			Server: target.Config.Host, CAData: target.Config.CAData,
+			TLSServerName: target.Config.ServerName, Insecure: target.Config.Insecure},
 		hash: hash, cancel: cancel, apis: &rememberedAPIs{discovery: d, ttl: apisRecheck}, users: sets.New[User](),
 		outage: out,
 	}, nil

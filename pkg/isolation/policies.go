@@ -64,7 +64,25 @@ type Options struct {
 	// cluster; its pods may reach port 22 of the VMs for the ssh bootstrap
 	// check. Empty leaves the port closed.
 	ProviderNamespace string
+	// InfraAPI are the addresses at which the VMs reach the infra API
+	// server, set per cluster: a cluster that asks for a tenant credential
+	// (docs/tenant-cloud.md) may reach them, since its cloud components
+	// work there.
+	InfraAPI []HostPort
 }
+
+// HostPort is an IP address and a TCP port.
+type HostPort struct {
+	Host string
+	Port int32
+}
+
+// NodePortRange is the tenant's default Service node port range, where the
+// infra load balancers of the tenant's cloud provider send traffic.
+const (
+	NodePortRangeStart int32 = 30000
+	NodePortRangeEnd   int32 = 32767
+)
 
 // PolicyName is the name of the main isolation policy.
 func PolicyName(kc *infrav1.KubevirtCluster) string { return kc.Name + "-isolation" }
@@ -74,6 +92,10 @@ func APIServerName(kc *infrav1.KubevirtCluster) string { return kc.Name + "-api-
 
 // CustomName is the name of a custom policy.
 func CustomName(kc *infrav1.KubevirtCluster, name string) string { return kc.Name + "-" + name }
+
+// LoadBalancersName names the policy that lets the infra load balancers of
+// the tenant's cloud provider reach the worker VMs.
+func LoadBalancersName(kc *infrav1.KubevirtCluster) string { return kc.Name + "-load-balancers" }
 
 // Enabled reports whether the cluster wants isolation policies.
 func Enabled(kc *infrav1.KubevirtCluster) bool {
@@ -103,7 +125,7 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string, opts Options) 
 		if len(denied) == 0 {
 			denied = DefaultDeniedCIDRs
 		}
-		egress, err := egressRules(kc, vms, denied, opts.IPFamilies)
+		egress, err := egressRules(kc, vms, denied, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -129,6 +151,9 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string, opts Options) 
 				}},
 			},
 		})
+		if slices.Contains(kc.Spec.TenantCloud.Components, infrav1.TenantCloudControllerManager) {
+			out = append(out, loadBalancers(vms, meta(LoadBalancersName(kc))))
+		}
 	}
 	for _, custom := range kc.Spec.CustomNetworkPolicies {
 		spec := *custom.Spec.DeepCopy()
@@ -158,7 +183,27 @@ func ingressRules(vms map[string]string, opts Options) []networkingv1.NetworkPol
 	return rules
 }
 
-func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []string, families []corev1.IPFamily) ([]networkingv1.NetworkPolicyEgressRule, error) {
+// loadBalancers lets anyone reach the worker VMs on the node port range:
+// the infra Services the tenant's cloud controller manager makes for its
+// LoadBalancer Services select the workers and target their node ports,
+// and their clients are anywhere.
+func loadBalancers(vms map[string]string, meta metav1.ObjectMeta) *networkingv1.NetworkPolicy {
+	workers := maps.Clone(vms)
+	workers[infrav1.RoleLabel] = infrav1.RoleWorker
+	ports := make([]networkingv1.NetworkPolicyPort, 0, 2)
+	for _, p := range []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP} {
+		ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: ptr.To(p),
+			Port: ptr.To(intstr.FromInt32(NodePortRangeStart)), EndPort: ptr.To(NodePortRangeEnd)})
+	}
+	return &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: workers},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{Ports: ports}},
+	}}
+}
+
+func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []string, opts Options) ([]networkingv1.NetworkPolicyEgressRule, error) {
+	families := opts.IPFamilies
 	var v4, v6 []string
 	for _, cidr := range denied {
 		_, n, err := net.ParseCIDR(strings.TrimSpace(cidr))
@@ -207,6 +252,18 @@ func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []st
 			rules = append(rules, networkingv1.NetworkPolicyEgressRule{
 				To: []networkingv1.NetworkPolicyPeer{{IPBlock: block}}, Ports: []networkingv1.NetworkPolicyPort{tcp(ep.Port)},
 			})
+		}
+	}
+	// The tenant's cloud components reach the infra API server, most often
+	// at an address in a denied range (the in-cluster Service, its
+	// endpoints).
+	if kc.Spec.TenantCloud.Enabled() {
+		for _, hp := range opts.InfraAPI {
+			if block := hostBlock(hp.Host); block != nil {
+				rules = append(rules, networkingv1.NetworkPolicyEgressRule{
+					To: []networkingv1.NetworkPolicyPeer{{IPBlock: block}}, Ports: []networkingv1.NetworkPolicyPort{tcp(hp.Port)},
+				})
+			}
 		}
 	}
 	return rules, nil

@@ -17,6 +17,7 @@ limitations under the License.
 package isolation
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,5 +146,57 @@ func TestDesiredCustomAndDisabled(t *testing.T) {
 	}
 	if kc.Spec.CustomNetworkPolicies[0].Spec.PodSelector.MatchLabels[infrav1.ClusterNameLabel] != "other-tenant" {
 		t.Error("Desired modified the spec")
+	}
+}
+
+func TestTenantCloudOpensTheInfraAPIAndNodePorts(t *testing.T) {
+	infraAPI := []HostPort{{Host: "10.96.0.1", Port: 443}, {Host: "192.168.10.5", Port: 6443}, {Host: "api.example.com", Port: 443}}
+	opened := func(p *networkingv1.NetworkPolicy) []string {
+		var out []string
+		for _, r := range p.Spec.Egress {
+			if len(r.To) == 1 && r.To[0].IPBlock != nil && len(r.Ports) == 1 {
+				out = append(out, r.To[0].IPBlock.CIDR+":"+r.Ports[0].Port.String())
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name          string
+		components    []infrav1.TenantCloudComponent
+		wantOpened    []string
+		loadBalancers bool
+	}{
+		{"no tenant credential", nil, nil, false},
+		{"the CSI driver", []infrav1.TenantCloudComponent{infrav1.TenantCSIDriver}, []string{"10.96.0.1/32:443", "192.168.10.5/32:6443"}, false},
+		{"the cloud controller manager", []infrav1.TenantCloudComponent{infrav1.TenantCloudControllerManager},
+			[]string{"10.96.0.1/32:443", "192.168.10.5/32:6443"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			policies := byName(t, kcWith(func(kc *infrav1.KubevirtCluster) { kc.Spec.TenantCloud.Components = tc.components }),
+				Options{InfraAPI: infraAPI})
+			iso := policies["blue-kc-isolation"]
+			if got := opened(iso); !slices.Equal(got, tc.wantOpened) {
+				t.Errorf("egress opened to %v, want %v (host names cannot be opened)", got, tc.wantOpened)
+			}
+			lb, ok := policies["blue-kc-load-balancers"]
+			if ok != tc.loadBalancers {
+				t.Fatalf("load-balancers policy present: %v, want %v", ok, tc.loadBalancers)
+			}
+			if !ok {
+				return
+			}
+			if lb.Spec.PodSelector.MatchLabels[infrav1.RoleLabel] != infrav1.RoleWorker {
+				t.Errorf("selects %v, want the workers", lb.Spec.PodSelector.MatchLabels)
+			}
+			rule := lb.Spec.Ingress[0]
+			if len(rule.From) != 0 || len(rule.Ports) != 2 {
+				t.Fatalf("ingress %+v, want from anywhere on two port ranges", rule)
+			}
+			for _, p := range rule.Ports {
+				if p.Port.IntVal != 30000 || *p.EndPort != 32767 {
+					t.Errorf("port range %v-%v, want the node port range", p.Port, *p.EndPort)
+				}
+			}
+		})
 	}
 }

@@ -74,11 +74,21 @@ func (k *Keeper) now() time.Time {
 	return time.Now()
 }
 
+// secretKey is the tenant's Secret.
+var secretKey = client.ObjectKey{Namespace: infrav1.TenantCloudSecretNamespace, Name: infrav1.TenantCloudSecretName}
+
+// DriftRecheck bounds how long a credential in place goes unchecked: no
+// watch reaches the infra ServiceAccount, Role and binding or the tenant's
+// Secret, so one deleted or changed by hand is put back (and a revoked
+// token replaced) within this time, besides the renewal.
+const DriftRecheck = time.Hour
+
 // Reconcile keeps the credential of kc's tenant cluster, named cluster in
 // kc's namespace, on infra (ref, when set, becomes the controller of what it
 // creates there), and returns the outcome for the TenantCloudReady
 // condition; a credential in place asks to be requeued when its token is
-// due. With no component asking, it removes what was minted before.
+// due, or after DriftRecheck. With no component asking, it removes what was
+// minted before.
 func (k *Keeper) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cluster string, infra *infracluster.Infra, ref *metav1.OwnerReference) (outcome.Outcome, error) {
 	spec := kc.Spec.TenantCloud
 	if !spec.Enabled() {
@@ -86,42 +96,58 @@ func (k *Keeper) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, clu
 	}
 	owner, name := owned.Key(kc), Name(cluster)
 	infraClient := direct(infra)
+	want := infra.Namespace + "/" + name
+	if recorded := kc.Status.TenantCloud.ServiceAccount; recorded != "" && recorded != want {
+		// The VM namespace changed: what was minted in the old one goes.
+		if gone, err := deleteRecorded(ctx, infraClient, recorded, owner); err != nil || !gone {
+			return outcome.Fail(infrav1.CredentialFailedReason, fmt.Sprintf("removing the credential in its old namespace, %s: %v", recorded, err)), err
+		}
+		kc.Status.TenantCloud = infrav1.TenantCloudStatus{}
+	}
+	// Recorded before anything is made, so that nothing made is forgotten.
+	kc.Status.TenantCloud.ServiceAccount = want
 	sa, err := EnsureAccess(ctx, infraClient, name, infra.Namespace, map[string]string{infrav1.ClusterNameLabel: cluster}, owner, ref, spec.Components)
 	if err != nil {
 		return outcome.Fail(infrav1.CredentialFailedReason, err.Error()), err
 	}
-	kc.Status.TenantCloud.ServiceAccount = infra.Namespace + "/" + name
 	tenant, err := k.ClusterCache.GetUncachedClient(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: cluster})
 	if errors.Is(err, clustercache.ErrClusterNotConnected) {
+		if o, ok := k.stillIssued(kc); ok {
+			// A short outage of the connection changes nothing in the
+			// tenant's Secret.
+			return o, nil
+		}
 		// The cluster cache's connection events wake the cluster again.
 		return outcome.Wait(infrav1.WaitingForTenantReason, fmt.Sprintf(
 			"ServiceAccount %s is ready on the %s; waiting for the tenant cluster's API server to hand it the credential",
-			kc.Status.TenantCloud.ServiceAccount, infra.Description())), nil
+			want, infra.Description())), nil
 	}
 	if err != nil {
 		return outcome.Fail(infrav1.CredentialFailedReason, err.Error()), err
 	}
-	access := Access{Server: cmp.Or(spec.InfraServer, infra.Server), CAData: infra.CAData, Namespace: infra.Namespace,
-		ServiceAccount: name, ServiceAccountUID: string(sa.UID)}
-	key := client.ObjectKey{Namespace: infrav1.TenantCloudSecretNamespace, Name: infrav1.TenantCloudSecretName}
+	access := Access{Server: cmp.Or(spec.InfraServer, infra.Server), CAData: infra.CAData, TLSServerName: infra.TLSServerName,
+		Insecure: infra.Insecure, Namespace: infra.Namespace, ServiceAccount: name, ServiceAccountUID: string(sa.UID)}
+	lifetime := time.Duration(ptr.Deref(spec.TokenExpirationSeconds, infrav1.DefaultTenantCloudTokenExpirationSeconds)) * time.Second
 	live := &corev1.Secret{}
-	err = tenant.Get(ctx, key, live)
+	err = tenant.Get(ctx, secretKey, live)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		err = fmt.Errorf("reading the tenant's Secret %s: %w", key, err)
+		err = fmt.Errorf("reading the tenant's Secret %s: %w", secretKey, err)
 		return outcome.Fail(infrav1.CredentialFailedReason, err.Error()), err
 	case !owned.IsOwnedBy(live, owner):
+		// No watch reaches the tenant's Secrets: look again for the user's
+		// fix.
 		return outcome.Fail(infrav1.CredentialFailedReason, fmt.Sprintf(
-			"the tenant cluster's Secret %s exists but was not created for %s; rename or remove it", key, owner)), nil
+			"the tenant cluster's Secret %s exists but was not created for %s; rename or remove it", secretKey, owner)).After(outcome.Recheck(0)), nil
 	default:
-		if expires, renew, ok := current(live, access, k.now()); ok {
+		if expires, renew, ok := current(live, access, lifetime, k.now()); ok {
 			setStatus(kc, expires, renew)
-			return issued(key, kc, expires, renew).After(renew.Sub(k.now())), nil
+			return issued(kc).After(min(renew.Sub(k.now()), DriftRecheck)), nil
 		}
 	}
 
-	token, expires, err := IssueToken(ctx, infraClient, sa, ptr.Deref(spec.TokenExpirationSeconds, infrav1.DefaultTenantCloudTokenExpirationSeconds))
+	token, expires, err := IssueToken(ctx, infraClient, sa, int64(lifetime/time.Second))
 	if err != nil {
 		return outcome.Fail(infrav1.CredentialFailedReason, err.Error()), err
 	}
@@ -131,8 +157,8 @@ func (k *Keeper) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, clu
 	if err != nil {
 		return outcome.Fail(infrav1.CredentialFailedReason, err.Error()), err
 	}
-	want := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Annotations: map[string]string{
+	desired := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: secretKey.Name, Namespace: secretKey.Namespace, Annotations: map[string]string{
 			ExpirationAnnotation: expires.UTC().Format(time.RFC3339),
 			RenewalAnnotation:    renew.UTC().Format(time.RFC3339),
 			AccessAnnotation:     access.Hash(),
@@ -142,9 +168,9 @@ func (k *Keeper) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, clu
 	}
 	// Replaced in place: the tenant never sees the Secret missing, and the
 	// old token stays valid until it expires.
-	_, change, err := owned.Ensure(ctx, tenant, want, &corev1.Secret{}, owner, nil, "tenant Secret", func(live, want *corev1.Secret) bool {
-		maps.Copy(live.Annotations, want.Annotations)
-		live.Data = want.Data
+	_, change, err := owned.Ensure(ctx, tenant, desired, &corev1.Secret{}, owner, nil, "tenant Secret", func(live, desired *corev1.Secret) bool {
+		maps.Copy(live.Annotations, desired.Annotations)
+		live.Data = desired.Data
 		return true
 	})
 	if err != nil {
@@ -155,21 +181,36 @@ func (k *Keeper) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, clu
 		action = "Rotated"
 	}
 	k.Recorder.Eventf(kc, nil, corev1.EventTypeNormal, "TenantCredential"+action, "ReconcileTenantCloud",
-		"%s the token of ServiceAccount %s in the tenant cluster's Secret %s; it expires at %s", action, kc.Status.TenantCloud.ServiceAccount,
-		key, expires.UTC().Format(time.RFC3339))
+		"%s the token of ServiceAccount %s in the tenant cluster's Secret %s; it expires at %s", action, want,
+		secretKey, expires.UTC().Format(time.RFC3339))
 	setStatus(kc, expires, renew)
-	return issued(key, kc, expires, renew).After(renew.Sub(now)), nil
+	return issued(kc).After(min(renew.Sub(now), DriftRecheck)), nil
 }
 
+// stillIssued is the outcome of a credential recorded as current, while
+// the tenant cannot be reached to look at its Secret.
+func (k *Keeper) stillIssued(kc *infrav1.KubevirtCluster) (outcome.Outcome, bool) {
+	st := kc.Status.TenantCloud
+	if st.TokenRenewalTime == nil || st.TokenExpirationTime == nil || !k.now().Before(st.TokenRenewalTime.Time) {
+		return outcome.Outcome{}, false
+	}
+	return issued(kc).After(min(st.TokenRenewalTime.Sub(k.now()), DriftRecheck)), true
+}
+
+// clockSkew is how far the provider's clock and the API server's may
+// differ before a token's expiration looks later than its lifetime allows.
+const clockSkew = time.Minute
+
 // current reports, for a Secret this provider wrote, whether its token is
-// for access and not yet due, with its expiration and renewal times.
-func current(s *corev1.Secret, access Access, now time.Time) (time.Time, time.Time, bool) {
+// for access, not yet due, and not longer-lived than lifetime (which the
+// user may have lowered), with its expiration and renewal times.
+func current(s *corev1.Secret, access Access, lifetime time.Duration, now time.Time) (time.Time, time.Time, bool) {
 	if s.Annotations[AccessAnnotation] != access.Hash() || len(s.Data[KubeconfigKey]) == 0 || len(s.Data[TokenKey]) == 0 {
 		return time.Time{}, time.Time{}, false
 	}
 	expires, errE := time.Parse(time.RFC3339, s.Annotations[ExpirationAnnotation])
 	renew, errR := time.Parse(time.RFC3339, s.Annotations[RenewalAnnotation])
-	if errE != nil || errR != nil || !now.Before(renew) {
+	if errE != nil || errR != nil || !now.Before(renew) || expires.After(now.Add(lifetime+clockSkew)) {
 		return time.Time{}, time.Time{}, false
 	}
 	return expires, renew, true
@@ -180,57 +221,10 @@ func setStatus(kc *infrav1.KubevirtCluster, expires, renew time.Time) {
 	kc.Status.TenantCloud.TokenRenewalTime = &metav1.Time{Time: renew.UTC().Truncate(time.Second)}
 }
 
-func issued(key client.ObjectKey, kc *infrav1.KubevirtCluster, expires, renew time.Time) outcome.Outcome {
+// issued is the outcome of the credential recorded in kc's status.
+func issued(kc *infrav1.KubevirtCluster) outcome.Outcome {
+	st := kc.Status.TenantCloud
 	return outcome.Ready(infrav1.CredentialIssuedReason, fmt.Sprintf(
 		"the tenant cluster's Secret %s holds a token of ServiceAccount %s that expires at %s and is replaced at %s",
-		key, kc.Status.TenantCloud.ServiceAccount, expires.UTC().Format(time.RFC3339), renew.UTC().Format(time.RFC3339)))
-}
-
-// disable removes a credential minted before: the infra objects (which
-// revokes the token) and, when the tenant cluster can be reached, its
-// Secret.
-func (k *Keeper) disable(ctx context.Context, kc *infrav1.KubevirtCluster, cluster string, infra *infracluster.Infra) (outcome.Outcome, error) {
-	disabled := outcome.Ready(infrav1.DisabledReason, "no component of the tenant cluster asks for an infra credential")
-	if kc.Status.TenantCloud.ServiceAccount == "" {
-		return disabled, nil
-	}
-	gone, err := k.Delete(ctx, kc, cluster, infra)
-	if err != nil {
-		return outcome.Fail(infrav1.CredentialFailedReason, "removing the tenant credential: "+err.Error()), err
-	}
-	if !gone {
-		return outcome.Wait(infrav1.DeletingReason, "waiting for the infra ServiceAccount, Role and binding of the tenant credential to be deleted"), nil
-	}
-	if tenant, err := k.ClusterCache.GetUncachedClient(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: cluster}); err == nil {
-		key := client.ObjectKey{Namespace: infrav1.TenantCloudSecretNamespace, Name: infrav1.TenantCloudSecretName}
-		if _, err := owned.Delete(ctx, tenant, &corev1.Secret{}, key, owned.Key(kc)); err != nil {
-			err = fmt.Errorf("deleting the tenant cluster's Secret %s: %w", key, err)
-			return outcome.Fail(infrav1.CredentialFailedReason, err.Error()), err
-		}
-	}
-	kc.Status.TenantCloud = infrav1.TenantCloudStatus{}
-	return disabled, nil
-}
-
-// Delete removes the infra ServiceAccount, Role and binding minted for the
-// cluster, and reports whether they are gone. The tenant's Secret goes
-// with the tenant cluster; its token is revoked with the ServiceAccount.
-func (k *Keeper) Delete(ctx context.Context, kc *infrav1.KubevirtCluster, cluster string, infra *infracluster.Infra) (bool, error) {
-	return DeleteAccess(ctx, direct(infra), Name(cluster), infra.Namespace, owned.Key(kc))
-}
-
-// directClient writes through the infra client and reads straight from
-// the API server: the few objects of a credential are read when a cluster
-// is reconciled, not worth an informer over every ServiceAccount and Role.
-type directClient struct {
-	client.Client
-	reader client.Reader
-}
-
-func (d directClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return d.reader.Get(ctx, key, obj, opts...)
-}
-
-func direct(infra *infracluster.Infra) client.Client {
-	return directClient{Client: infra.Client, reader: infra.APIReader}
+		secretKey, st.ServiceAccount, st.TokenExpirationTime.UTC().Format(time.RFC3339), st.TokenRenewalTime.UTC().Format(time.RFC3339)))
 }

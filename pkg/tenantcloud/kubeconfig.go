@@ -19,6 +19,7 @@ package tenantcloud
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,9 +31,13 @@ import (
 // carries. A token outlives none of it: a change of any part, the
 // ServiceAccount recreated included, means a new token.
 type Access struct {
-	Server    string
-	CAData    []byte
-	Namespace string
+	Server string
+	CAData []byte
+	// TLSServerName and Insecure carry over from an external infra
+	// cluster's kubeconfig, which the provider's own client uses.
+	TLSServerName string
+	Insecure      bool
+	Namespace     string
 	// ServiceAccount is the name, ServiceAccountUID the UID of the
 	// ServiceAccount the token belongs to.
 	ServiceAccount    string
@@ -43,7 +48,8 @@ type Access struct {
 // is told apart without reading its token.
 func (a Access) Hash() string {
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(a.Server), a.CAData, []byte(a.Namespace), []byte(a.ServiceAccount), []byte(a.ServiceAccountUID)} {
+	for _, part := range [][]byte{[]byte(a.Server), a.CAData, []byte(a.TLSServerName), []byte(fmt.Sprint(a.Insecure)),
+		[]byte(a.Namespace), []byte(a.ServiceAccount), []byte(a.ServiceAccountUID)} {
 		h.Write(part)
 		h.Write([]byte{0})
 	}
@@ -67,7 +73,8 @@ const MountPath = "/etc/kubernetes/infra"
 // the kubeconfig also works on its own.
 func Kubeconfig(a Access, token string) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: a.Server, CertificateAuthorityData: a.CAData}
+	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: a.Server, CertificateAuthorityData: a.CAData,
+		TLSServerName: a.TLSServerName, InsecureSkipTLSVerify: a.Insecure}
 	cfg.AuthInfos[contextName] = &clientcmdapi.AuthInfo{Token: token, TokenFile: MountPath + "/" + TokenKey}
 	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName, Namespace: a.Namespace}
 	cfg.CurrentContext = contextName

@@ -21,8 +21,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -66,45 +64,4 @@ func TestRenewalTime(t *testing.T) {
 	issued := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	NewWithT(t).Expect(RenewalTime(issued, issued.Add(24*time.Hour))).To(Equal(issued.Add(19*time.Hour + 12*time.Minute)))
 	NewWithT(t).Expect(RenewalTime(issued, issued.Add(10*time.Minute))).To(Equal(issued.Add(8 * time.Minute)))
-}
-
-func TestCurrent(t *testing.T) {
-	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	a := Access{Server: "https://a", Namespace: "ns", ServiceAccount: "sa", ServiceAccountUID: "u1"}
-	secret := func(renew time.Time, hash string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-			ExpirationAnnotation: now.Add(time.Hour).Format(time.RFC3339),
-			RenewalAnnotation:    renew.Format(time.RFC3339),
-			AccessAnnotation:     hash,
-		}}, Data: map[string][]byte{KubeconfigKey: []byte("x"), TokenKey: []byte("t")}}
-	}
-	for _, tc := range []struct {
-		name   string
-		secret *corev1.Secret
-		want   bool
-	}{
-		{"not yet due", secret(now.Add(time.Minute), a.Hash()), true},
-		{"due", secret(now, a.Hash()), false},
-		{"written for other access", secret(now.Add(time.Minute), "other"), false},
-		{"renewal time unreadable", func() *corev1.Secret {
-			s := secret(now.Add(time.Minute), a.Hash())
-			s.Annotations[RenewalAnnotation] = "soon"
-			return s
-		}(), false},
-		{"kubeconfig emptied", func() *corev1.Secret {
-			s := secret(now.Add(time.Minute), a.Hash())
-			s.Data = nil
-			return s
-		}(), false},
-		{"token file removed", func() *corev1.Secret {
-			s := secret(now.Add(time.Minute), a.Hash())
-			delete(s.Data, TokenKey)
-			return s
-		}(), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, _, ok := current(tc.secret, a, now)
-			NewWithT(t).Expect(ok).To(Equal(tc.want))
-		})
-	}
 }

@@ -18,11 +18,14 @@ package tenantcloud
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // flat writes rules as "group/resource: verbs" lines, for comparing.
@@ -111,5 +114,34 @@ func TestRole(t *testing.T) {
 	r.Rules[0].Verbs[0] = "changed"
 	if Rules(CSIDriver)[0].Verbs[0] == "changed" {
 		t.Error("Rules shares its verb slices between calls")
+	}
+}
+
+// TestProviderHoldsWhatItGrants checks the provider's generated ClusterRole
+// against the Role it creates: Kubernetes lets a Role grant only what its
+// creator holds, and the test world's API servers run the provider as an
+// administrator in most suites, where a gap would not show.
+func TestProviderHoldsWhatItGrants(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, held); err != nil {
+		t.Fatal(err)
+	}
+	holds := func(group, resource, verb string) bool {
+		return slices.ContainsFunc(held.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb)
+		})
+	}
+	for _, r := range Rules(CloudControllerManager, CSIDriver) {
+		for _, resource := range r.Resources {
+			for _, verb := range r.Verbs {
+				if !holds(r.APIGroups[0], resource, verb) {
+					t.Errorf("the provider's ClusterRole lacks %s on %s/%s, which the tenant cloud Role grants", verb, r.APIGroups[0], resource)
+				}
+			}
+		}
 	}
 }

@@ -27,6 +27,8 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +70,14 @@ func connectTenant(ctx context.Context, g Gomega, tn *tenant) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.cluster), tn.cluster)).To(Succeed())
 	tn.cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	g.Expect(env.Client.Status().Update(ctx, tn.cluster)).To(Succeed())
+}
+
+// touch changes a label of kc, which wakes the provider.
+func touch(ctx context.Context, g Gomega, kc *infrav1.KubevirtCluster, value string) {
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kc), kc)).To(Succeed())
+	patch := client.MergeFrom(kc.DeepCopy())
+	kc.Labels["test.capkv.io/touched"] = value
+	g.Expect(env.Client.Patch(ctx, kc, patch)).To(Succeed())
 }
 
 // deleteTenantSecret removes the tenant's Secret when the test ends: the
@@ -125,7 +135,7 @@ func TestTenantCloudCredential(t *testing.T) {
 	tn := createTenant(t, ns, "tenantcloud", func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.TenantCloud = infrav1.TenantCloudSpec{
 			Components:             []infrav1.TenantCloudComponent{infrav1.TenantCloudControllerManager, infrav1.TenantCSIDriver},
-			TokenExpirationSeconds: ptr.To[int64](600),
+			TokenExpirationSeconds: ptr.To[int64](3600),
 		}
 	}, nil)
 	name := tenantcloud.Name(tn.cluster.Name)
@@ -162,8 +172,29 @@ func TestTenantCloudCredential(t *testing.T) {
 	g.Expect(string(first.Data[tenantcloud.NamespaceKey])).To(Equal(ns))
 	token := tokenOf(g, first)
 	expires := tn.kc.Status.TenantCloud.TokenExpirationTime.Time
-	g.Expect(expires).To(BeTemporally("~", time.Now().Add(10*time.Minute), time.Minute))
-	g.Expect(tn.kc.Status.TenantCloud.TokenRenewalTime.Time).To(BeTemporally("~", time.Now().Add(8*time.Minute), time.Minute))
+	g.Expect(expires).To(BeTemporally("~", time.Now().Add(time.Hour), time.Minute))
+	g.Expect(tn.kc.Status.TenantCloud.TokenRenewalTime.Time).To(BeTemporally("~", time.Now().Add(48*time.Minute), time.Minute))
+
+	// The isolation policies let the VMs reach the infra API server where
+	// kube-proxy sends them, and the infra load balancers reach the
+	// workers' node ports.
+	apiServer := &discoveryv1.EndpointSliceList{}
+	g.Expect(env.Client.List(ctx, apiServer, client.InNamespace(metav1.NamespaceDefault),
+		client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"})).To(Succeed())
+	g.Expect(apiServer.Items).NotTo(BeEmpty())
+	isolation := &networkingv1.NetworkPolicy{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tn.kc.Name + "-isolation"}, isolation)).To(Succeed())
+	g.Expect(isolation.Spec.Egress).To(ContainElement(HaveField("To", ContainElement(HaveField("IPBlock.CIDR",
+		apiServer.Items[0].Endpoints[0].Addresses[0]+"/32")))), "the API server's endpoint is open to the VMs")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tn.kc.Name + "-load-balancers"}, &networkingv1.NetworkPolicy{})).To(Succeed())
+
+	// Steady state: a reconcile with nothing due writes nothing.
+	touch(ctx, g, tn.kc, "steady")
+	g.Consistently(func(g Gomega) string {
+		s := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, tenantSecretKey, s)).To(Succeed())
+		return s.ResourceVersion
+	}, 3*time.Second, 200*time.Millisecond).Should(Equal(first.ResourceVersion))
 
 	// The tenant's components use the kubeconfig as it is: it reaches the
 	// infra namespace, and no further.
@@ -204,12 +235,9 @@ func TestTenantCloudCredential(t *testing.T) {
 			reads.Add(1)
 		}
 	}()
-	skew.Store(int64(9 * time.Minute))
+	skew.Store(int64(50 * time.Minute))
 	// Nothing real wakes the provider at a skewed time: touch the cluster.
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), tn.kc)).To(Succeed())
-	patch := client.MergeFrom(tn.kc.DeepCopy())
-	tn.kc.Labels["test.capkv.io/touched"] = "rotation"
-	g.Expect(env.Client.Patch(ctx, tn.kc, patch)).To(Succeed())
+	touch(ctx, g, tn.kc, "rotation")
 	rotated := &corev1.Secret{}
 	g.Eventually(func(g Gomega) string {
 		g.Expect(env.Client.Get(ctx, tenantSecretKey, rotated)).To(Succeed())
@@ -225,7 +253,7 @@ func TestTenantCloudCredential(t *testing.T) {
 	g.Eventually(func() time.Time {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), tn.kc)
 		return ptr.Deref(tn.kc.Status.TenantCloud.TokenRenewalTime, metav1.Time{}).Time
-	}).Should(BeTemporally(">", time.Now().Add(9*time.Minute)))
+	}).Should(BeTemporally(">", time.Now().Add(50*time.Minute)))
 
 	// Deleting the cluster removes the ServiceAccount, Role and binding,
 	// and with the ServiceAccount every token it had.
@@ -286,6 +314,28 @@ func TestTenantCloudCredentialExternalInfra(t *testing.T) {
 	g.Expect(apierrors.IsForbidden(asTenant.List(ctx, &corev1.ServiceList{}, client.InNamespace(ns)))).To(BeTrue(),
 		"the management namespace is not the VM namespace")
 
+	// Emptying the components removes the credential, in the tenant too.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), tn.kc)).To(Succeed())
+	patch := client.MergeFrom(tn.kc.DeepCopy())
+	tn.kc.Spec.TenantCloud.Components = nil
+	g.Expect(env.Client.Patch(ctx, tn.kc, patch)).To(Succeed())
+	g.Eventually(condition(tn.kc, infrav1.TenantCloudReadyCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionTrue, infrav1.DisabledReason))
+	g.Expect(tn.kc.Status.TenantCloud).To(BeZero())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, tenantSecretKey, &corev1.Secret{}))).To(BeTrue(), "the tenant's Secret is gone")
+	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: vmNS, Name: name}, obj))).To(BeTrue(), "%T left behind", obj)
+	}
+	g.Eventually(func(g Gomega) bool { return authenticates(ctx, g, tokenOf(g, secret)) }, 10*time.Second).Should(BeFalse())
+
+	// Asked for again, then the cluster is deleted.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), tn.kc)).To(Succeed())
+	patch = client.MergeFrom(tn.kc.DeepCopy())
+	tn.kc.Spec.TenantCloud.Components = []infrav1.TenantCloudComponent{infrav1.TenantCloudControllerManager}
+	g.Expect(env.Client.Patch(ctx, tn.kc, patch)).To(Succeed())
+	g.Eventually(condition(tn.kc, infrav1.TenantCloudReadyCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionTrue, infrav1.CredentialIssuedReason))
+	g.Expect(env.Client.Get(ctx, tenantSecretKey, secret)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, tn.kc)).To(Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), &infrav1.KubevirtCluster{}))
