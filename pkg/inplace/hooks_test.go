@@ -1,0 +1,124 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package inplace
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+)
+
+func raw(g Gomega, obj any) runtime.RawExtension {
+	data, err := json.Marshal(obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	return runtime.RawExtension{Raw: data}
+}
+
+func template(s *infrav1.KubevirtMachineSpec) *infrav1.KubevirtMachineTemplate {
+	t := &infrav1.KubevirtMachineTemplate{Spec: infrav1.KubevirtMachineTemplateSpec{Template: infrav1.KubevirtMachineTemplateResource{Spec: *s}}}
+	t.SetGroupVersionKind(infrav1.GroupVersion.WithKind("KubevirtMachineTemplate"))
+	t.Name = "md-0-abc"
+	return t
+}
+
+// applied is the current template after the hook's patch, as Cluster API
+// applies it before comparing with the desired one.
+func applied(g Gomega, current runtime.RawExtension, patch runtimehooksv1.Patch) *infrav1.KubevirtMachineTemplate {
+	g.Expect(patch.PatchType).To(Equal(runtimehooksv1.JSONMergePatchType))
+	data, err := jsonpatch.MergePatch(current.Raw, patch.Patch)
+	g.Expect(err).NotTo(HaveOccurred())
+	out := &infrav1.KubevirtMachineTemplate{}
+	g.Expect(json.Unmarshal(data, out)).To(Succeed())
+	return out
+}
+
+func TestCanUpdateMachineSet(t *testing.T) {
+	bigger := func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
+		d.CPU.Sockets = 4
+		d.Memory.Guest = ptr.To(resource.MustParse("8Gi"))
+	}
+	t.Run("more CPU and memory: covered whole", func(t *testing.T) {
+		g := NewWithT(t)
+		req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+		req.Current.InfrastructureMachineTemplate = raw(g, template(spec(nil)))
+		desired := template(spec(bigger))
+		req.Desired.InfrastructureMachineTemplate = raw(g, desired)
+		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+		CanUpdateMachineSet(context.Background(), req, resp)
+		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+		g.Expect(resp.Message).To(Equal("in place: CPU sockets 2 to 4; guest memory 4Gi to 8Gi"))
+		after := applied(g, req.Current.InfrastructureMachineTemplate, resp.InfrastructureMachineTemplatePatch)
+		g.Expect(equality.Semantic.DeepEqual(after.Spec, desired.Spec)).To(BeTrue())
+	})
+	t.Run("a new image as well: the rest is left for a rollout", func(t *testing.T) {
+		g := NewWithT(t)
+		req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+		req.Current.InfrastructureMachineTemplate = raw(g, template(spec(nil)))
+		desired := template(spec(func(d *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+			bigger(d, s)
+			s.RootDisk.Image = infrav1.ImageSource{Registry: &infrav1.RegistryImageSource{URL: "docker://example.com/node:v2"}}
+		}))
+		req.Desired.InfrastructureMachineTemplate = raw(g, desired)
+		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+		CanUpdateMachineSet(context.Background(), req, resp)
+		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+		g.Expect(resp.Message).To(ContainSubstring("needs new machines: spec.rootDisk.image.registry changed"))
+		after := applied(g, req.Current.InfrastructureMachineTemplate, resp.InfrastructureMachineTemplatePatch)
+		g.Expect(equality.Semantic.DeepEqual(after.Spec, desired.Spec)).To(BeFalse(), "Cluster API sees the image left over and rolls")
+		g.Expect(after.Spec.Template.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets).To(BeEquivalentTo(4))
+	})
+	t.Run("another provider's template", func(t *testing.T) {
+		g := NewWithT(t)
+		other := map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerMachineTemplate"}
+		req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+		req.Current.InfrastructureMachineTemplate, req.Desired.InfrastructureMachineTemplate = raw(g, other), raw(g, other)
+		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+		CanUpdateMachineSet(context.Background(), req, resp)
+		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+		g.Expect(resp.InfrastructureMachineTemplatePatch.IsDefined()).To(BeFalse())
+	})
+}
+
+func TestCanUpdateMachineIgnoresTheProviderID(t *testing.T) {
+	g := NewWithT(t)
+	machine := func(s *infrav1.KubevirtMachineSpec, providerID *string) *infrav1.KubevirtMachine {
+		m := &infrav1.KubevirtMachine{Spec: *s}
+		m.SetGroupVersionKind(infrav1.GroupVersion.WithKind("KubevirtMachine"))
+		m.Spec.ProviderID = providerID
+		return m
+	}
+	req := &runtimehooksv1.CanUpdateMachineRequest{}
+	req.Current.InfrastructureMachine = raw(g, machine(spec(nil), ptr.To("kubevirt://cp-0")))
+	req.Desired.InfrastructureMachine = raw(g, machine(spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.CPU.Sockets = 3 }), nil))
+	resp := &runtimehooksv1.CanUpdateMachineResponse{}
+	CanUpdateMachine(context.Background(), req, resp)
+	g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+	g.Expect(resp.Message).To(Equal("in place: CPU sockets 2 to 3"))
+	g.Expect(string(resp.InfrastructureMachinePatch.Patch)).To(MatchJSON(
+		`{"spec":{"virtualMachineTemplate":{"spec":{"template":{"spec":{"domain":{"cpu":{"sockets":3}}}}}}}}`))
+}
