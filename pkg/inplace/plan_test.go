@@ -77,20 +77,29 @@ func TestDecide(t *testing.T) {
 			desired:  spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.CPU.Sockets = 1 }),
 			declined: []string{"CPU sockets 2 to 1: KubeVirt removes sockets only on a restart"}},
 		{name: "no maxSockets",
-			current:  spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.CPU.MaxSockets = 0 }),
-			desired:  spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.CPU.MaxSockets = 0; d.CPU.Sockets = 4 }),
+			current: spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.CPU.MaxSockets = 0 }),
+			desired: spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
+				d.CPU.MaxSockets = 0
+				d.CPU.Sockets = 4
+			}),
 			declined: []string{"CPU sockets 2 to 4: the VM sets no maxSockets to grow into"}},
 		{name: "more cores, which need a restart",
 			desired:  spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.CPU.Cores = 2 }),
 			declined: []string{"spec.virtualMachineTemplate.spec.template.spec.domain.cpu.cores changed: only CPU sockets, guest memory and the VirtualMachine's labels and annotations change in place"}},
 		{name: "memory beyond maxGuest",
-			desired:  spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.Memory.Guest = ptr.To(resource.MustParse("32Gi")) }),
+			desired: spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
+				d.Memory.Guest = ptr.To(resource.MustParse("32Gi"))
+			}),
 			declined: []string{"guest memory 4Gi to 32Gi: beyond the VM's maxGuest, 16Gi"}},
 		{name: "less memory",
-			desired:  spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.Memory.Guest = ptr.To(resource.MustParse("2Gi")) }),
+			desired: spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
+				d.Memory.Guest = ptr.To(resource.MustParse("2Gi"))
+			}),
 			declined: []string{"guest memory 4Gi to 2Gi: KubeVirt shrinks memory only on a restart"}},
 		{name: "memory not in 2Mi steps",
-			desired:  spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.Memory.Guest = ptr.To(resource.MustParse("5001Mi")) }),
+			desired: spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
+				d.Memory.Guest = ptr.To(resource.MustParse("5001Mi"))
+			}),
 			declined: []string{"guest memory 5001Mi: KubeVirt hot-plugs memory in steps of 2Mi"}},
 		{name: "a new image, with more sockets",
 			desired: spec(func(d *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
