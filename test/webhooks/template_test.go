@@ -69,8 +69,18 @@ func TestClusterTemplates(t *testing.T) {
 	cni := map[string]int{"ClusterResourceSet": 1, "ConfigMap": 1}
 	plain := map[string]int{"Cluster": 1, "KubevirtCluster": 1, "KubevirtMachineTemplate": 2, "KubeadmControlPlane": 1,
 		"KubeadmConfigTemplate": 1, "MachineDeployment": 1}
-	// The objects each flavor is made of, by the file of templates/.
+	// The cloud flavors add a ClusterResourceSet and its manifests per
+	// component (docs/tenant-cloud.md).
+	withAddons := func(n int) map[string]int {
+		out := maps.Clone(plain)
+		out["ClusterResourceSet"], out["ConfigMap"] = n, n
+		return out
+	}
+	// The objects each flavor is made of, by the file of templates/; the
+	// CNI's come on top.
 	wantKinds := map[string]map[string]int{
+		"cluster-template-cloud-provider.yaml":     withAddons(1),
+		"cluster-template-cloud-provider-csi.yaml": withAddons(2),
 		"cluster-template.yaml":                    plain,
 		"cluster-template-external-infra.yaml":     plain,
 		"cluster-template-ignition.yaml":           plain,
@@ -125,7 +135,9 @@ func TestClusterTemplates(t *testing.T) {
 			if want == nil {
 				want = map[string]int{}
 			}
-			maps.Copy(want, cni)
+			for kind, n := range cni {
+				want[kind] += n
+			}
 		}
 		t.Run(name, func(t *testing.T) {
 			objs := renderAndDryRun(t, file, documented)
