@@ -183,6 +183,53 @@ func TestExternalEvictionLiveMigratesFirst(t *testing.T) {
 	eventually(t, tc.provisioned(km)).Should(Succeed())
 }
 
+// TestExternalEvictionFallsBackWhenMigrationFails drains the infra node
+// under a migratable VM whose guest dirties memory faster than a migration
+// copies it: KubeVirt aborts the migration, and the provider abandons it,
+// drains the tenant Node instead and restarts the VM on another node.
+func TestExternalEvictionFallsBackWhenMigrationFails(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant, err := testenv.Start(testenv.Options{WithoutKubeVirtCRDs: true, WithoutProviderCRDs: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = tenant.Stop() })
+	tc := newTenantCluster(t, nil)
+	connectTenant(t, tc, tenant)
+
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "ext-busy-0", Mutate: migratable(kubevirtv1.EvictionStrategyExternal)})
+	w.Sim.BusyGuest(tc.ns, km.Name)
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	eventually(t, tc.reason(km, infrav1.LiveMigratableCondition)).ShouldNot(Equal("<none>"))
+	g.Expect(condition(get(t, tc.c, km), infrav1.LiveMigratableCondition)).To(HavePrefix("True"))
+	g.Expect(tenant.Client.Create(ctx, readyNode(km.Name))).To(Succeed())
+	setNodeRef(t, tc, km.Name, km.Name)
+	cordoned := watchCordon(t, tenant.Client, km.Name)
+	stopKubelet := playTenantKubelet(t, tenant.Client)
+	defer stopKubelet()
+
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, vmi)).To(Succeed())
+	source, firstUID := vmi.Status.NodeName, vmi.UID
+	eventually(t, drainInfraNode(t, source)).Should(Succeed())
+
+	eventually(t, tc.reason(km, infrav1.EvacuatingCondition)).Should(Equal(infrav1.EvacuatedReason))
+	eventually(t, func() error {
+		cur := &kubevirtv1.VirtualMachineInstance{}
+		if err := infraGet(t, w.Env.Client, tc.ns, km.Name, cur); err != nil {
+			return err
+		}
+		if cur.UID == firstUID || cur.Status.NodeName == source || cur.Status.Phase != kubevirtv1.Running {
+			return fmt.Errorf("instance %s on %q in phase %s", cur.UID, cur.Status.NodeName, cur.Status.Phase)
+		}
+		return nil
+	}).Should(Succeed())
+	g.Expect(cordoned()).To(BeTrue(), "the tenant Node was drained once the migration failed")
+	g.Expect(condition(get(t, tc.c, km), infrav1.MigratingCondition)).To(HavePrefix("False/" + infrav1.MigrationFailedReason))
+	g.Expect(machineEvents(t, tc, km)).To(ContainElements(infrav1.LiveMigratingReason, "LiveMigrationAbandoned",
+		infrav1.RestartingVMReason, infrav1.EvacuatedReason))
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+}
+
 // watchCordon polls a tenant Node until the test ends; the returned func
 // says whether it was ever seen unschedulable.
 func watchCordon(t *testing.T, c client.Client, name string) func() bool {

@@ -105,6 +105,38 @@ func claimShared(vmi *kubevirtv1.VirtualMachineInstance, volume string) (shared,
 	return false, false
 }
 
+// completionTimeoutPerGiB is how long virt-launcher lets a migration copy
+// each GiB of guest memory before it aborts it (KubeVirt's default
+// migrations.completionTimeoutPerGiB).
+const completionTimeoutPerGiB = 150 * time.Second
+
+// completionTimeout is virt-launcher's limit for migrating vmi: the
+// per-GiB time for its guest memory, at least one GiB.
+func completionTimeout(vmi *kubevirtv1.VirtualMachineInstance) time.Duration {
+	gib := int64(1)
+	if m := vmi.Spec.Domain.Memory; m != nil && m.Guest != nil {
+		gib = max(gib, (m.Guest.Value()+1<<30-1)>>30)
+	} else if q, ok := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]; ok {
+		gib = max(gib, (q.Value()+1<<30-1)>>30)
+	}
+	return time.Duration(gib) * completionTimeoutPerGiB
+}
+
+// BusyGuest makes the guest of VMI namespace/name dirty its memory faster
+// than a live migration copies it, as a write-heavy workload does: every
+// migration of it runs until virt-launcher's completion timeout
+// (completionTimeoutPerGiB for each GiB of guest memory, scaled) and then
+// fails, aborted, with the VMI left on its node
+// (docs/kubevirt-behaviour.md#live-migration).
+func (s *Simulator) BusyGuest(namespace, name string) {
+	s.busyGuests.Store(types.NamespacedName{Namespace: namespace, Name: name}, true)
+}
+
+func (s *Simulator) isBusy(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	_, busy := s.busyGuests.Load(types.NamespacedName{Namespace: vmi.Namespace, Name: vmi.Name})
+	return busy
+}
+
 // migrating says whether the real virt-controller handed a migration of
 // this VMI to the nodes and it has not finished on them yet.
 func migrating(vmi *kubevirtv1.VirtualMachineInstance) bool {
@@ -145,6 +177,15 @@ func (s *Simulator) migrate(ctx context.Context, vmi *kubevirtv1.VirtualMachineI
 		m.TargetDirectMigrationNodePorts = map[string]int{"40001": 0}
 	case m.StartTimestamp == nil:
 		m.StartTimestamp, m.Mode, m.Failed = &now, kubevirtv1.MigrationPreCopy, false
+	case !m.TargetNodeDomainDetected && s.isBusy(vmi):
+		// The copy never converges; the source gives up after its
+		// completion timeout, and the VMI stays where it was.
+		timeout := completionTimeout(vmi)
+		if wait := s.scaled(timeout) - time.Since(m.StartTimestamp.Time); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		m.Failed, m.EndTimestamp, m.AbortStatus = true, &now, kubevirtv1.MigrationAbortSucceeded
+		m.FailureReason = fmt.Sprintf("Live migration is not completed after %d seconds and has been aborted", int64(timeout/time.Second))
 	case !m.TargetNodeDomainDetected:
 		if wait := s.scaled(migrationDuration) - time.Since(m.StartTimestamp.Time); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil

@@ -98,6 +98,9 @@ type Simulator struct {
 	guests guestSSH
 	// failedNodes holds the names of the nodes FailNode killed.
 	failedNodes sync.Map
+	// busyGuests holds, by namespace and name, the VMIs whose guests dirty
+	// memory faster than a migration copies it (BusyGuest).
+	busyGuests sync.Map
 	// config reaches the infra API server as an administrator, which may
 	// impersonate a pod's service account.
 	config *rest.Config

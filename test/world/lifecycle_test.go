@@ -96,6 +96,48 @@ func TestMigrationMovesTheInstance(t *testing.T) {
 		first.Status.NodeName: corev1.PodSucceeded, after.Status.NodeName: corev1.PodRunning}))
 }
 
+// TestMigrationOfABusyGuestFails plays a guest that dirties its memory
+// faster than a migration copies it: the source aborts the migration at
+// virt-launcher's completion timeout, the real virt-controller fails it,
+// and the VM instance keeps running where it was.
+func TestMigrationOfABusyGuestFails(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	v := vm(ns, "busy", func(v *kubevirtv1.VirtualMachine) {
+		spec := &v.Spec.Template.Spec
+		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
+		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultMasqueradeNetworkInterface()}
+	})
+	w.Sim.BusyGuest(ns, v.Name)
+	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
+	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
+	first := vmiOf(g, v)()
+
+	mig := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{GenerateName: "move-", Namespace: ns},
+		Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: v.Name}}
+	g.Expect(w.Env.Client.Create(ctx, mig)).To(Succeed())
+	g.Eventually(func() kubevirtv1.VirtualMachineInstanceMigrationPhase {
+		cur := &kubevirtv1.VirtualMachineInstanceMigration{}
+		if err := w.Env.Client.Get(ctx, client.ObjectKeyFromObject(mig), cur); err != nil {
+			return ""
+		}
+		return cur.Status.Phase
+	}, 90*time.Second).Should(Equal(kubevirtv1.MigrationFailed))
+
+	after := vmiOf(g, v)()
+	g.Expect(after.UID).To(Equal(first.UID))
+	g.Expect(after.Status.Phase).To(Equal(kubevirtv1.Running), "the guest keeps running on its node")
+	g.Expect(after.Status.NodeName).To(Equal(first.Status.NodeName))
+	g.Expect(after.Status.MigrationState).To(HaveField("Failed", true))
+	g.Expect(after.Status.MigrationState.FailureReason).To(Equal("Live migration is not completed after 150 seconds and has been aborted"))
+	pods := map[string]corev1.PodPhase{}
+	for _, p := range launcherPods(g, after) {
+		pods[p.Name] = p.Status.Phase
+	}
+	g.Expect(pods).To(HaveKeyWithValue(after.Status.MigrationState.SourcePod, corev1.PodRunning), "the source launcher still runs the guest")
+}
+
 // TestBridgedVMIsNotMigratable checks the simulated virt-handler's verdict
 // on KubeVirt's default pod network binding, bridge: not migratable, with
 // KubeVirt's reason.
