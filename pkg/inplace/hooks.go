@@ -57,8 +57,6 @@ func CanUpdateMachine(_ context.Context, req *runtimehooksv1.CanUpdateMachineReq
 		answer(&resp.CommonResponse, err, "not a KubevirtMachine")
 		return
 	}
-	// Cluster API leaves the provider ID out of its comparison.
-	desired.Spec.ProviderID = current.Spec.ProviderID
 	patch, message, err := plan(&current.Spec, &desired.Spec, MachineSpecPath)
 	resp.InfrastructureMachinePatch = patch
 	answer(&resp.CommonResponse, err, message)

@@ -49,7 +49,8 @@ type Plan struct {
 func (p Plan) Complete() bool { return len(p.Declined) == 0 }
 
 // KubeVirt's memory hot-plug rules (pkg/liveupdate/memory of v1.7.0): the
-// guest size is a multiple of 2Mi and at least 1Gi.
+// guest size is a multiple of 2Mi (of 1Gi with 1Gi hugepages) and at least
+// 1Gi.
 var (
 	memoryAlignment = resource.MustParse("2Mi")
 	minimumMemory   = resource.MustParse("1Gi")
@@ -74,11 +75,25 @@ func Decide(current, desired *infrav1.KubevirtMachineSpec) Plan {
 	}
 
 	if d, jd, wd := domainOf(vm), domainOf(judgedVM), domainOf(want); d != nil && wd != nil {
+		// What stops a running VM from growing at all.
+		var stop string
+		switch arch := vm.Spec.Template.Spec.Architecture; {
+		case current.Preset != nil:
+			stop = "the VM is sized by preset " + current.Preset.Name + ", which sets its resources from its size"
+		case arch != "" && arch != "amd64":
+			stop = "KubeVirt hot-plugs CPU and memory on amd64 only, and the VM is " + arch
+		}
 		if ok, change, declined := cpuSockets(d.CPU, wd.CPU); ok {
+			if stop != "" && declined == "" {
+				change, declined = "", change+": "+stop
+			}
 			jd.CPU.Sockets = wd.CPU.Sockets
 			p.record(change, declined, func() { d.CPU.Sockets = wd.CPU.Sockets })
 		}
 		if ok, change, declined := guestMemory(d.Memory, wd.Memory); ok {
+			if stop != "" && declined == "" {
+				change, declined = "", change+": "+stop
+			}
 			jd.Memory.Guest = wd.Memory.Guest
 			p.record(change, declined, func() { d.Memory.Guest = ptrCopy(wd.Memory.Guest) })
 		}
@@ -149,6 +164,10 @@ func guestMemory(cur, want *kubevirtv1.Memory) (ok bool, change, declined string
 		return false, "", ""
 	}
 	from, to := cur.Guest.String(), want.Guest.String()
+	alignment := memoryAlignment
+	if cur.Hugepages != nil && cur.Hugepages.PageSize == "1Gi" {
+		alignment = minimumMemory
+	}
 	switch {
 	case want.Guest.Cmp(*cur.Guest) < 0:
 		return true, "", fmt.Sprintf("guest memory %s to %s: KubeVirt shrinks memory only on a restart", from, to)
@@ -156,8 +175,8 @@ func guestMemory(cur, want *kubevirtv1.Memory) (ok bool, change, declined string
 		return true, "", fmt.Sprintf("guest memory %s to %s: the VM sets no maxGuest to grow into", from, to)
 	case want.Guest.Cmp(*cur.MaxGuest) > 0:
 		return true, "", fmt.Sprintf("guest memory %s to %s: beyond the VM's maxGuest, %s", from, to, cur.MaxGuest.String())
-	case want.Guest.Value()%memoryAlignment.Value() != 0:
-		return true, "", fmt.Sprintf("guest memory %s: KubeVirt hot-plugs memory in steps of %s", to, memoryAlignment.String())
+	case want.Guest.Value()%alignment.Value() != 0:
+		return true, "", fmt.Sprintf("guest memory %s: KubeVirt hot-plugs memory in steps of %s", to, alignment.String())
 	case want.Guest.Cmp(minimumMemory) < 0:
 		return true, "", fmt.Sprintf("guest memory %s: KubeVirt hot-plugs memory only from %s", to, minimumMemory.String())
 	}

@@ -101,6 +101,33 @@ func TestDecide(t *testing.T) {
 				d.Memory.Guest = ptr.To(resource.MustParse("5001Mi"))
 			}),
 			declined: []string{"guest memory 5001Mi: KubeVirt hot-plugs memory in steps of 2Mi"}},
+		{name: "memory of 1Gi hugepages not in 1Gi steps",
+			current: spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
+				d.Memory.Hugepages = &kubevirtv1.Hugepages{PageSize: "1Gi"}
+			}),
+			desired: spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
+				d.Memory.Hugepages = &kubevirtv1.Hugepages{PageSize: "1Gi"}
+				d.Memory.Guest = ptr.To(resource.MustParse("4608Mi"))
+			}),
+			declined: []string{"guest memory 4608Mi: KubeVirt hot-plugs memory in steps of 1Gi"}},
+		{name: "a VM sized by a preset",
+			current: spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.Preset = &infrav1.PresetSpec{Name: "density"}
+			}),
+			desired: spec(func(d *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.Preset = &infrav1.PresetSpec{Name: "density"}
+				d.Memory.Guest = ptr.To(resource.MustParse("8Gi"))
+			}),
+			declined: []string{"guest memory 4Gi to 8Gi: the VM is sized by preset density, which sets its resources from its size"}},
+		{name: "an arm64 VM",
+			current: spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.VirtualMachineTemplate.Spec.Template.Spec.Architecture = "arm64"
+			}),
+			desired: spec(func(d *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.VirtualMachineTemplate.Spec.Template.Spec.Architecture = "arm64"
+				d.CPU.Sockets = 4
+			}),
+			declined: []string{"CPU sockets 2 to 4: KubeVirt hot-plugs CPU and memory on amd64 only, and the VM is arm64"}},
 		{name: "a new image, with more sockets",
 			desired: spec(func(d *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
 				d.CPU.Sockets = 4

@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -106,27 +107,28 @@ func claimShared(vmi *kubevirtv1.VirtualMachineInstance, volume string) (shared,
 }
 
 // completionTimeoutPerGiB is how long virt-launcher lets a migration copy
-// each GiB of guest memory before it aborts it (KubeVirt's default
+// each unit of its data before it aborts it (KubeVirt's default
 // migrations.completionTimeoutPerGiB).
 const completionTimeoutPerGiB = 150 * time.Second
 
 // completionTimeout is virt-launcher's limit for migrating vmi: the
-// per-GiB time for its guest memory, at least one GiB.
+// per-unit time for each started gigabyte (10^9 bytes, as virt-launcher
+// counts them) of its memory, the guest size when set, else the memory
+// request. The volumes of a block migration would count too; the
+// simulator plays none.
 func completionTimeout(vmi *kubevirtv1.VirtualMachineInstance) time.Duration {
-	gib := int64(1)
+	memory := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]
 	if m := vmi.Spec.Domain.Memory; m != nil && m.Guest != nil {
-		gib = max(gib, (m.Guest.Value()+1<<30-1)>>30)
-	} else if q, ok := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]; ok {
-		gib = max(gib, (q.Value()+1<<30-1)>>30)
+		memory = *m.Guest
 	}
-	return time.Duration(gib) * completionTimeoutPerGiB
+	return time.Duration(memory.ScaledValue(resource.Giga)) * completionTimeoutPerGiB
 }
 
 // BusyGuest makes the guest of VMI namespace/name dirty its memory faster
 // than a live migration copies it, as a write-heavy workload does: every
 // migration of it runs until virt-launcher's completion timeout
-// (completionTimeoutPerGiB for each GiB of guest memory, scaled) and then
-// fails, aborted, with the VMI left on its node
+// (completionTimeout, scaled) and then fails, aborted, with the VMI left
+// on its node
 // (docs/kubevirt-behaviour.md#live-migration).
 func (s *Simulator) BusyGuest(namespace, name string) {
 	s.busyGuests.Store(types.NamespacedName{Namespace: namespace, Name: name}, true)

@@ -130,7 +130,8 @@ func TestMigrationOfABusyGuestFails(t *testing.T) {
 	g.Expect(after.Status.Phase).To(Equal(kubevirtv1.Running), "the guest keeps running on its node")
 	g.Expect(after.Status.NodeName).To(Equal(first.Status.NodeName))
 	g.Expect(after.Status.MigrationState).To(HaveField("Failed", true))
-	g.Expect(after.Status.MigrationState.FailureReason).To(Equal("Live migration is not completed after 150 seconds and has been aborted"))
+	// 150 s for each started gigabyte of the 1Gi guest: two.
+	g.Expect(after.Status.MigrationState.FailureReason).To(Equal("Live migration is not completed after 300 seconds and has been aborted"))
 	pods := map[string]corev1.PodPhase{}
 	for _, p := range launcherPods(g, after) {
 		pods[p.Name] = p.Status.Phase
