@@ -58,12 +58,12 @@ func APIEndpoints(ctx context.Context, infra *infracluster.Infra, spec infrav1.T
 	if infra.External || spec.InfraServer != "" {
 		return out, nil
 	}
-	slices := &discoveryv1.EndpointSliceList{}
-	if err := infra.APIReader.List(ctx, slices, client.InNamespace(metav1.NamespaceDefault),
+	apiServer := &discoveryv1.EndpointSliceList{}
+	if err := infra.APIReader.List(ctx, apiServer, client.InNamespace(metav1.NamespaceDefault),
 		client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err != nil {
 		return nil, fmt.Errorf("listing the endpoints of the infra API server: %w", err)
 	}
-	for _, s := range slices.Items {
+	for _, s := range apiServer.Items {
 		for _, p := range s.Ports {
 			if p.Port == nil {
 				continue

@@ -143,18 +143,7 @@ func TestExternalEvictionDrainsTheTenantNode(t *testing.T) {
 func TestExternalEvictionLiveMigratesFirst(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	tenant, err := testenv.Start(testenv.Options{WithoutKubeVirtCRDs: true, WithoutProviderCRDs: true})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = tenant.Stop() })
-	tc := newTenantCluster(t, nil)
-	connectTenant(t, tc, tenant)
-
-	km := tc.newMachine(t, fixture.MachineOptions{Name: "ext-mig-0", Mutate: migratable(kubevirtv1.EvictionStrategyExternal)})
-	eventually(t, tc.provisioned(km)).Should(Succeed())
-	eventually(t, tc.reason(km, infrav1.LiveMigratableCondition)).ShouldNot(Equal("<none>"))
-	g.Expect(condition(get(t, tc.c, km), infrav1.LiveMigratableCondition)).To(HavePrefix("True"))
-	g.Expect(tenant.Client.Create(ctx, readyNode(km.Name))).To(Succeed())
-	setNodeRef(t, tc, km.Name, km.Name)
+	tc, tenant, km := migratableMachineWithNode(t, "ext-mig-0", false)
 	cordoned := watchCordon(t, tenant.Client, km.Name)
 	providerID := *get(t, tc.c, km).Spec.ProviderID
 
@@ -189,20 +178,7 @@ func TestExternalEvictionLiveMigratesFirst(t *testing.T) {
 // drains the tenant Node instead and restarts the VM on another node.
 func TestExternalEvictionFallsBackWhenMigrationFails(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	tenant, err := testenv.Start(testenv.Options{WithoutKubeVirtCRDs: true, WithoutProviderCRDs: true})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = tenant.Stop() })
-	tc := newTenantCluster(t, nil)
-	connectTenant(t, tc, tenant)
-
-	km := tc.newMachine(t, fixture.MachineOptions{Name: "ext-busy-0", Mutate: migratable(kubevirtv1.EvictionStrategyExternal)})
-	w.Sim.BusyGuest(tc.ns, km.Name)
-	eventually(t, tc.provisioned(km)).Should(Succeed())
-	eventually(t, tc.reason(km, infrav1.LiveMigratableCondition)).ShouldNot(Equal("<none>"))
-	g.Expect(condition(get(t, tc.c, km), infrav1.LiveMigratableCondition)).To(HavePrefix("True"))
-	g.Expect(tenant.Client.Create(ctx, readyNode(km.Name))).To(Succeed())
-	setNodeRef(t, tc, km.Name, km.Name)
+	tc, tenant, km := migratableMachineWithNode(t, "ext-busy-0", true)
 	cordoned := watchCordon(t, tenant.Client, km.Name)
 	stopKubelet := playTenantKubelet(t, tenant.Client)
 	defer stopKubelet()
@@ -228,6 +204,31 @@ func TestExternalEvictionFallsBackWhenMigrationFails(t *testing.T) {
 	g.Expect(machineEvents(t, tc, km)).To(ContainElements(infrav1.LiveMigratingReason, "LiveMigrationAbandoned",
 		infrav1.RestartingVMReason, infrav1.EvacuatedReason))
 	eventually(t, tc.provisioned(km)).Should(Succeed())
+}
+
+// migratableMachineWithNode starts a tenant cluster with its own API
+// server and a live-migratable machine with the External eviction
+// strategy (its guest busy, when busy: its migrations fail), whose Node
+// is registered and linked.
+func migratableMachineWithNode(t *testing.T, name string, busy bool) (*tenantCluster, *testenv.Env, *infrav1.KubevirtMachine) {
+	t.Helper()
+	g := NewWithT(t)
+	tenant, err := testenv.Start(testenv.Options{WithoutKubeVirtCRDs: true, WithoutProviderCRDs: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = tenant.Stop() })
+	tc := newTenantCluster(t, nil)
+	connectTenant(t, tc, tenant)
+
+	km := tc.newMachine(t, fixture.MachineOptions{Name: name, Mutate: migratable(kubevirtv1.EvictionStrategyExternal)})
+	if busy {
+		w.Sim.BusyGuest(tc.ns, km.Name)
+	}
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	eventually(t, tc.reason(km, infrav1.LiveMigratableCondition)).ShouldNot(Equal("<none>"))
+	g.Expect(condition(get(t, tc.c, km), infrav1.LiveMigratableCondition)).To(HavePrefix("True"))
+	g.Expect(tenant.Client.Create(context.Background(), readyNode(km.Name))).To(Succeed())
+	setNodeRef(t, tc, km.Name, km.Name)
+	return tc, tenant, km
 }
 
 // watchCordon polls a tenant Node until the test ends; the returned func

@@ -49,6 +49,35 @@ func launcherPods(g Gomega, vmi *kubevirtv1.VirtualMachineInstance) []corev1.Pod
 	return pods.Items
 }
 
+// masqueradeVM is a VM on the pod network with masquerade, which
+// KubeVirt can live migrate.
+func masqueradeVM(ns, name string) *kubevirtv1.VirtualMachine {
+	return vm(ns, name, func(v *kubevirtv1.VirtualMachine) {
+		spec := &v.Spec.Template.Spec
+		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
+		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultMasqueradeNetworkInterface()}
+	})
+}
+
+// migrate asks the real virt-controller to migrate v's instance.
+func migrate(g Gomega, v *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachineInstanceMigration {
+	mig := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{GenerateName: "move-", Namespace: v.Namespace},
+		Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: v.Name}}
+	g.Expect(w.Env.Client.Create(context.Background(), mig)).To(Succeed())
+	return mig
+}
+
+// migrationPhase reads the phase of a migration.
+func migrationPhase(mig *kubevirtv1.VirtualMachineInstanceMigration) func() kubevirtv1.VirtualMachineInstanceMigrationPhase {
+	return func() kubevirtv1.VirtualMachineInstanceMigrationPhase {
+		cur := &kubevirtv1.VirtualMachineInstanceMigration{}
+		if err := w.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(mig), cur); err != nil {
+			return ""
+		}
+		return cur.Status.Phase
+	}
+}
+
 // TestMigrationMovesTheInstance asks the real virt-controller to migrate a
 // VM on the pod network with masquerade: the simulated virt-handlers play
 // both ends, and the same VM instance ends up on another node, with the
@@ -57,27 +86,14 @@ func TestMigrationMovesTheInstance(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	v := vm(ns, "migrated", func(v *kubevirtv1.VirtualMachine) {
-		spec := &v.Spec.Template.Spec
-		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
-		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultMasqueradeNetworkInterface()}
-	})
+	v := masqueradeVM(ns, "migrated")
 	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
 	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
 	first := vmiOf(g, v)()
 	g.Expect(vmiCondition(first, kubevirtv1.VirtualMachineInstanceIsMigratable)).To(
 		HaveField("Status", corev1.ConditionTrue), "virt-handler judges a masquerade VM with a container disk migratable")
 
-	mig := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{GenerateName: "move-", Namespace: ns},
-		Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: v.Name}}
-	g.Expect(w.Env.Client.Create(ctx, mig)).To(Succeed())
-	g.Eventually(func() kubevirtv1.VirtualMachineInstanceMigrationPhase {
-		cur := &kubevirtv1.VirtualMachineInstanceMigration{}
-		if err := w.Env.Client.Get(ctx, client.ObjectKeyFromObject(mig), cur); err != nil {
-			return ""
-		}
-		return cur.Status.Phase
-	}, 90*time.Second).Should(Equal(kubevirtv1.MigrationSucceeded))
+	g.Eventually(migrationPhase(migrate(g, v)), 90*time.Second).Should(Equal(kubevirtv1.MigrationSucceeded))
 
 	after := vmiOf(g, v)()
 	g.Expect(after.UID).To(Equal(first.UID), "a migration keeps the VM instance")
@@ -104,26 +120,13 @@ func TestMigrationOfABusyGuestFails(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	v := vm(ns, "busy", func(v *kubevirtv1.VirtualMachine) {
-		spec := &v.Spec.Template.Spec
-		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}
-		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultMasqueradeNetworkInterface()}
-	})
+	v := masqueradeVM(ns, "busy")
 	w.Sim.BusyGuest(ns, v.Name)
 	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
 	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
 	first := vmiOf(g, v)()
 
-	mig := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{GenerateName: "move-", Namespace: ns},
-		Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: v.Name}}
-	g.Expect(w.Env.Client.Create(ctx, mig)).To(Succeed())
-	g.Eventually(func() kubevirtv1.VirtualMachineInstanceMigrationPhase {
-		cur := &kubevirtv1.VirtualMachineInstanceMigration{}
-		if err := w.Env.Client.Get(ctx, client.ObjectKeyFromObject(mig), cur); err != nil {
-			return ""
-		}
-		return cur.Status.Phase
-	}, 90*time.Second).Should(Equal(kubevirtv1.MigrationFailed))
+	g.Eventually(migrationPhase(migrate(g, v)), 90*time.Second).Should(Equal(kubevirtv1.MigrationFailed))
 
 	after := vmiOf(g, v)()
 	g.Expect(after.UID).To(Equal(first.UID))
