@@ -222,10 +222,16 @@ func setVMICondition(vmi *kubevirtv1.VirtualMachineInstance, c kubevirtv1.Virtua
 }
 
 func vmiConditionTrue(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) bool {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == t {
-			return c.Status == corev1.ConditionTrue
+	c := vmiCondition(vmi, t)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// vmiCondition is the VMI's condition of type t, or nil.
+func vmiCondition(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
+	for i := range vmi.Status.Conditions {
+		if vmi.Status.Conditions[i].Type == t {
+			return &vmi.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -207,6 +208,7 @@ func (s *Simulator) migrate(ctx context.Context, vmi *kubevirtv1.VirtualMachineI
 		vmi.Status.EvacuationNodeName = ""
 		delete(vmi.Annotations, kubevirtv1.EvictionSourceAnnotation)
 		vmi.Status.MigrationTransport = kubevirtv1.MigrationTransportUnix
+		finishHotplug(vmi)
 		// With masquerade the guest is reached through its pod: the target
 		// pod's IP.
 		if vmi.Status.Interfaces, err = s.interfaces(ctx, vmi, pod); err != nil {
@@ -258,4 +260,29 @@ func (s *Simulator) podOf(ctx context.Context, namespace, name string) (*corev1.
 		return nil, client.IgnoreNotFound(err)
 	}
 	return pod, nil
+}
+
+// finishHotplug plays the target virt-handler finalizing a migration that
+// carried a hot-plug (KubeVirt v1.7.0 pkg/virt-handler/migration-target.go,
+// hotplugCPU and hotplugMemory): the guest now has the spec's CPU
+// topology and memory, recorded in the VMI's status, and the hot-plug
+// conditions go, which lets virt-controller call the migration a success.
+func finishHotplug(vmi *kubevirtv1.VirtualMachineInstance) {
+	if vmiCondition(vmi, kubevirtv1.VirtualMachineInstanceVCPUChange) != nil {
+		if cpu := vmi.Spec.Domain.CPU; cpu != nil {
+			vmi.Status.CurrentCPUTopology = &kubevirtv1.CPUTopology{Sockets: cpu.Sockets, Cores: cpu.Cores, Threads: cpu.Threads}
+		}
+	}
+	if vmiConditionTrue(vmi, kubevirtv1.VirtualMachineInstanceMemoryChange) {
+		if m := vmi.Spec.Domain.Memory; m != nil && m.Guest != nil && vmi.Status.Memory != nil {
+			vmi.Status.Memory.GuestRequested = ptr.To(m.Guest.DeepCopy())
+			// The guest onlines the new memory: libvirt's currentMemory
+			// follows.
+			vmi.Status.Memory.GuestCurrent = ptr.To(m.Guest.DeepCopy())
+		}
+	}
+	vmi.Status.Conditions = slices.DeleteFunc(vmi.Status.Conditions, func(c kubevirtv1.VirtualMachineInstanceCondition) bool {
+		return c.Type == kubevirtv1.VirtualMachineInstanceVCPUChange ||
+			(c.Type == kubevirtv1.VirtualMachineInstanceMemoryChange && c.Status == corev1.ConditionTrue)
+	})
 }

@@ -55,6 +55,10 @@ const (
 // tenants.
 var KubeVirtFeatureGates = []string{"ExperimentalIgnitionSupport"}
 
+// KubeVirtWorkloadUpdateMethods are how virt-controller moves running
+// VMs onto a changed spec (a CPU or memory hot-plug): by live migration.
+var KubeVirtWorkloadUpdateMethods = []string{"LiveMigrate"}
+
 // skippedKinds are parts of the install set the world does not apply: the
 // CRDs are installed with the environment, the Deployments are replaced by
 // the processes started here.
@@ -100,6 +104,10 @@ func (e *Env) StartKubeVirt(ctx context.Context) error {
 		case o.GetKind() == "KubeVirt":
 			o = o.DeepCopy()
 			_ = unstructured.SetNestedStringSlice(o.Object, KubeVirtFeatureGates, "spec", "configuration", "developerConfiguration", "featureGates")
+			// KubeVirt hot-plugs CPU and memory through a live migration
+			// only when the platform asks for it (empty means none); the
+			// world is set up as docs/in-place-updates.md says.
+			_ = unstructured.SetNestedStringSlice(o.Object, KubeVirtWorkloadUpdateMethods, "spec", "workloadUpdateStrategy", "workloadUpdateMethods")
 		case o.GetKind() == "ConfigMap" && o.GetName() == "kubevirt-ca":
 			o = o.DeepCopy()
 			_ = unstructured.SetNestedField(o.Object, string(ca.certPEM()), "data", "ca-bundle")
