@@ -312,3 +312,24 @@ const (
 	// being replaced, one at a time, through their Machines.
 	RollingReason = "Rolling"
 )
+
+// Condition and reasons of an in-place update: Cluster API's in-place
+// updates grow a running VM instead of replacing the machine
+// (docs/in-place-updates.md).
+const (
+	// InPlaceUpdatedCondition says whether the running VM has what the
+	// KubevirtMachine's spec asks of it after an in-place update; it is
+	// absent on machines that were never updated in place.
+	InPlaceUpdatedCondition = "InPlaceUpdated"
+	// InPlaceUpdatedReason: the VM runs with the spec's CPU sockets, guest
+	// memory, labels and annotations.
+	InPlaceUpdatedReason = "InPlaceUpdated"
+	// InPlaceUpdatingReason: KubeVirt is applying the change, usually by a
+	// live migration to a larger launcher; the message says what it waits
+	// for.
+	InPlaceUpdatingReason = "InPlaceUpdating"
+	// InPlaceUpdateFailedReason: KubeVirt cannot apply the change to the
+	// running VM (it asks for a restart, or the VM cannot migrate); the
+	// message gives KubeVirt's reason. The machine must be replaced.
+	InPlaceUpdateFailedReason = "InPlaceUpdateFailed"
+)

@@ -25,6 +25,8 @@ package inplace
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -65,13 +67,20 @@ func Decide(current, desired *infrav1.KubevirtMachineSpec) Plan {
 	vm, judgedVM, want := &p.Covered.VirtualMachineTemplate, &judged.VirtualMachineTemplate, &desired.VirtualMachineTemplate
 
 	// The VM object's own labels and annotations reach neither the
-	// instance nor the guest.
+	// instance nor the guest. Only added and changed keys are applied: the
+	// VM carries keys of others too, so one that is gone from the template
+	// cannot be told from theirs.
 	if !maps.Equal(vm.ObjectMeta.Labels, want.ObjectMeta.Labels) || !maps.Equal(vm.ObjectMeta.Annotations, want.ObjectMeta.Annotations) {
 		for _, t := range []*infrav1.VirtualMachineTemplateSpec{vm, judgedVM} {
 			t.ObjectMeta.Labels = maps.Clone(want.ObjectMeta.Labels)
 			t.ObjectMeta.Annotations = maps.Clone(want.ObjectMeta.Annotations)
 		}
-		p.Changes = append(p.Changes, "the VirtualMachine's labels and annotations")
+		removed := append(removedKeys("label", current.VirtualMachineTemplate.ObjectMeta.Labels, want.ObjectMeta.Labels),
+			removedKeys("annotation", current.VirtualMachineTemplate.ObjectMeta.Annotations, want.ObjectMeta.Annotations)...)
+		p.record("the VirtualMachine's labels and annotations", strings.Join(removed, "; "), func() {})
+		if len(removed) > 0 {
+			vm.ObjectMeta = *current.VirtualMachineTemplate.ObjectMeta.DeepCopy()
+		}
 	}
 
 	if d, jd, wd := domainOf(vm), domainOf(judgedVM), domainOf(want); d != nil && wd != nil {
@@ -102,6 +111,17 @@ func Decide(current, desired *infrav1.KubevirtMachineSpec) Plan {
 		p.Declined = append(p.Declined, path+" changed: only CPU sockets, guest memory and the VirtualMachine's labels and annotations change in place")
 	}
 	return p
+}
+
+// removedKeys names the keys of from that to lacks, for a decline.
+func removedKeys(kind string, from, to map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(from)) {
+		if _, kept := to[k]; !kept {
+			out = append(out, fmt.Sprintf("%s %s removed from the VirtualMachine: only added or changed labels and annotations apply in place", kind, k))
+		}
+	}
+	return out
 }
 
 // record keeps a judged change: applied to Covered, or declined.

@@ -70,6 +70,14 @@ func TestDecide(t *testing.T) {
 				s.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"team": "blue"}
 			}),
 			changes: []string{"the VirtualMachine's labels and annotations"}},
+		{name: "a label removed from the VirtualMachine",
+			current: spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"team": "blue", "tier": "gold"}
+			}),
+			desired: spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"team": "red"}
+			}),
+			declined: []string{"label tier removed from the VirtualMachine: only added or changed labels and annotations apply in place"}},
 		{name: "sockets beyond maxSockets",
 			desired:  spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.CPU.Sockets = 12 }),
 			declined: []string{"CPU sockets 2 to 12: beyond the VM's maxSockets, 8"}},

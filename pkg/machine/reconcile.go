@@ -62,6 +62,7 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 		s.reconcileVM,       // the VM: found, else created
 		s.reconcileUserData, // the VM's user data Secret
 		s.reconcileInstance, // its instance: restart, live migration, evacuation
+		s.reconcileInPlace,  // an in-place update of the running VM
 		s.reconcileReport,   // its state, the bootstrap check, the tenant Node
 	} {
 		if o, end, err := phase(ctx, sc, r); err != nil || end {

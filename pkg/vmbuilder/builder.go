@@ -235,7 +235,21 @@ func prefixDataVolumes(vm *kubevirtv1.VirtualMachine) {
 // OwnerOf is the value of the owner annotation for a KubevirtMachine.
 func OwnerOf(namespace, name string) string { return namespace + "/" + name }
 
-// identity are the labels that tie a VM and its pods to the CAPI objects.
+// ProviderKey reports whether the builder sets the VM label or annotation
+// key itself, over what the template says: the identity labels and the
+// owner annotations.
+func ProviderKey(key string) bool {
+	switch key {
+	case infrav1.ClusterNameLabel, infrav1.RoleLabel, infrav1.MachineLabel, infrav1.KubevirtMachineLabel,
+		infrav1.KubevirtMachineNamespaceLabel, infrav1.VMNameLabel, infrav1.MachineDeploymentLabel,
+		infrav1.MachinePoolLabel, infrav1.OwnerAnnotation, infrav1.PoolOwnerAnnotation:
+		return true
+	}
+	return false
+}
+
+// identity are the labels that tie a VM and its pods to the CAPI objects;
+// ProviderKey lists their keys.
 func identity(in Input) map[string]string {
 	role := infrav1.RoleWorker
 	if in.ControlPlane {

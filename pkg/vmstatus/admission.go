@@ -78,7 +78,7 @@ func LauncherRefusal(vmi *kubevirtv1.VirtualMachineInstance) (Refusal, bool) {
 	if vmi == nil || vmi.Status.Phase != kubevirtv1.Pending && vmi.Status.Phase != "" {
 		return Refusal{}, false
 	}
-	c := condition(vmi, "Synchronized")
+	c := Condition(vmi, "Synchronized")
 	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != "FailedCreate" {
 		return Refusal{}, false
 	}

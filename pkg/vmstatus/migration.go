@@ -30,7 +30,7 @@ import (
 // KubevirtMachine condition; ok is false while virt-handler has not
 // reported it.
 func LiveMigratable(vmi *kubevirtv1.VirtualMachineInstance) (metav1.Condition, bool) {
-	c := condition(vmi, kubevirtv1.VirtualMachineInstanceIsMigratable)
+	c := Condition(vmi, kubevirtv1.VirtualMachineInstanceIsMigratable)
 	if c == nil {
 		return metav1.Condition{}, false
 	}

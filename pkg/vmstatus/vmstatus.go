@@ -176,7 +176,7 @@ func instance(vmi *kubevirtv1.VirtualMachineInstance) State {
 		return State{Reason: infrav1.StoppedReason, Warning: true,
 			Message: fmt.Sprintf("VM instance %s: %s", strings.ToLower(string(vmi.Status.Phase)), conditionMessage(vmi, kubevirtv1.VirtualMachineInstanceReady))}
 	case kubevirtv1.Running:
-		if c := condition(vmi, kubevirtv1.VirtualMachineInstanceReady); c != nil && c.Status == corev1.ConditionTrue {
+		if c := Condition(vmi, kubevirtv1.VirtualMachineInstanceReady); c != nil && c.Status == corev1.ConditionTrue {
 			return State{Ready: true, Running: true, Reason: infrav1.ReadyReason, Message: "VM instance is running and ready on " + vmi.Status.NodeName}
 		}
 		return State{Running: true, Reason: infrav1.BootingReason,
@@ -184,7 +184,7 @@ func instance(vmi *kubevirtv1.VirtualMachineInstance) State {
 	case kubevirtv1.Scheduled:
 		return State{Reason: infrav1.BootingReason, Message: "VM instance is scheduled on " + vmi.Status.NodeName + ", starting"}
 	case kubevirtv1.Scheduling:
-		if c := condition(vmi, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil && c.Status == corev1.ConditionFalse {
+		if c := Condition(vmi, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil && c.Status == corev1.ConditionFalse {
 			return State{Reason: infrav1.UnschedulableReason, Warning: true, Message: "no infra node can take the VM: " + c.Message}
 		}
 		return State{Reason: infrav1.PendingReason, Message: "VM instance is being scheduled"}
@@ -199,7 +199,8 @@ func instance(vmi *kubevirtv1.VirtualMachineInstance) State {
 	return State{Reason: infrav1.PendingReason, Message: msg}
 }
 
-func condition(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
+// Condition is the VM instance's condition of type t, or nil.
+func Condition(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
 	for i := range vmi.Status.Conditions {
 		if vmi.Status.Conditions[i].Type == t {
 			return &vmi.Status.Conditions[i]
@@ -208,8 +209,18 @@ func condition(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachi
 	return nil
 }
 
+// VMCondition is the VM's condition of type t, or nil.
+func VMCondition(vm *kubevirtv1.VirtualMachine, t kubevirtv1.VirtualMachineConditionType) *kubevirtv1.VirtualMachineCondition {
+	for i := range vm.Status.Conditions {
+		if vm.Status.Conditions[i].Type == t {
+			return &vm.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
 func conditionMessage(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) string {
-	c := condition(vmi, t)
+	c := Condition(vmi, t)
 	if c == nil {
 		return ""
 	}

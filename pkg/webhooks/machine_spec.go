@@ -25,6 +25,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
 )
 
 var allowedCheckStrategies = []string{infrav1.CheckStrategyNone, infrav1.CheckStrategySSH, infrav1.CheckStrategyGuestAgent}
@@ -78,18 +79,27 @@ func validateMachineSpec(spec *infrav1.KubevirtMachineSpec, namespace string, fl
 	return errs
 }
 
-// validateMachineSpecUpdate allows only providerID to go from unset to set:
-// the VM is built from the rest once, so a change would silently do nothing.
-func validateMachineSpecUpdate(oldSpec, newSpec *infrav1.KubevirtMachineSpec, fld *field.Path) field.ErrorList {
+// validateMachineSpecUpdate allows providerID to go from unset to set,
+// and, while Cluster API updates the machine in place (its
+// update-in-progress annotation on the new object), the changes the
+// provider applies to the running VM (pkg/inplace). The VM is built from
+// the rest once, so any other change would silently do nothing.
+func validateMachineSpecUpdate(oldSpec, newSpec *infrav1.KubevirtMachineSpec, inPlace bool, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if oldSpec.ProviderID != nil && !equality.Semantic.DeepEqual(oldSpec.ProviderID, newSpec.ProviderID) {
 		errs = append(errs, field.Forbidden(fld.Child("providerID"), "cannot be changed once set"))
 	}
 	oldRest, newRest := oldSpec.DeepCopy(), newSpec.DeepCopy()
 	oldRest.ProviderID, newRest.ProviderID = nil, nil
-	if !equality.Semantic.DeepEqual(oldRest, newRest) {
-		errs = append(errs, field.Forbidden(fld,
-			"only providerID can be set on a KubevirtMachine; to change the VM, change the KubevirtMachineTemplate so Cluster API replaces the machine"))
+	if equality.Semantic.DeepEqual(oldRest, newRest) {
+		return errs
+	}
+	if !inPlace {
+		return append(errs, field.Forbidden(fld,
+			"only providerID can be set on a KubevirtMachine; to change the VM, change the KubevirtMachineTemplate: Cluster API replaces the machine, or updates it in place where it can (docs/in-place-updates.md)"))
+	}
+	for _, declined := range inplace.Decide(oldRest, newRest).Declined {
+		errs = append(errs, field.Forbidden(fld, "cannot change in place: "+declined))
 	}
 	return errs
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/topology"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -187,7 +188,8 @@ func (KubevirtMachine) ValidateCreate(_ context.Context, m *infrav1.KubevirtMach
 func (KubevirtMachine) ValidateUpdate(_ context.Context, oldM, newM *infrav1.KubevirtMachine) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := validateMachineSpec(&newM.Spec, newM.Namespace, spec)
-	errs = append(errs, validateMachineSpecUpdate(&oldM.Spec, &newM.Spec, spec)...)
+	_, inPlace := newM.Annotations[clusterv1.UpdateInProgressAnnotation]
+	errs = append(errs, validateMachineSpecUpdate(&oldM.Spec, &newM.Spec, inPlace, spec)...)
 	return nil, invalid("KubevirtMachine", newM, errs)
 }
 

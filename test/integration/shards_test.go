@@ -43,7 +43,7 @@ const (
 // share its world) here, the fifty machines and everything else there.
 const firstShard = `^(TestGoldenImage.*|TestAdminProvidedImages|TestPerVMImportAndDataDisks|TestCrossNamespaceCloneNeedsRBAC|` +
 	`TestDataImportCronKeepsTheGoldenImageFresh|TestMachinePoolClonesOneGoldenVolume|TestChaosLeaderKills|TestExternalInfraCluster|` +
-	`TestInfraClusterOutage|TestVirtAPIDown|TestExternalEvictionFallsBackWhenMigrationFails)$`
+	`TestInfraClusterOutage|TestVirtAPIDown|TestExternalEvictionFallsBackWhenMigrationFails|TestInPlaceUpdate.*)$`
 
 // shardTests tells whether this process should start the shards instead
 // of running tests: not in a shard (runShards gives each its -test.run or

@@ -18,6 +18,7 @@ package webhooks_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -436,6 +437,41 @@ func TestAdmissionUpdates(t *testing.T) {
 		m := machine(func(*infrav1.KubevirtMachine) {}).(*infrav1.KubevirtMachine)
 		create(t, m)
 		expectInvalid(t, update(m, func() { m.Spec.VirtualMachineTemplate.Spec.Template.Spec.Hostname = "renamed" }), "spec")
+	})
+	t.Run("machine grows in place only while Cluster API updates it", func(t *testing.T) {
+		m := machine(func(m *infrav1.KubevirtMachine) {
+			d := &m.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain
+			d.CPU = &kubevirtv1.CPU{Sockets: 1, Cores: 2, MaxSockets: 4}
+			d.Memory.MaxGuest = ptr.To(resource.MustParse("8Gi"))
+		}).(*infrav1.KubevirtMachine)
+		create(t, m)
+		grow := func(sockets uint32, guest string, inPlace bool) error {
+			return update(m, func() {
+				if inPlace {
+					m.Annotations = map[string]string{clusterv1.UpdateInProgressAnnotation: ""}
+				}
+				d := &m.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain
+				d.CPU.Sockets, d.Memory.Guest = sockets, ptr.To(resource.MustParse(guest))
+			})
+		}
+		err := grow(2, "4Gi", false)
+		expectInvalid(t, err, "spec")
+		if !strings.Contains(err.Error(), "updates it in place where it can") {
+			t.Errorf("the refusal does not point to in-place updates: %v", err)
+		}
+		if err := grow(2, "4Gi", true); err != nil {
+			t.Fatalf("an in-place update within the maxima refused: %v", err)
+		}
+		err = grow(6, "4Gi", true)
+		expectInvalid(t, err, "spec")
+		if !strings.Contains(err.Error(), "cannot change in place: CPU sockets 2 to 6: beyond the VM's maxSockets, 4") {
+			t.Errorf("the refusal does not say why: %v", err)
+		}
+		err = update(m, func() { m.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Cores = 4 })
+		expectInvalid(t, err, "spec")
+		if !strings.Contains(err.Error(), "spec.virtualMachineTemplate.spec.template.spec.domain.cpu.cores changed") {
+			t.Errorf("the refusal does not name the field: %v", err)
+		}
 	})
 	t.Run("cluster endpoint stays once set", func(t *testing.T) {
 		c := cluster(func(c *infrav1.KubevirtCluster) {

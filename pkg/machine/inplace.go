@@ -1,0 +1,77 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package machine
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+)
+
+// reconcileInPlace applies an in-place update to the running VM
+// (docs/in-place-updates.md): Cluster API wrote the new spec onto the
+// KubevirtMachine with its update-in-progress annotation, which the
+// webhook allows only for what can change in place. The VM gets the
+// spec's CPU sockets, guest memory, labels and annotations; KubeVirt
+// hot-plugs the rest through a live migration, and InPlaceUpdated follows
+// it until the update extension tells Cluster API it is done. Machines
+// never updated in place are left alone, so the phase costs them nothing.
+func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
+	km := sc.KubevirtMachine
+	_, updating := km.Annotations[clusterv1.UpdateInProgressAnnotation]
+	if sc.PoolVMUID() != "" || (!updating && !conditions.Has(km, infrav1.InPlaceUpdatedCondition)) {
+		return outcome.Outcome{}, false, nil
+	}
+	want := inplace.WantOf(&km.Spec)
+	patch, err := inplace.VMPatch(r.vm, want, vmbuilder.ProviderKey)
+	if err != nil {
+		return outcome.Outcome{}, true, err
+	}
+	if patch == nil {
+		outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, inplace.Progress(want, r.vm, r.vmi))
+		return outcome.Outcome{}, false, nil
+	}
+	err = sc.Infra().Client.Patch(ctx, r.vm, client.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+		// virt-api refuses what KubeVirt cannot do, such as growth beyond
+		// a maximum the VM sets; retrying would not change its mind.
+		outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, outcome.Fail(infrav1.InPlaceUpdateFailedReason,
+			fmt.Sprintf("KubeVirt refused the change of VirtualMachine %s/%s: %s", r.vm.Namespace, r.vm.Name, err.Error())))
+		return outcome.Outcome{}, false, nil
+	}
+	if err != nil {
+		return outcome.Outcome{}, true, err
+	}
+	s.Recorder.Eventf(km, r.vm, corev1.EventTypeNormal, "InPlaceUpdate", "UpdateVirtualMachine",
+		"VirtualMachine %s/%s updated in place: %s", r.vm.Namespace, r.vm.Name, string(patch))
+	// The VM's status has not caught up with the patch; its next update
+	// brings the next reconcile.
+	outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, outcome.Wait(infrav1.InPlaceUpdatingReason,
+		"asked KubeVirt to apply the change to the running VM"))
+	return outcome.Outcome{}, false, nil
+}
