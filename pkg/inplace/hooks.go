@@ -19,15 +19,38 @@ package inplace
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/labels/format"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
+
+// Hooks answers Cluster API's in-place update hooks for KubevirtMachines
+// (docs/in-place-updates.md). The answers to the two CanUpdate hooks come
+// from the specs (Decide) and from whether the running VMs can take a
+// hot-plug, which KubeVirt carries by live migration; UpdateMachine
+// reports the InPlaceUpdated condition the machine controller keeps.
+type Hooks struct {
+	// Client reads Machines and KubevirtMachines of the management
+	// cluster.
+	Client client.Reader
+}
+
+// UpdateRetry is how soon Cluster API asks UpdateMachine again while the
+// VM is being updated: its Machine controller has no watch on the
+// KubevirtMachine to tell it sooner.
+const UpdateRetry = 5 * time.Second
 
 // CanUpdateMachineSet answers Cluster API's CanUpdateMachineSet hook with
 // the part of a MachineDeployment's change the provider can make in place,
@@ -35,14 +58,28 @@ import (
 // the bootstrap template's changes are not the provider's to cover; a
 // change it cannot cover is left out, so Cluster API rolls the machines
 // as before.
-func CanUpdateMachineSet(_ context.Context, req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse) {
+func (h *Hooks) CanUpdateMachineSet(ctx context.Context, req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse) {
+	answerMachineSet(req, resp, func() (string, error) {
+		ms := &req.Current.MachineSet
+		machines := &clusterv1.MachineList{}
+		if err := h.Client.List(ctx, machines, client.InNamespace(ms.Namespace),
+			client.MatchingLabels{clusterv1.MachineSetNameLabel: format.MustFormatValue(ms.Name)}); err != nil {
+			return "", fmt.Errorf("listing the machines of MachineSet %s: %w", ms.Name, err)
+		}
+		return h.unmovable(ctx, machines.Items)
+	})
+}
+
+// answerMachineSet is CanUpdateMachineSet's answer; noHotplug says why
+// the machines cannot take a hot-plug, if so.
+func answerMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse, noHotplug func() (string, error)) {
 	current, desired := &infrav1.KubevirtMachineTemplate{}, &infrav1.KubevirtMachineTemplate{}
 	ours, err := decodeBoth(req.Current.InfrastructureMachineTemplate, req.Desired.InfrastructureMachineTemplate, "KubevirtMachineTemplate", current, desired)
 	if err != nil || !ours {
 		answer(&resp.CommonResponse, err, "not a KubevirtMachineTemplate")
 		return
 	}
-	patch, message, err := plan(&current.Spec.Template.Spec, &desired.Spec.Template.Spec, TemplateSpecPath)
+	patch, message, err := plan(&current.Spec.Template.Spec, &desired.Spec.Template.Spec, noHotplug, TemplateSpecPath)
 	resp.InfrastructureMachineTemplatePatch = patch
 	answer(&resp.CommonResponse, err, message)
 }
@@ -50,44 +87,122 @@ func CanUpdateMachineSet(_ context.Context, req *runtimehooksv1.CanUpdateMachine
 // CanUpdateMachine answers Cluster API's CanUpdateMachine hook (a
 // KubeadmControlPlane's machines) the same way, as a patch of the current
 // KubevirtMachine.
-func CanUpdateMachine(_ context.Context, req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) {
+func (h *Hooks) CanUpdateMachine(ctx context.Context, req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) {
+	answerMachine(req, resp, func() (string, error) {
+		return h.unmovable(ctx, []clusterv1.Machine{req.Current.Machine})
+	})
+}
+
+// answerMachine is CanUpdateMachine's answer; noHotplug as for
+// answerMachineSet.
+func answerMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse, noHotplug func() (string, error)) {
 	current, desired := &infrav1.KubevirtMachine{}, &infrav1.KubevirtMachine{}
 	ours, err := decodeBoth(req.Current.InfrastructureMachine, req.Desired.InfrastructureMachine, "KubevirtMachine", current, desired)
 	if err != nil || !ours {
 		answer(&resp.CommonResponse, err, "not a KubevirtMachine")
 		return
 	}
-	patch, message, err := plan(&current.Spec, &desired.Spec, MachineSpecPath)
+	patch, message, err := plan(&current.Spec, &desired.Spec, noHotplug, MachineSpecPath)
 	resp.InfrastructureMachinePatch = patch
 	answer(&resp.CommonResponse, err, message)
+}
+
+// unmovable says why some of the machines' VMs cannot take a hot-plug:
+// KubeVirt carries one by live migration, and their LiveMigratable
+// condition says the VM cannot migrate. Empty when all can; a machine
+// whose VM has not reported yet counts as unknown, and so as unable.
+func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (string, error) {
+	for i := range machines {
+		m := &machines[i]
+		ref := m.Spec.InfrastructureRef
+		if ref.Kind != "KubevirtMachine" || ref.APIGroup != infrav1.GroupVersion.Group {
+			continue
+		}
+		km := &infrav1.KubevirtMachine{}
+		if err := h.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, km); err != nil {
+			return "", fmt.Errorf("reading KubevirtMachine %s: %w", ref.Name, err)
+		}
+		switch c := conditions.Get(km, infrav1.LiveMigratableCondition); {
+		case c == nil:
+			return fmt.Sprintf("KubeVirt hot-plugs by live migration, and machine %s has not reported whether its VM can migrate", m.Name), nil
+		case c.Status != metav1.ConditionTrue:
+			return fmt.Sprintf("KubeVirt hot-plugs by live migration, and the VM of machine %s cannot migrate: %s", m.Name, c.Message), nil
+		}
+	}
+	return "", nil
+}
+
+// UpdateMachine answers Cluster API's UpdateMachine hook from the
+// machine's InPlaceUpdated condition, once it speaks of the spec Cluster
+// API wrote: done when True, a failure with KubeVirt's reason when the
+// update failed, else to be asked again.
+func (h *Hooks) UpdateMachine(ctx context.Context, req *runtimehooksv1.UpdateMachineRequest, resp *runtimehooksv1.UpdateMachineResponse) {
+	desired := &infrav1.KubevirtMachine{}
+	ours, err := decode(req.Desired.InfrastructureMachine, "KubevirtMachine", "desired", desired)
+	if err != nil || !ours {
+		answer(&resp.CommonResponse, err, "not a KubevirtMachine")
+		return
+	}
+	km := &infrav1.KubevirtMachine{}
+	if err := h.Client.Get(ctx, client.ObjectKeyFromObject(desired), km); err != nil {
+		answer(&resp.CommonResponse, fmt.Errorf("reading KubevirtMachine %s: %w", desired.Name, err), "")
+		return
+	}
+	c := conditions.Get(km, infrav1.InPlaceUpdatedCondition)
+	switch {
+	case c == nil || c.ObservedGeneration < km.Generation:
+		resp.RetryAfterSeconds = int32(UpdateRetry / time.Second)
+		answer(&resp.CommonResponse, nil, "waiting for the provider to apply the change to the VM")
+	case c.Status == metav1.ConditionTrue:
+		answer(&resp.CommonResponse, nil, c.Message)
+	case c.Reason == infrav1.InPlaceUpdateFailedReason:
+		answer(&resp.CommonResponse, errors.New(c.Message), "")
+	default:
+		resp.RetryAfterSeconds = int32(UpdateRetry / time.Second)
+		answer(&resp.CommonResponse, nil, c.Message)
+	}
 }
 
 // decodeBoth reads the current and desired objects into current and
 // desired, and reports false when they are not of kind: another
 // provider's, nothing for this one to cover.
 func decodeBoth(currentRaw, desiredRaw runtime.RawExtension, kind string, current, desired any) (bool, error) {
-	for _, o := range []struct {
-		raw  runtime.RawExtension
-		into any
-		what string
-	}{{currentRaw, current, "current"}, {desiredRaw, desired, "desired"}} {
-		meta := metav1.TypeMeta{}
-		if err := json.Unmarshal(o.raw.Raw, &meta); err != nil {
-			return false, fmt.Errorf("reading the %s infrastructure object: %w", o.what, err)
-		}
-		if meta.Kind != kind || meta.GroupVersionKind().Group != infrav1.GroupVersion.Group {
-			return false, nil
-		}
-		if err := json.Unmarshal(o.raw.Raw, o.into); err != nil {
-			return false, fmt.Errorf("reading the %s %s: %w", o.what, kind, err)
-		}
+	ours, err := decode(currentRaw, kind, "current", current)
+	if err != nil || !ours {
+		return false, err
+	}
+	return decode(desiredRaw, kind, "desired", desired)
+}
+
+// decode reads raw into obj if it is of kind (false if not); what names
+// it in an error.
+func decode(raw runtime.RawExtension, kind, what string, obj any) (bool, error) {
+	meta := metav1.TypeMeta{}
+	if err := json.Unmarshal(raw.Raw, &meta); err != nil {
+		return false, fmt.Errorf("reading the %s infrastructure object: %w", what, err)
+	}
+	if meta.Kind != kind || meta.GroupVersionKind().Group != infrav1.GroupVersion.Group {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw.Raw, obj); err != nil {
+		return false, fmt.Errorf("reading the %s %s: %w", what, kind, err)
 	}
 	return true, nil
 }
 
-// plan decides and patches, and says what it covers and leaves out.
-func plan(current, desired *infrav1.KubevirtMachineSpec, path []string) (runtimehooksv1.Patch, string, error) {
+// plan decides and patches, and says what it covers and leaves out. It
+// asks noHotplug only when the change holds a hot-plug.
+func plan(current, desired *infrav1.KubevirtMachineSpec, noHotplug func() (string, error), path []string) (runtimehooksv1.Patch, string, error) {
 	p := Decide(current, desired)
+	if hotplugs(current, &p.Covered) {
+		why, err := noHotplug()
+		if err != nil {
+			return runtimehooksv1.Patch{}, "", err
+		}
+		if why != "" {
+			p = DecideFor(current, desired, why)
+		}
+	}
 	patch, err := Patch(current, &p.Covered, path)
 	if err != nil {
 		return runtimehooksv1.Patch{}, "", err
@@ -103,6 +218,13 @@ func plan(current, desired *infrav1.KubevirtMachineSpec, path []string) (runtime
 		parts = append(parts, "no change of the machine spec")
 	}
 	return runtimehooksv1.Patch{PatchType: runtimehooksv1.JSONMergePatchType, Patch: patch}, strings.Join(parts, "; "), nil
+}
+
+// hotplugs says whether covered asks the running VM for other CPU sockets
+// or guest memory than current.
+func hotplugs(current, covered *infrav1.KubevirtMachineSpec) bool {
+	a, b := WantOf(current), WantOf(covered)
+	return a.Sockets != b.Sockets || (a.Guest == nil) != (b.Guest == nil) || (a.Guest != nil && a.Guest.Cmp(*b.Guest) != 0)
 }
 
 func answer(resp *runtimehooksv1.CommonResponse, err error, message string) {

@@ -17,8 +17,8 @@ limitations under the License.
 package inplace
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -69,6 +69,9 @@ func templateSpec(g Gomega, data []byte) any {
 	return u["spec"].(map[string]any)["template"].(map[string]any)["spec"]
 }
 
+// migratable says every machine can take a hot-plug.
+func migratable() (string, error) { return "", nil }
+
 func TestCanUpdateMachineSet(t *testing.T) {
 	bigger := func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
 		d.CPU.Sockets = 4
@@ -81,7 +84,7 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		desired := template(spec(bigger))
 		req.Desired.InfrastructureMachineTemplate = raw(g, desired)
 		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
-		CanUpdateMachineSet(context.Background(), req, resp)
+		answerMachineSet(req, resp, migratable)
 		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
 		g.Expect(resp.Message).To(Equal("in place: CPU sockets 2 to 4; guest memory 4Gi to 8Gi"))
 		after := appliedRaw(g, req.Current.InfrastructureMachineTemplate, resp.InfrastructureMachineTemplatePatch)
@@ -98,12 +101,35 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		}))
 		req.Desired.InfrastructureMachineTemplate = raw(g, desired)
 		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
-		CanUpdateMachineSet(context.Background(), req, resp)
+		answerMachineSet(req, resp, migratable)
 		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
 		g.Expect(resp.Message).To(ContainSubstring("needs new machines: spec.rootDisk.image.registry changed"))
 		after := applied(g, req.Current.InfrastructureMachineTemplate, resp.InfrastructureMachineTemplatePatch)
 		g.Expect(equality.Semantic.DeepEqual(after.Spec, desired.Spec)).To(BeFalse(), "Cluster API sees the image left over and rolls")
 		g.Expect(after.Spec.Template.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets).To(BeEquivalentTo(4))
+	})
+	t.Run("machines that cannot migrate: CPU and memory need new machines", func(t *testing.T) {
+		g := NewWithT(t)
+		req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+		req.Current.InfrastructureMachineTemplate = raw(g, template(spec(nil)))
+		req.Desired.InfrastructureMachineTemplate = raw(g, template(spec(bigger)))
+		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+		answerMachineSet(req, resp, func() (string, error) { return "the VM of machine md-0-x cannot migrate: bridged", nil })
+		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+		g.Expect(resp.Message).To(Equal("needs new machines: CPU sockets 2 to 4: the VM of machine md-0-x cannot migrate: bridged; " +
+			"guest memory 4Gi to 8Gi: the VM of machine md-0-x cannot migrate: bridged"))
+	})
+	t.Run("labels only: the machines' migratability is not asked", func(t *testing.T) {
+		g := NewWithT(t)
+		req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+		req.Current.InfrastructureMachineTemplate = raw(g, template(spec(nil)))
+		req.Desired.InfrastructureMachineTemplate = raw(g, template(spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+			s.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"tier": "gold"}
+		})))
+		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+		answerMachineSet(req, resp, func() (string, error) { return "", errors.New("asked") })
+		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+		g.Expect(resp.Message).To(Equal("in place: the VirtualMachine's labels and annotations"))
 	})
 	t.Run("another provider's template", func(t *testing.T) {
 		g := NewWithT(t)
@@ -111,7 +137,7 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		req := &runtimehooksv1.CanUpdateMachineSetRequest{}
 		req.Current.InfrastructureMachineTemplate, req.Desired.InfrastructureMachineTemplate = raw(g, other), raw(g, other)
 		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
-		CanUpdateMachineSet(context.Background(), req, resp)
+		answerMachineSet(req, resp, migratable)
 		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
 		g.Expect(resp.InfrastructureMachineTemplatePatch.IsDefined()).To(BeFalse())
 	})
@@ -132,7 +158,7 @@ func TestCanUpdateMachine(t *testing.T) {
 	req.Desired.InfrastructureMachine = raw(g, machine(spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.CPU.Sockets = 3 }),
 		ptr.To("kubevirt://cp-0")))
 	resp := &runtimehooksv1.CanUpdateMachineResponse{}
-	CanUpdateMachine(context.Background(), req, resp)
+	answerMachine(req, resp, migratable)
 	g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
 	g.Expect(resp.Message).To(Equal("in place: CPU sockets 2 to 3"))
 	g.Expect(string(resp.InfrastructureMachinePatch.Patch)).To(MatchJSON(

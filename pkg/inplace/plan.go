@@ -60,6 +60,13 @@ var (
 
 // Decide plans the change from current to desired.
 func Decide(current, desired *infrav1.KubevirtMachineSpec) Plan {
+	return DecideFor(current, desired, "")
+}
+
+// DecideFor plans the change for running VMs of which some cannot take a
+// CPU or memory hot-plug; noHotplug says why (empty: all can), and
+// declines those changes with it.
+func DecideFor(current, desired *infrav1.KubevirtMachineSpec, noHotplug string) Plan {
 	p := Plan{Covered: *current.DeepCopy()}
 	// judged is covered plus the changes declined with a reason of their
 	// own, so that what is left is named once, by its field path.
@@ -91,6 +98,8 @@ func Decide(current, desired *infrav1.KubevirtMachineSpec) Plan {
 			stop = "the VM is sized by preset " + current.Preset.Name + ", which sets its resources from its size"
 		case arch != "" && arch != "amd64":
 			stop = "KubeVirt hot-plugs CPU and memory on amd64 only, and the VM is " + arch
+		case noHotplug != "":
+			stop = noHotplug
 		}
 		if ok, change, declined := cpuSockets(d.CPU, wd.CPU); ok {
 			if stop != "" && declined == "" {

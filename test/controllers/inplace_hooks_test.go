@@ -1,0 +1,142 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+)
+
+// rawObject is obj as a hook request carries it.
+func rawObject(g Gomega, obj client.Object, kind string) runtime.RawExtension {
+	obj.GetObjectKind().SetGroupVersionKind(infrav1.GroupVersion.WithKind(kind))
+	data, err := json.Marshal(obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	return runtime.RawExtension{Raw: data}
+}
+
+// setMachineCondition writes a condition onto the KubevirtMachine's status,
+// as the machine controller would.
+func setMachineCondition(g Gomega, km *infrav1.KubevirtMachine, c metav1.Condition) {
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(km), km)).To(Succeed())
+	conditions.Set(km, c)
+	g.Expect(env.Client.Status().Update(context.Background(), km)).To(Succeed())
+}
+
+// TestInPlaceHooksReadTheMachines answers the in-place hooks against the
+// real API server: CanUpdateMachine declines a hot-plug for a VM that
+// cannot migrate, or has not said, and UpdateMachine follows the
+// machine's InPlaceUpdated condition for the spec Cluster API wrote.
+func TestInPlaceHooksReadTheMachines(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// The manager serves the webhooks; its controllers leave this tenant
+	// (another watch filter) to the test.
+	startManager(t, manager.Options{WatchFilterValue: "inplace-elsewhere"})
+	ns := newNamespace(t)
+	tn := createTenant(t, ns, "inplace-hooks", nil, func(km *infrav1.KubevirtMachine) {
+		d := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain
+		d.CPU = &kubevirtv1.CPU{Sockets: 1, Cores: 1, MaxSockets: 4}
+	})
+	km := tn.km
+	machine := &clusterv1.Machine{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, machine)).To(Succeed())
+	hooks := &inplace.Hooks{Client: env.Client}
+
+	canUpdate := func() *runtimehooksv1.CanUpdateMachineResponse {
+		current := &infrav1.KubevirtMachine{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(km), current)).To(Succeed())
+		desired := current.DeepCopy()
+		desired.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets = 2
+		req := &runtimehooksv1.CanUpdateMachineRequest{}
+		req.Current.Machine = *machine
+		req.Current.InfrastructureMachine = rawObject(g, current, "KubevirtMachine")
+		req.Desired.InfrastructureMachine = rawObject(g, desired, "KubevirtMachine")
+		resp := &runtimehooksv1.CanUpdateMachineResponse{}
+		hooks.CanUpdateMachine(ctx, req, resp)
+		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess), resp.Message)
+		return resp
+	}
+	resp := canUpdate()
+	g.Expect(resp.Message).To(ContainSubstring("has not reported whether its VM can migrate"))
+	g.Expect(string(resp.InfrastructureMachinePatch.Patch)).NotTo(ContainSubstring("sockets"))
+
+	setMachineCondition(g, km, metav1.Condition{Type: infrav1.LiveMigratableCondition, Status: metav1.ConditionFalse,
+		Reason: "InterfaceNotLiveMigratable", Message: "cannot migrate VMI which does not use masquerade"})
+	g.Expect(canUpdate().Message).To(Equal("needs new machines: CPU sockets 1 to 2: KubeVirt hot-plugs by live migration, and the VM of machine " +
+		km.Name + " cannot migrate: cannot migrate VMI which does not use masquerade"))
+
+	setMachineCondition(g, km, metav1.Condition{Type: infrav1.LiveMigratableCondition, Status: metav1.ConditionTrue, Reason: "Migratable"})
+	resp = canUpdate()
+	g.Expect(resp.Message).To(Equal("in place: CPU sockets 1 to 2"))
+	g.Expect(string(resp.InfrastructureMachinePatch.Patch)).To(ContainSubstring(`"sockets":2`))
+
+	update := func() *runtimehooksv1.UpdateMachineResponse {
+		req := &runtimehooksv1.UpdateMachineRequest{}
+		req.Desired.Machine = *machine
+		req.Desired.InfrastructureMachine = rawObject(g, km.DeepCopy(), "KubevirtMachine")
+		resp := &runtimehooksv1.UpdateMachineResponse{}
+		hooks.UpdateMachine(ctx, req, resp)
+		return resp
+	}
+	u := update()
+	g.Expect(u.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+	g.Expect(u.RetryAfterSeconds).To(BeEquivalentTo(5), "no word from the provider yet: ask again")
+
+	setMachineCondition(g, km, metav1.Condition{Type: infrav1.InPlaceUpdatedCondition, Status: metav1.ConditionFalse,
+		Reason: infrav1.InPlaceUpdatingReason, Message: "KubeVirt hot-plugs 2 CPU sockets by a live migration to node infra-2"})
+	u = update()
+	g.Expect(u.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+	g.Expect(u.RetryAfterSeconds).To(BeEquivalentTo(5))
+	g.Expect(u.Message).To(ContainSubstring("by a live migration"))
+
+	setMachineCondition(g, km, metav1.Condition{Type: infrav1.InPlaceUpdatedCondition, Status: metav1.ConditionFalse,
+		Reason: infrav1.InPlaceUpdateFailedReason, Message: "KubeVirt cannot apply the change"})
+	u = update()
+	g.Expect(u.Status).To(Equal(runtimehooksv1.ResponseStatusFailure))
+	g.Expect(u.Message).To(Equal("KubeVirt cannot apply the change"))
+
+	setMachineCondition(g, km, metav1.Condition{Type: infrav1.InPlaceUpdatedCondition, Status: metav1.ConditionTrue,
+		Reason: infrav1.InPlaceUpdatedReason, Message: "the running VM has what the spec asks"})
+	u = update()
+	g.Expect(u.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+	g.Expect(u.RetryAfterSeconds).To(BeZero(), "done")
+
+	// A condition written for an older spec does not answer for a newer
+	// one.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(km), km)).To(Succeed())
+	km.Annotations = map[string]string{clusterv1.UpdateInProgressAnnotation: ""}
+	km.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets = 2
+	g.Expect(env.Client.Update(ctx, km)).To(Succeed())
+	g.Expect(conditions.Get(km, infrav1.InPlaceUpdatedCondition).ObservedGeneration).To(BeNumerically("<", km.Generation))
+	u = update()
+	g.Expect(u.RetryAfterSeconds).To(BeEquivalentTo(5))
+}
