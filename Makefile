@@ -124,7 +124,7 @@ RELEASE_DIR ?= out
 # name@digest or name), so no tracked file changes. A VERSION vX.Y.Z...
 # needs release series X.Y in metadata.yaml, or clusterctl would refuse it.
 .PHONY: release-manifests
-release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml with the manager image IMG, metadata.yaml, the cluster templates and the optional instancetypes.yaml.
+release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml with the manager image IMG, metadata.yaml, the cluster templates, the optional instancetypes.yaml and in-place-updates.yaml.
 	@if [[ "$(VERSION)" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then \
 		major=$${BASH_REMATCH[1]}; minor=$${BASH_REMATCH[2]}; \
 		awk -v major=$$major -v minor=$$minor ' \
@@ -148,6 +148,7 @@ release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml w
 	$(KUSTOMIZE) build "$$overlay" > "$$overlay/components.yaml"; \
 	mv "$$overlay/components.yaml" $(RELEASE_DIR)/infrastructure-components.yaml
 	$(KUSTOMIZE) build config/instancetypes > $(RELEASE_DIR)/instancetypes.yaml
+	cp config/inplace/extensionconfig.yaml $(RELEASE_DIR)/in-place-updates.yaml
 	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
 	cp templates/clusterclass-*.yaml $(RELEASE_DIR)/
 	@# Every flavor ships the CNI's ClusterResourceSet (docs/cni.md), kept once in templates/addons.

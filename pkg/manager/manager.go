@@ -50,6 +50,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinepool"
@@ -256,6 +257,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if o.EnableWebhooks {
 		if err := webhooks.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up webhooks: %w", err)
+		}
+		if err := inplace.Serve(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the in-place update extension: %w", err)
 		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, err

@@ -32,7 +32,6 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 )
 
 // rawObject is obj as a hook request carries it.
@@ -58,9 +57,6 @@ func setMachineCondition(g Gomega, km *infrav1.KubevirtMachine, c metav1.Conditi
 func TestInPlaceHooksReadTheMachines(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	// The manager serves the webhooks; its controllers leave this tenant
-	// (another watch filter) to the test.
-	startManager(t, manager.Options{WatchFilterValue: "inplace-elsewhere"})
 	ns := newNamespace(t)
 	tn := createTenant(t, ns, "inplace-hooks", nil, func(km *infrav1.KubevirtMachine) {
 		d := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain

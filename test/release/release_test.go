@@ -358,3 +358,44 @@ func mustSemver(t *testing.T, v string) *version.Version {
 	}
 	return parsed
 }
+
+// TestInPlaceUpdatesExtensionConfig checks the released ExtensionConfig
+// against the released components: it names the webhook Service the
+// manager serves the extension on, and the Secret of the certificate that
+// Service presents, so Cluster API trusts it.
+func TestInPlaceUpdatesExtensionConfig(t *testing.T) {
+	dir := releaseManifests(t, "VERSION="+releaseVersion, "IMG="+releaseImage)
+	raw, err := os.ReadFile(filepath.Join(dir, "in-place-updates.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := objects(t, raw)
+	if len(ext) != 1 || ext[0].GetKind() != "ExtensionConfig" || ext[0].GetAPIVersion() != "runtime.cluster.x-k8s.io/v1beta2" {
+		t.Fatalf("in-place-updates.yaml holds %d objects, want one runtime.cluster.x-k8s.io/v1beta2 ExtensionConfig", len(ext))
+	}
+	if ext[0].GetLabels()[providerLabel] != "infrastructure-kubevirt" {
+		t.Errorf("the ExtensionConfig lacks %s, so clusterctl delete would leave it", providerLabel)
+	}
+	comps, err := os.ReadFile(filepath.Join(dir, "infrastructure-components.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	services, secrets := map[string]bool{}, map[string]bool{}
+	for _, o := range objects(t, comps) {
+		switch o.GetKind() {
+		case "Service":
+			services[o.GetNamespace()+"/"+o.GetName()] = true
+		case "Certificate":
+			name, _, _ := unstructured.NestedString(o.Object, "spec", "secretName")
+			secrets[o.GetNamespace()+"/"+name] = true
+		}
+	}
+	svcNS, _, _ := unstructured.NestedString(ext[0].Object, "spec", "clientConfig", "service", "namespace")
+	svcName, _, _ := unstructured.NestedString(ext[0].Object, "spec", "clientConfig", "service", "name")
+	if !services[svcNS+"/"+svcName] || !strings.Contains(svcName, "webhook") {
+		t.Errorf("the ExtensionConfig calls Service %s/%s; the components have %v", svcNS, svcName, slices.Sorted(maps.Keys(services)))
+	}
+	if ca := ext[0].GetAnnotations()["runtime.cluster.x-k8s.io/inject-ca-from-secret"]; !secrets[ca] {
+		t.Errorf("the ExtensionConfig takes its CA from Secret %q; the components' certificates write %v", ca, slices.Sorted(maps.Keys(secrets)))
+	}
+}
