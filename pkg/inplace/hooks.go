@@ -27,10 +27,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/labels/format"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -68,6 +70,8 @@ func (h *Hooks) CanUpdateMachineSet(ctx context.Context, req *runtimehooksv1.Can
 		}
 		return h.unmovable(ctx, machines.Items)
 	})
+	ctrl.LoggerFrom(ctx).Info("Answered CanUpdateMachineSet", "MachineSet", klog.KObj(&req.Current.MachineSet),
+		"status", resp.Status, "answer", resp.Message)
 }
 
 // answerMachineSet is CanUpdateMachineSet's answer; noHotplug says why
@@ -79,7 +83,8 @@ func answerMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runt
 		answer(&resp.CommonResponse, err, "not a KubevirtMachineTemplate")
 		return
 	}
-	patch, message, err := plan(&current.Spec.Template.Spec, &desired.Spec.Template.Spec, noHotplug, TemplateSpecPath)
+	patch, message, err := plan(&current.Spec.Template.Spec, &desired.Spec.Template.Spec,
+		req.Current.InfrastructureMachineTemplate.Raw, req.Desired.InfrastructureMachineTemplate.Raw, noHotplug, TemplateSpecPath)
 	resp.InfrastructureMachineTemplatePatch = patch
 	answer(&resp.CommonResponse, err, message)
 }
@@ -91,6 +96,8 @@ func (h *Hooks) CanUpdateMachine(ctx context.Context, req *runtimehooksv1.CanUpd
 	answerMachine(req, resp, func() (string, error) {
 		return h.unmovable(ctx, []clusterv1.Machine{req.Current.Machine})
 	})
+	ctrl.LoggerFrom(ctx).Info("Answered CanUpdateMachine", "Machine", klog.KObj(&req.Current.Machine),
+		"status", resp.Status, "answer", resp.Message)
 }
 
 // answerMachine is CanUpdateMachine's answer; noHotplug as for
@@ -102,7 +109,8 @@ func answerMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehoo
 		answer(&resp.CommonResponse, err, "not a KubevirtMachine")
 		return
 	}
-	patch, message, err := plan(&current.Spec, &desired.Spec, noHotplug, MachineSpecPath)
+	patch, message, err := plan(&current.Spec, &desired.Spec,
+		req.Current.InfrastructureMachine.Raw, req.Desired.InfrastructureMachine.Raw, noHotplug, MachineSpecPath)
 	resp.InfrastructureMachinePatch = patch
 	answer(&resp.CommonResponse, err, message)
 }
@@ -191,8 +199,10 @@ func decode(raw runtime.RawExtension, kind, what string, obj any) (bool, error) 
 }
 
 // plan decides and patches, and says what it covers and leaves out. It
-// asks noHotplug only when the change holds a hot-plug.
-func plan(current, desired *infrav1.KubevirtMachineSpec, noHotplug func() (string, error), path []string) (runtimehooksv1.Patch, string, error) {
+// asks noHotplug only when the change holds a hot-plug. A change covered
+// whole gets the patch of the raw objects (WholePatch), else the patch of
+// what is covered.
+func plan(current, desired *infrav1.KubevirtMachineSpec, currentRaw, desiredRaw []byte, noHotplug func() (string, error), path []string) (runtimehooksv1.Patch, string, error) {
 	p := Decide(current, desired)
 	if hotplugs(current, &p.Covered) {
 		why, err := noHotplug()
@@ -203,7 +213,13 @@ func plan(current, desired *infrav1.KubevirtMachineSpec, noHotplug func() (strin
 			p = DecideFor(current, desired, why)
 		}
 	}
-	patch, err := Patch(current, &p.Covered, path)
+	var patch []byte
+	var err error
+	if p.Complete() {
+		patch, err = WholePatch(currentRaw, desiredRaw, path)
+	} else {
+		patch, err = Patch(current, &p.Covered, path)
+	}
 	if err != nil {
 		return runtimehooksv1.Patch{}, "", err
 	}

@@ -108,6 +108,26 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		g.Expect(equality.Semantic.DeepEqual(after.Spec, desired.Spec)).To(BeFalse(), "Cluster API sees the image left over and rolls")
 		g.Expect(after.Spec.Template.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets).To(BeEquivalentTo(4))
 	})
+	t.Run("a template written from YAML and a copy written through Go: still covered whole", func(t *testing.T) {
+		g := NewWithT(t)
+		req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+		// As the API server keeps it from a YAML that said `devices: {}`
+		// and `evacuation: {}`; a typed copy drops both.
+		current := map[string]any{}
+		g.Expect(json.Unmarshal(raw(g, template(spec(nil))).Raw, &current)).To(Succeed())
+		tspec := current["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		tspec["evacuation"] = map[string]any{}
+		domain := tspec["virtualMachineTemplate"].(map[string]any)["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["domain"].(map[string]any)
+		domain["devices"] = map[string]any{}
+		req.Current.InfrastructureMachineTemplate = raw(g, current)
+		req.Desired.InfrastructureMachineTemplate = raw(g, template(spec(bigger)))
+		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+		answerMachineSet(req, resp, migratable)
+		g.Expect(resp.Message).To(Equal("in place: CPU sockets 2 to 4; guest memory 4Gi to 8Gi"))
+		after := appliedRaw(g, req.Current.InfrastructureMachineTemplate, resp.InfrastructureMachineTemplatePatch)
+		g.Expect(templateSpec(g, after)).To(Equal(templateSpec(g, req.Desired.InfrastructureMachineTemplate.Raw)),
+			"Cluster API compares untyped: the patch leaves nothing for it to see")
+	})
 	t.Run("machines that cannot migrate: CPU and memory need new machines", func(t *testing.T) {
 		g := NewWithT(t)
 		req := &runtimehooksv1.CanUpdateMachineSetRequest{}

@@ -51,6 +51,49 @@ func Patch(current, covered *infrav1.KubevirtMachineSpec, path []string) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("diffing the machine specs: %w", err)
 	}
+	return wrap(diff, path)
+}
+
+// WholePatch is the JSON merge patch that takes the raw current object's
+// machine spec, at path, to the raw desired object's, byte for byte as
+// Cluster API compares them: for a change Decide covers whole, whose
+// typed specs differ only where the provider applies the change. Objects
+// written from YAML and copies written through Go types hold the same
+// spec in different forms (an empty `devices: {}` kept or dropped), and
+// Cluster API, comparing untyped, would otherwise see those as changes
+// left over and roll the machines.
+func WholePatch(currentRaw, desiredRaw []byte, path []string) ([]byte, error) {
+	at := func(raw []byte) ([]byte, error) {
+		var doc any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return nil, err
+		}
+		for _, p := range path {
+			m, _ := doc.(map[string]any)
+			doc = m[p]
+		}
+		if doc == nil {
+			doc = map[string]any{}
+		}
+		return json.Marshal(doc)
+	}
+	from, err := at(currentRaw)
+	if err != nil {
+		return nil, fmt.Errorf("reading the current machine spec: %w", err)
+	}
+	to, err := at(desiredRaw)
+	if err != nil {
+		return nil, fmt.Errorf("reading the desired machine spec: %w", err)
+	}
+	diff, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("diffing the machine specs: %w", err)
+	}
+	return wrap(diff, path)
+}
+
+// wrap nests a patch of the machine spec at path.
+func wrap(diff []byte, path []string) ([]byte, error) {
 	var wrapped any = json.RawMessage(diff)
 	for i := len(path) - 1; i >= 0; i-- {
 		wrapped = map[string]any{path[i]: wrapped}

@@ -41,6 +41,7 @@ import (
 	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1"  //nolint:staticcheck // the conversion webhooks serve the old versions, as in Cluster API's own scheme
 	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"    //nolint:staticcheck // see above
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1" //nolint:staticcheck // the ExtensionConfig conversion webhook serves the old version
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -438,7 +439,7 @@ func NewScheme() *runtime.Scheme {
 	s := scheme.New()
 	for _, add := range []func(*runtime.Scheme) error{
 		clusterv1beta1.AddToScheme, bootstrapv1.AddToScheme, bootstrapv1beta1.AddToScheme,
-		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme, runtimev1.AddToScheme, addonsv1.AddToScheme, addonsv1beta1.AddToScheme, ipamv1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1alpha1.AddToScheme,
+		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme, runtimev1.AddToScheme, runtimev1alpha1.AddToScheme, addonsv1.AddToScheme, addonsv1beta1.AddToScheme, ipamv1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1alpha1.AddToScheme,
 		snapshotv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {

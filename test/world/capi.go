@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/cluster-api/core/reconcilers/clusterclass"
 	"sigs.k8s.io/cluster-api/core/reconcilers/clusterresourceset"
 	"sigs.k8s.io/cluster-api/core/reconcilers/clusterresourcesetbinding"
+	"sigs.k8s.io/cluster-api/core/reconcilers/extensionconfig"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
@@ -105,15 +106,17 @@ const connectionRetryInterval = 2 * time.Second
 // of the process (Cluster API gives no way to release them), so every
 // start after the first, a further management cluster's or a later
 // world's (the benchmark starts two), carries a suffix. The feature gates
-// are those a user of the topology and ignition flavors turns on
-// (CLUSTER_TOPOLOGY and EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION before
-// clusterctl init); the kubeadm webhooks check the Ignition one.
+// are those a user of the topology and ignition flavors and of in-place
+// updates turns on (CLUSTER_TOPOLOGY, EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION,
+// EXP_RUNTIME_SDK and EXP_IN_PLACE_UPDATES before clusterctl init); the
+// kubeadm webhooks check the Ignition one, and the Runtime SDK's
+// controllers call extensions through the world's runtimeClient.
 func startCAPI(env *testenv.Env) (*capiManagers, error) {
 	suffix := ""
 	if n := capiStarts.Add(1); n > 1 {
 		suffix = fmt.Sprintf("-%d", n)
 	}
-	if err := feature.MutableGates.Set("ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"); err != nil {
+	if err := feature.MutableGates.Set("ClusterTopology=true,KubeadmBootstrapFormatIgnition=true,RuntimeSDK=true,InPlaceUpdates=true"); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -199,26 +202,12 @@ func concurrency(n int) controller.Options { return controller.Options{MaxConcur
 
 func setupCore(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache) error {
 	c, r := mgr.GetClient(), mgr.GetAPIReader()
-	return errors.Join(
-		(&clusterclass.Reconciler{Client: c}).SetupWithManager(ctx, mgr, concurrency(5)),
-		(&topologycluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(5)),
-		(&topologymachinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(5)),
-		(&topologymachineset.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(5)),
-		(&cluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc, RemoteConnectionGracePeriod: 50 * time.Second}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&machine.Reconciler{Client: c, APIReader: r, ClusterCache: cc, RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&machineset.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&machinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&machinehealthcheck.Reconciler{Client: c, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
-		setupClusterResourceSets(ctx, mgr, cc),
-		// MachinePools are on by default (feature gate MachinePool, beta).
-		(&machinepool.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
-	)
-}
-
-// setupClusterResourceSets runs the ClusterResourceSet controllers, which
-// install every flavor's CNI, with the metadata-only Secret cache Cluster
-// API's main.go gives them (core/main.go).
-func setupClusterResourceSets(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+	rc, err := newRuntimeClient(c)
+	if err != nil {
+		return err
+	}
+	// A metadata-only Secret cache, as Cluster API's main.go gives the
+	// ClusterResourceSet and ExtensionConfig controllers (core/main.go).
 	secrets, err := ctrlcache.New(mgr.GetConfig(), ctrlcache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		HTTPClient: mgr.GetHTTPClient(), DefaultTransform: ctrlcache.TransformStripManagedFields()})
 	if err != nil {
@@ -228,8 +217,20 @@ func setupClusterResourceSets(ctx context.Context, mgr ctrl.Manager, cc clusterc
 		return err
 	}
 	return errors.Join(
-		(&clusterresourceset.Reconciler{Client: mgr.GetClient(), ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10), secrets),
-		(&clusterresourcesetbinding.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&clusterclass.Reconciler{Client: c, RuntimeClient: rc}).SetupWithManager(ctx, mgr, concurrency(5)),
+		(&topologycluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc, RuntimeClient: rc}).SetupWithManager(ctx, mgr, concurrency(5)),
+		(&topologymachinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(5)),
+		(&topologymachineset.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(5)),
+		(&cluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc, RemoteConnectionGracePeriod: 50 * time.Second}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&machine.Reconciler{Client: c, APIReader: r, ClusterCache: cc, RuntimeClient: rc, RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&machineset.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&machinedeployment.Reconciler{Client: c, APIReader: r, RuntimeClient: rc}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&machinehealthcheck.Reconciler{Client: c, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&clusterresourceset.Reconciler{Client: c, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10), secrets),
+		(&clusterresourcesetbinding.Reconciler{Client: c}).SetupWithManager(ctx, mgr, concurrency(10)),
+		// MachinePools are on by default (feature gate MachinePool, beta).
+		(&machinepool.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&extensionconfig.Reconciler{Client: c, APIReader: r, RuntimeClient: rc, PartialSecretCache: secrets}).SetupWithManager(ctx, mgr, concurrency(10)),
 	)
 }
 
@@ -247,9 +248,19 @@ func setupControlPlane(ctx context.Context, mgr ctrl.Manager, cc clustercache.Cl
 	if err != nil {
 		return err
 	}
-	return (&kubeadmcontrolplane.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretCachingClient: secretClient,
-		ClusterCache: cc, EtcdDialTimeout: 10 * time.Second, EtcdCallTimeout: 15 * time.Second,
-		RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10))
+	// The control plane provider keeps a registry of its own, read only,
+	// as its main.go does.
+	rc, err := newRuntimeClient(mgr.GetClient())
+	if err != nil {
+		return err
+	}
+	return errors.Join(
+		(&extensionconfig.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), RuntimeClient: rc, ReadOnly: true}).
+			SetupWithManager(ctx, mgr, concurrency(10)),
+		(&kubeadmcontrolplane.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretCachingClient: secretClient,
+			ClusterCache: cc, EtcdDialTimeout: 10 * time.Second, EtcdCallTimeout: 15 * time.Second, RuntimeClient: rc,
+			RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10)),
+	)
 }
 
 // setupCAPIWebhooks registers every Cluster API admission and conversion
@@ -269,6 +280,7 @@ func setupCAPIWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
 		(&coreadmission.MachineHealthCheck{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.ClusterResourceSet{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.ClusterResourceSetBinding{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.ExtensionConfig{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.IPAddress{Client: c}).SetupWebhookWithManager(mgr),
 		(&coreadmission.IPAddressClaim{}).SetupWebhookWithManager(mgr),
 		(&bootstrapadmission.KubeadmConfig{}).SetupWebhookWithManager(mgr),

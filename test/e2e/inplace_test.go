@@ -1,0 +1,263 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
+)
+
+var _ = Describe("In-place updates", func() {
+	ctx := context.Background()
+	BeforeEach(func() {
+		if w == nil {
+			Skip("needs the sandbox world, whose Cluster API runs with RuntimeSDK and InPlaceUpdates")
+		}
+	})
+
+	It("grow the workers' VMs without replacing them, and roll what they cannot change", func() {
+		const name = "grow"
+		registerInPlaceExtension(ctx)
+		ns := newNamespace(ctx, "e2e-inplace-")
+		out, err := cc.RunWithVariables(ctx, nil,
+			"generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--worker-machine-count", "2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(world.ApplyYAMLWith(ctx, c, []byte(out), growableCluster)).To(Succeed())
+		expectRunning(ctx, ns, name)
+		expectMachinesWithNodes(ctx, ns, 3)
+		before := workerState(ctx, ns)
+		Expect(before).To(HaveLen(2))
+		machinesBefore := machineUIDs(ctx, ns)
+		seen := watchMachineUIDs(ctx, ns)
+
+		By("the workers' template asks for 4 CPU sockets and 8Gi instead of 2 and 4Gi")
+		rollWorkers(ctx, ns, name+"-md-0", "grown", func(spec *infrav1.KubevirtMachineSpec) {
+			d := &spec.VirtualMachineTemplate.Spec.Template.Spec.Domain
+			d.CPU.Sockets = 4
+			d.Memory.Guest = ptrTo(resource.MustParse("8Gi"))
+		})
+		Eventually(func(g Gomega) {
+			g.Expect(machineUIDs(ctx, ns)).To(Equal(machinesBefore), "no Machine is created or deleted")
+			after := workerState(ctx, ns)
+			g.Expect(after).To(HaveLen(2))
+			for machine, was := range before {
+				now := after[machine]
+				g.Expect(now.vm).To(Equal(was.vm), "machine %s keeps its VM", machine)
+				g.Expect(now.vmi).To(Equal(was.vmi), "machine %s's guest was not restarted", machine)
+				g.Expect(now.node).To(Equal(was.node), "machine %s keeps its Node", machine)
+				g.Expect(now.size).To(Equal("4 sockets, 8Gi"), "the guest of machine %s sees the new size", machine)
+				g.Expect(now.updated).To(HavePrefix("True"), "machine %s", machine)
+				g.Expect(now.upToDate).To(BeTrue(), "machine %s is up to date and no longer updating", machine)
+			}
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), func() string { return describe(ctx, ns) })
+		Expect(seen()).To(Equal(machinesBefore), "no Machine came and went during the update")
+
+		By("a new image cannot change in place: Cluster API replaces the workers")
+		grown := machineUIDs(ctx, ns)
+		rollWorkers(ctx, ns, name+"-md-0", "jammy", func(spec *infrav1.KubevirtMachineSpec) {
+			image := spec.RootDisk.Image.Registry
+			image.URL = strings.Replace(image.URL, "ubuntu-2404-container-disk", "ubuntu-2204-container-disk", 1)
+		})
+		Eventually(func(g Gomega) string {
+			machines := &clusterv1.MachineList{}
+			g.Expect(c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: name + "-md-0"})).To(Succeed())
+			replaced, withNode := 0, 0
+			for _, m := range machines.Items {
+				if !grown[m.UID] {
+					replaced++
+				}
+				if m.Status.NodeRef.IsDefined() && m.DeletionTimestamp.IsZero() {
+					withNode++
+				}
+			}
+			return fmt.Sprintf("%d workers, %d new, %d with a Node", len(machines.Items), replaced, withNode)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("2 workers, 2 new, 2 with a Node"), func() string { return describe(ctx, ns) })
+		deleteCluster(ctx, ns, name)
+	})
+})
+
+func ptrTo[T any](v T) *T { return &v }
+
+// watchMachineUIDs polls the namespace's Machines until the spec ends; the
+// returned func gives every UID seen, so a Machine created and deleted in
+// between counts.
+func watchMachineUIDs(ctx context.Context, ns string) func() map[types.UID]bool {
+	ctx, cancel := context.WithCancel(ctx)
+	DeferCleanup(cancel)
+	var mu sync.Mutex
+	seen := map[types.UID]bool{}
+	go func() {
+		for ctx.Err() == nil {
+			machines := &clusterv1.MachineList{}
+			if err := c.List(ctx, machines, client.InNamespace(ns)); err == nil {
+				mu.Lock()
+				for _, m := range machines.Items {
+					seen[m.UID] = true
+				}
+				mu.Unlock()
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	return func() map[types.UID]bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
+	}
+}
+
+// registerInPlaceExtension applies the release's in-place-updates.yaml, as
+// docs/in-place-updates.md says, and waits until Cluster API discovered
+// the extension's three hooks; the spec removes it when it ends, so other
+// specs' rollouts stay as they were.
+func registerInPlaceExtension(ctx context.Context) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "out", "in-place-updates.yaml"))
+	Expect(err).NotTo(HaveOccurred(), "make release-manifests writes it")
+	Expect(world.ApplyYAML(ctx, c, raw)).To(Succeed())
+	ext := &runtimev1.ExtensionConfig{}
+	DeferCleanup(func() {
+		Expect(c.Delete(context.Background(), &runtimev1.ExtensionConfig{ObjectMeta: metav1.ObjectMeta{Name: "capkv-in-place-updates"}})).To(Succeed())
+	})
+	Eventually(func(g Gomega) []string {
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: "capkv-in-place-updates"}, ext)).To(Succeed())
+		g.Expect(conditions.IsTrue(ext, runtimev1.ExtensionConfigDiscoveredCondition)).To(BeTrue(), "%v", ext.Status.Conditions)
+		var hooks []string
+		for _, h := range ext.Status.Handlers {
+			hooks = append(hooks, h.RequestHook.Hook)
+		}
+		slices.Sort(hooks)
+		return hooks
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Equal([]string{"CanUpdateMachine", "CanUpdateMachineSet", "UpdateMachine"}))
+}
+
+// growableCluster edits the generated cluster as a platform with shared
+// storage would have it: VMs on the pod network with masquerade and a
+// ReadWriteMany root disk, so KubeVirt can live-migrate them, 2 CPU
+// sockets of up to 8 and 4Gi of up to 16Gi, and workers rolled one at a
+// time without a surge Machine.
+func growableCluster(u *unstructured.Unstructured) error {
+	switch u.GetKind() {
+	case "KubevirtMachineTemplate":
+		spec := []string{"spec", "template", "spec"}
+		vmSpec := append(slices.Clone(spec), "virtualMachineTemplate", "spec", "template", "spec")
+		domain := append(slices.Clone(vmSpec), "domain")
+		for _, set := range []struct {
+			path  []string
+			value any
+		}{
+			{append(slices.Clone(domain), "cpu"), map[string]any{"sockets": int64(2), "cores": int64(1), "threads": int64(1), "maxSockets": int64(8)}},
+			{append(slices.Clone(domain), "memory", "maxGuest"), "16Gi"},
+			{append(slices.Clone(domain), "devices", "interfaces"), []any{map[string]any{"name": "default", "masquerade": map[string]any{}}}},
+			{append(slices.Clone(vmSpec), "networks"), []any{map[string]any{"name": "default", "pod": map[string]any{}}}},
+			{append(slices.Clone(spec), "rootDisk", "accessModes"), []any{"ReadWriteMany"}},
+		} {
+			if err := unstructured.SetNestedField(u.Object, set.value, set.path...); err != nil {
+				return err
+			}
+		}
+	case "MachineDeployment":
+		return unstructured.SetNestedMap(u.Object, map[string]any{"type": "RollingUpdate",
+			"rollingUpdate": map[string]any{"maxSurge": int64(0), "maxUnavailable": int64(1)}}, "spec", "rollout", "strategy")
+	}
+	return nil
+}
+
+// rollWorkers gives a MachineDeployment a copy of its KubevirtMachineTemplate
+// named <md>-<suffix>, changed by change, as a user changes machines.
+func rollWorkers(ctx context.Context, ns, md, suffix string, change func(*infrav1.KubevirtMachineSpec)) {
+	deployment := &clusterv1.MachineDeployment{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, deployment)).To(Succeed())
+	tmpl := &infrav1.KubevirtMachineTemplate{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: deployment.Spec.Template.Spec.InfrastructureRef.Name}, tmpl)).To(Succeed())
+	next := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: md + "-" + suffix}, Spec: *tmpl.Spec.DeepCopy()}
+	change(&next.Spec.Template.Spec)
+	Expect(c.Create(ctx, next)).To(Succeed())
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
+			return err
+		}
+		deployment.Spec.Template.Spec.InfrastructureRef.Name = next.Name
+		return c.Update(ctx, deployment)
+	})).To(Succeed())
+}
+
+// worker is what an in-place update must keep, and what it changes, of one
+// worker machine.
+type worker struct {
+	vm, vmi  types.UID
+	node     string
+	size     string
+	updated  string
+	upToDate bool
+}
+
+// workerState reads the workers by Machine name: their VM and instance
+// UIDs, Node, the size the guest runs with, InPlaceUpdated, and whether
+// Cluster API sees them up to date and done updating.
+func workerState(ctx context.Context, ns string) map[string]worker {
+	machines := &clusterv1.MachineList{}
+	Expect(c.List(ctx, machines, client.InNamespace(ns), client.HasLabels{clusterv1.MachineDeploymentNameLabel})).To(Succeed())
+	out := map[string]worker{}
+	for _, m := range machines.Items {
+		km := &infrav1.KubevirtMachine{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Spec.InfrastructureRef.Name}, km); err != nil {
+			continue
+		}
+		wk := worker{node: m.Status.NodeRef.Name,
+			upToDate: conditions.IsTrue(&m, clusterv1.MachineUpToDateCondition) && !conditions.IsTrue(&m, clusterv1.MachineUpdatingCondition)}
+		if cond := conditions.Get(km, infrav1.InPlaceUpdatedCondition); cond != nil {
+			wk.updated = fmt.Sprintf("%s/%s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		vm, vmi := &kubevirtv1.VirtualMachine{}, &kubevirtv1.VirtualMachineInstance{}
+		if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vm) == nil {
+			wk.vm = vm.UID
+		}
+		if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vmi) == nil {
+			wk.vmi = vmi.UID
+			if t, mem := vmi.Status.CurrentCPUTopology, vmi.Status.Memory; t != nil && mem != nil && mem.GuestRequested != nil {
+				wk.size = fmt.Sprintf("%d sockets, %s", t.Sockets, mem.GuestRequested.String())
+			}
+		}
+		out[m.Name] = wk
+	}
+	return out
+}
