@@ -30,12 +30,14 @@ import (
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/labels/format"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
 
 // Hooks answers Cluster API's in-place update hooks for KubevirtMachines
@@ -136,8 +138,37 @@ func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (st
 		case c.Status != metav1.ConditionTrue:
 			return fmt.Sprintf("KubeVirt hot-plugs by live migration, and the VM of machine %s cannot migrate: %s", m.Name, c.Message), nil
 		}
+		if !util.IsControlPlaneMachine(m) {
+			continue
+		}
+		onPod, err := h.podNetworkAddress(ctx, m, km)
+		if err != nil {
+			return "", err
+		}
+		if onPod {
+			return fmt.Sprintf("KubeVirt hot-plugs by live migration, which gives control-plane machine %s a new pod network address, "+
+				"the address etcd and the API server advertise; control planes grow in place only with nodeAddressNetwork on a Multus network", m.Name), nil
+		}
 	}
 	return "", nil
+}
+
+// podNetworkAddress says whether the machine's Node is reached at its
+// pod network address, which belongs to the launcher pod and so changes
+// with a live migration (docs/kubevirt-behaviour.md#live-migration).
+func (h *Hooks) podNetworkAddress(ctx context.Context, m *clusterv1.Machine, km *infrav1.KubevirtMachine) (bool, error) {
+	if km.Spec.NodeAddressNetwork != "" {
+		return false, nil
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := h.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}, cluster); err != nil {
+		return false, fmt.Errorf("reading Cluster %s: %w", m.Spec.ClusterName, err)
+	}
+	kc := &infrav1.KubevirtCluster{}
+	if err := h.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: cluster.Spec.InfrastructureRef.Name}, kc); err != nil {
+		return false, fmt.Errorf("reading KubevirtCluster %s: %w", cluster.Spec.InfrastructureRef.Name, err)
+	}
+	return tenantnet.NodeAddressNetwork(kc, km) == "", nil
 }
 
 // UpdateMachine answers Cluster API's UpdateMachine hook from the

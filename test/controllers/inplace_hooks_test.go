@@ -95,6 +95,16 @@ func TestInPlaceHooksReadTheMachines(t *testing.T) {
 	g.Expect(resp.Message).To(Equal("in place: CPU sockets 1 to 2"))
 	g.Expect(string(resp.InfrastructureMachinePatch.Patch)).To(ContainSubstring(`"sockets":2`))
 
+	// A control-plane machine reached at its pod network address would
+	// come back from the migration at another one.
+	machine.Labels[clusterv1.MachineControlPlaneLabel] = ""
+	g.Expect(canUpdate().Message).To(ContainSubstring("gives control-plane machine " + km.Name + " a new pod network address"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tn.kc), tn.kc)).To(Succeed())
+	tn.kc.Spec.Network.NodeAddressNetwork = "tenant"
+	g.Expect(env.Client.Update(ctx, tn.kc)).To(Succeed())
+	g.Eventually(func() string { return canUpdate().Message }).Should(Equal("in place: CPU sockets 1 to 2"),
+		"a node address on a Multus network stays")
+
 	update := func() *runtimehooksv1.UpdateMachineResponse {
 		req := &runtimehooksv1.UpdateMachineRequest{}
 		req.Desired.Machine = *machine
