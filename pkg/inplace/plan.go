@@ -58,6 +58,19 @@ var (
 	minimumMemory   = resource.MustParse("1Gi")
 )
 
+// MemoryStep is the unit KubeVirt hot-plugs the memory m in, and the
+// multiple its guest size and maximum must be: 2Mi, or 1Gi with 1Gi
+// hugepages.
+func MemoryStep(m *kubevirtv1.Memory) resource.Quantity {
+	if m != nil && m.Hugepages != nil && m.Hugepages.PageSize == "1Gi" {
+		return minimumMemory
+	}
+	return memoryAlignment
+}
+
+// MinimumMemory is the least guest memory KubeVirt hot-plugs into.
+func MinimumMemory() resource.Quantity { return minimumMemory }
+
 // Decide plans the change from current to desired.
 func Decide(current, desired *infrav1.KubevirtMachineSpec) Plan {
 	return DecideFor(current, desired, "")
@@ -193,10 +206,7 @@ func guestMemory(cur, want *kubevirtv1.Memory) (ok bool, change, declined string
 		return false, "", ""
 	}
 	from, to := cur.Guest.String(), want.Guest.String()
-	alignment := memoryAlignment
-	if cur.Hugepages != nil && cur.Hugepages.PageSize == "1Gi" {
-		alignment = minimumMemory
-	}
+	alignment := MemoryStep(cur)
 	switch {
 	case want.Guest.Cmp(*cur.Guest) < 0:
 		return true, "", fmt.Sprintf("guest memory %s to %s: KubeVirt shrinks memory only on a restart", from, to)

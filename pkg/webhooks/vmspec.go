@@ -80,6 +80,7 @@ func validateVirtualMachineSpec(spec *kubevirtv1.VirtualMachineSpec, vmNamespace
 	errs = append(errs, validateDataVolumeTemplates(spec.DataVolumeTemplates, vmi.Volumes, vmNamespace, fld.Child("dataVolumeTemplates"))...)
 	errs = append(errs, validateNetworks(vmi, vmiPath)...)
 	errs = append(errs, validateResources(spec, vmiPath)...)
+	errs = append(errs, validateHotplugMaxima(vmi, vmiPath)...)
 
 	if vmi.Hostname != "" {
 		for _, msg := range validation.IsDNS1123Label(vmi.Hostname) {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/topology"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -185,10 +186,16 @@ func (KubevirtMachine) ValidateCreate(_ context.Context, m *infrav1.KubevirtMach
 }
 
 // ValidateUpdate validates a changed KubevirtMachine.
-func (KubevirtMachine) ValidateUpdate(_ context.Context, oldM, newM *infrav1.KubevirtMachine) (admission.Warnings, error) {
+func (KubevirtMachine) ValidateUpdate(ctx context.Context, oldM, newM *infrav1.KubevirtMachine) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := validateMachineSpec(&newM.Spec, newM.Namespace, spec)
+	// Cluster API writes an in-place update with its annotation, and
+	// KubeadmControlPlane first asks, by a dry run without it, whether the
+	// write would pass: a dry run changes nothing, so it may ask.
 	_, inPlace := newM.Annotations[clusterv1.UpdateInProgressAnnotation]
+	if req, err := admission.RequestFromContext(ctx); err == nil && ptr.Deref(req.DryRun, false) {
+		inPlace = true
+	}
 	errs = append(errs, validateMachineSpecUpdate(&oldM.Spec, &newM.Spec, inPlace, spec)...)
 	return nil, invalid("KubevirtMachine", newM, errs)
 }

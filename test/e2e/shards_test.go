@@ -39,7 +39,7 @@ const shardEnv = "E2E_SHARD"
 // machinepool specs run) and keeps the specs that need a world to
 // themselves apart: the demo fails an infra node, the ClusterClass spec
 // counts the simulator's imports.
-var firstShardFiles = []string{"demo_test.go", "topology_test.go", "ipam_test.go", "cni_test.go"}
+var firstShardFiles = []string{"demo_test.go", "topology_test.go", "ipam_test.go", "cni_test.go", "inplace_test.go"}
 
 // shardConfig narrows the suite to the shard this process runs. It tells
 // whether the specs run here: false when this process should start the

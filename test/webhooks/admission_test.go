@@ -459,6 +459,14 @@ func TestAdmissionUpdates(t *testing.T) {
 		if !strings.Contains(err.Error(), "updates it in place where it can") {
 			t.Errorf("the refusal does not point to in-place updates: %v", err)
 		}
+		// KubeadmControlPlane asks with a dry run, without the annotation.
+		growDry := func(sockets uint32) error {
+			return update(m, func() { m.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets = sockets }, client.DryRunAll)
+		}
+		if err := growDry(2); err != nil {
+			t.Errorf("a dry run of an in-place update refused: %v", err)
+		}
+		expectInvalid(t, growDry(6), "spec")
 		if err := grow(2, "4Gi", true); err != nil {
 			t.Fatalf("an in-place update within the maxima refused: %v", err)
 		}

@@ -192,6 +192,29 @@ var agreementCases = []vmCase{
 		s.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
 	}), true},
 	{"no memory at all", onVMI(func(s *kubevirtv1.VirtualMachineInstanceSpec) { s.Domain.Memory = nil }), false},
+	// Headroom for in-place updates (docs/in-place-updates.md): KubeVirt
+	// checks the maxima a VM sets under its default LiveUpdate rollout.
+	{"sockets within maxSockets", onVMI(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+		s.Domain.CPU = &kubevirtv1.CPU{Sockets: 2, Cores: 1, Threads: 1, MaxSockets: 4}
+	}), true},
+	{"sockets beyond maxSockets", onVMI(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+		s.Domain.CPU = &kubevirtv1.CPU{Sockets: 6, Cores: 1, Threads: 1, MaxSockets: 4}
+	}), false},
+	{"guest memory within maxGuest", onVMI(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+		s.Domain.Memory = &kubevirtv1.Memory{Guest: ptr.To(resource.MustParse("2Gi")), MaxGuest: ptr.To(resource.MustParse("8Gi"))}
+	}), true},
+	{"guest memory beyond maxGuest", onVMI(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+		s.Domain.Memory = &kubevirtv1.Memory{Guest: ptr.To(resource.MustParse("8Gi")), MaxGuest: ptr.To(resource.MustParse("4Gi"))}
+	}), false},
+	{"guest memory under 1Gi with maxGuest", onVMI(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+		s.Domain.Memory = &kubevirtv1.Memory{Guest: ptr.To(resource.MustParse("512Mi")), MaxGuest: ptr.To(resource.MustParse("2Gi"))}
+	}), false},
+	{"guest memory off the 2Mi steps with maxGuest", onVMI(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+		s.Domain.Memory = &kubevirtv1.Memory{Guest: ptr.To(resource.MustParse("1025Mi")), MaxGuest: ptr.To(resource.MustParse("4Gi"))}
+	}), false},
+	{"guest memory off the 2Mi steps without maxGuest", onVMI(func(s *kubevirtv1.VirtualMachineInstanceSpec) {
+		s.Domain.Memory = &kubevirtv1.Memory{Guest: ptr.To(resource.MustParse("1025Mi"))}
+	}), true},
 	{"a label KubeVirt reserves on the template", func(vm *kubevirtv1.VirtualMachineSpec) {
 		vm.Template.ObjectMeta.Labels = map[string]string{kubevirtv1.NodeNameLabel: "infra-a"}
 	}, false},
@@ -231,7 +254,7 @@ func TestAdmissionAgreesWithVirtAPI(t *testing.T) {
 	}
 	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, it))).To(Succeed())
 	// docs/validation.md states how many specs agree.
-	g.Expect(agreementCases).To(HaveLen(48))
+	g.Expect(agreementCases).To(HaveLen(55))
 	var wrong []string
 	for i, tc := range agreementCases {
 		spec := validVMSpec()
