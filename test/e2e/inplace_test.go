@@ -29,6 +29,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -70,26 +71,8 @@ var _ = Describe("In-place updates", func() {
 		seen := watchMachineUIDs(ctx, ns)
 
 		By("the workers' template asks for 4 CPU sockets and 8Gi instead of 2 and 4Gi")
-		rollWorkers(ctx, ns, name+"-md-0", "grown", func(spec *infrav1.KubevirtMachineSpec) {
-			d := &spec.VirtualMachineTemplate.Spec.Template.Spec.Domain
-			d.CPU.Sockets = 4
-			d.Memory.Guest = ptrTo(resource.MustParse("8Gi"))
-		})
-		Eventually(func(g Gomega) {
-			g.Expect(machineUIDs(ctx, ns)).To(Equal(machinesBefore), "no Machine is created or deleted")
-			after := workerState(ctx, ns)
-			g.Expect(after).To(HaveLen(2))
-			for machine, was := range before {
-				now := after[machine]
-				g.Expect(now.vm).To(Equal(was.vm), "machine %s keeps its VM", machine)
-				g.Expect(now.vmi).To(Equal(was.vmi), "machine %s's guest was not restarted", machine)
-				g.Expect(now.node).To(Equal(was.node), "machine %s keeps its Node", machine)
-				g.Expect(now.size).To(Equal("4 sockets, 8Gi"), "the guest of machine %s sees the new size", machine)
-				g.Expect(now.updated).To(HavePrefix("True"), "machine %s", machine)
-				g.Expect(now.upToDate).To(BeTrue(), "machine %s is up to date and no longer updating", machine)
-			}
-		}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), func() string { return describe(ctx, ns) })
-		Expect(seen()).To(Equal(machinesBefore), "no Machine came and went during the update")
+		rollWorkers(ctx, ns, name+"-md-0", "grown", growBy4And8)
+		expectGrownInPlace(ctx, ns, clusterv1.MachineDeploymentNameLabel, before, machinesBefore, seen)
 
 		By("a new image cannot change in place: Cluster API replaces the workers")
 		grown := machineUIDs(ctx, ns)
@@ -114,6 +97,34 @@ var _ = Describe("In-place updates", func() {
 		deleteCluster(ctx, ns, name)
 	})
 })
+
+// growBy4And8 asks for 4 CPU sockets and 8Gi of guest memory.
+func growBy4And8(spec *infrav1.KubevirtMachineSpec) {
+	d := &spec.VirtualMachineTemplate.Spec.Template.Spec.Domain
+	d.CPU.Sockets = 4
+	d.Memory.Guest = ptrTo(resource.MustParse("8Gi"))
+}
+
+// expectGrownInPlace waits until the machines with label, read before
+// the update, run with 4 sockets and 8Gi in the same Machines, VMs,
+// instances and Nodes, done updating, and no Machine came and went.
+func expectGrownInPlace(ctx context.Context, ns, label string, before map[string]worker, machines map[types.UID]bool, seen func() map[types.UID]bool) {
+	Eventually(func(g Gomega) {
+		g.Expect(machineUIDs(ctx, ns)).To(Equal(machines), "no Machine is created or deleted")
+		after := machineState(ctx, ns, label)
+		g.Expect(after).To(HaveLen(len(before)))
+		for machine, was := range before {
+			now := after[machine]
+			g.Expect(now.vm).To(Equal(was.vm), "machine %s keeps its VM", machine)
+			g.Expect(now.vmi).To(Equal(was.vmi), "machine %s's guest was not restarted", machine)
+			g.Expect(now.node).To(Equal(was.node), "machine %s keeps its Node", machine)
+			g.Expect(now.size).To(Equal("4 sockets, 8Gi"), "the guest of machine %s sees the new size", machine)
+			g.Expect(now.updated).To(HavePrefix("True"), "machine %s", machine)
+			g.Expect(now.upToDate).To(BeTrue(), "machine %s is up to date and no longer updating", machine)
+		}
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), func() string { return describe(ctx, ns) + hotplugDiagnostics(ctx, ns) })
+	Expect(seen()).To(Equal(machines), "no Machine came and went during the update")
+}
 
 func ptrTo[T any](v T) *T { return &v }
 
@@ -202,22 +213,30 @@ func growableCluster(u *unstructured.Unstructured) error {
 }
 
 // rollWorkers gives a MachineDeployment a copy of its KubevirtMachineTemplate
-// named <md>-<suffix>, changed by change, as a user changes machines.
+// changed by change (copyTemplate), as a user changes machines.
 func rollWorkers(ctx context.Context, ns, md, suffix string, change func(*infrav1.KubevirtMachineSpec)) {
 	deployment := &clusterv1.MachineDeployment{}
 	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, deployment)).To(Succeed())
-	tmpl := &infrav1.KubevirtMachineTemplate{}
-	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: deployment.Spec.Template.Spec.InfrastructureRef.Name}, tmpl)).To(Succeed())
-	next := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: md + "-" + suffix}, Spec: *tmpl.Spec.DeepCopy()}
-	change(&next.Spec.Template.Spec)
-	Expect(c.Create(ctx, next)).To(Succeed())
+	next := copyTemplate(ctx, ns, deployment.Spec.Template.Spec.InfrastructureRef.Name, suffix, change)
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
 			return err
 		}
-		deployment.Spec.Template.Spec.InfrastructureRef.Name = next.Name
+		deployment.Spec.Template.Spec.InfrastructureRef.Name = next
 		return c.Update(ctx, deployment)
 	})).To(Succeed())
+}
+
+// copyTemplate creates a copy of a KubevirtMachineTemplate named
+// <name>-<suffix>, changed by change (templates are immutable), and
+// returns its name.
+func copyTemplate(ctx context.Context, ns, name, suffix string, change func(*infrav1.KubevirtMachineSpec)) string {
+	tmpl := &infrav1.KubevirtMachineTemplate{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tmpl)).To(Succeed())
+	next := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + suffix}, Spec: *tmpl.Spec.DeepCopy()}
+	change(&next.Spec.Template.Spec)
+	Expect(c.Create(ctx, next)).To(Succeed())
+	return next.Name
 }
 
 // worker is what an in-place update must keep, and what it changes, of one
@@ -230,12 +249,17 @@ type worker struct {
 	upToDate bool
 }
 
-// workerState reads the workers by Machine name: their VM and instance
-// UIDs, Node, the size the guest runs with, InPlaceUpdated, and whether
-// Cluster API sees them up to date and done updating.
+// workerState reads the workers by Machine name (machineState).
 func workerState(ctx context.Context, ns string) map[string]worker {
+	return machineState(ctx, ns, clusterv1.MachineDeploymentNameLabel)
+}
+
+// machineState reads the Machines with label by name: their VM and
+// instance UIDs, Node, the size the guest runs with, InPlaceUpdated, and
+// whether Cluster API sees them up to date and done updating.
+func machineState(ctx context.Context, ns, label string) map[string]worker {
 	machines := &clusterv1.MachineList{}
-	Expect(c.List(ctx, machines, client.InNamespace(ns), client.HasLabels{clusterv1.MachineDeploymentNameLabel})).To(Succeed())
+	Expect(c.List(ctx, machines, client.InNamespace(ns), client.HasLabels{label})).To(Succeed())
 	out := map[string]worker{}
 	for _, m := range machines.Items {
 		km := &infrav1.KubevirtMachine{}
@@ -260,4 +284,39 @@ func workerState(ctx context.Context, ns string) map[string]worker {
 		out[m.Name] = wk
 	}
 	return out
+}
+
+// hotplugDiagnostics lists, for a failure message, what KubeVirt did with
+// a hot-plug: the instances' CPU, memory and conditions, the migrations,
+// and the launcher pods not running.
+func hotplugDiagnostics(ctx context.Context, ns string) string {
+	var b strings.Builder
+	vmis := &kubevirtv1.VirtualMachineInstanceList{}
+	_ = c.List(ctx, vmis, client.InNamespace(ns))
+	for _, vmi := range vmis.Items {
+		fmt.Fprintf(&b, "VMI %s sockets spec %v current %v memory %v migration %+v\n", vmi.Name, vmi.Spec.Domain.CPU, vmi.Status.CurrentCPUTopology, vmi.Status.Memory, vmi.Status.MigrationState)
+		for _, cond := range vmi.Status.Conditions {
+			fmt.Fprintf(&b, "  %s=%s %s %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	vms := &kubevirtv1.VirtualMachineList{}
+	_ = c.List(ctx, vms, client.InNamespace(ns))
+	for _, vm := range vms.Items {
+		for _, cond := range vm.Status.Conditions {
+			fmt.Fprintf(&b, "VM %s %s=%s %s %s\n", vm.Name, cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	migs := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+	_ = c.List(ctx, migs, client.InNamespace(ns))
+	for _, m := range migs.Items {
+		fmt.Fprintf(&b, "migration %s of %s: %s %v\n", m.Name, m.Spec.VMIName, m.Status.Phase, m.Status.Conditions)
+	}
+	pods := &corev1.PodList{}
+	_ = c.List(ctx, pods, client.InNamespace(ns))
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning {
+			fmt.Fprintf(&b, "pod %s %s %v\n", p.Name, p.Status.Phase, p.Status.Conditions)
+		}
+	}
+	return b.String()
 }
