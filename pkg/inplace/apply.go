@@ -144,10 +144,9 @@ func Progress(w Want, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMach
 		return outcome.Fail(infrav1.InPlaceUpdateFailedReason, fmt.Sprintf(
 			"KubeVirt hot-plugs %s only by a live migration, and the VM cannot migrate: %s; replace the machine (delete its Machine)", what, c.Message))
 	}
-	for _, c := range vm.Status.Conditions {
-		if c.Type == kubevirtv1.VirtualMachineFailure && c.Status == corev1.ConditionTrue && (c.Reason == hotplugCPUError || c.Reason == hotplugMemoryError) {
-			return outcome.Wait(infrav1.InPlaceUpdatingReason, fmt.Sprintf("waiting for KubeVirt to hot-plug %s, which it retries: %s", what, c.Message))
-		}
+	if c := vmstatus.VMCondition(vm, kubevirtv1.VirtualMachineFailure); c != nil && c.Status == corev1.ConditionTrue &&
+		(c.Reason == hotplugCPUError || c.Reason == hotplugMemoryError) {
+		return outcome.Wait(infrav1.InPlaceUpdatingReason, fmt.Sprintf("waiting for KubeVirt to hot-plug %s, which it retries: %s", what, c.Message))
 	}
 	if m := vmi.Status.MigrationState; m != nil && m.Failed && hotplugPending(vmi) {
 		return outcome.Wait(infrav1.InPlaceUpdatingReason, fmt.Sprintf(

@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
@@ -102,7 +103,7 @@ var _ = Describe("In-place updates", func() {
 func growBy4And8(spec *infrav1.KubevirtMachineSpec) {
 	d := &spec.VirtualMachineTemplate.Spec.Template.Spec.Domain
 	d.CPU.Sockets = 4
-	d.Memory.Guest = ptrTo(resource.MustParse("8Gi"))
+	d.Memory.Guest = ptr.To(resource.MustParse("8Gi"))
 }
 
 // expectGrownInPlace waits until the machines with label, read before
@@ -125,8 +126,6 @@ func expectGrownInPlace(ctx context.Context, ns, label string, before map[string
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), func() string { return describe(ctx, ns) + hotplugDiagnostics(ctx, ns) })
 	Expect(seen()).To(Equal(machines), "no Machine came and went during the update")
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // watchMachineUIDs polls the namespace's Machines until the spec ends; the
 // returned func gives every UID seen, so a Machine created and deleted in

@@ -24,6 +24,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -33,12 +34,7 @@ import (
 func growableVM(v *kubevirtv1.VirtualMachine) {
 	d := &v.Spec.Template.Spec.Domain
 	d.CPU = &kubevirtv1.CPU{Sockets: 1, Cores: 1, Threads: 1, MaxSockets: 4}
-	d.Memory.MaxGuest = ptrQuantity("4Gi")
-}
-
-func ptrQuantity(s string) *resource.Quantity {
-	q := resource.MustParse(s)
-	return &q
+	d.Memory.MaxGuest = ptr.To(resource.MustParse("4Gi"))
 }
 
 // grow asks a VM for a number of CPU sockets and an amount of guest memory.
@@ -47,7 +43,7 @@ func grow(ctx context.Context, g Gomega, v *kubevirtv1.VirtualMachine, sockets u
 	g.Expect(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(v), cur)).To(Succeed())
 	before := cur.DeepCopy()
 	d := &cur.Spec.Template.Spec.Domain
-	d.CPU.Sockets, d.Memory.Guest = sockets, ptrQuantity(guest)
+	d.CPU.Sockets, d.Memory.Guest = sockets, ptr.To(resource.MustParse(guest))
 	return w.Env.Client.Patch(ctx, cur, client.MergeFrom(before))
 }
 

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -40,12 +41,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	runtimecatalog "sigs.k8s.io/cluster-api/api/runtime/catalog"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	runtimeclient "sigs.k8s.io/cluster-api/exp/runtime/client"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -122,11 +125,8 @@ func (c *runtimeClient) Discover(ctx context.Context, ext *runtimev1.ExtensionCo
 	out := ext.DeepCopy()
 	out.Status.Handlers = []runtimev1.ExtensionHandler{}
 	for _, h := range resp.Handlers {
-		hgvh := runtimecatalog.GroupVersionHook{Hook: h.RequestHook.Hook}
-		if gv, err := parseGroupVersion(h.RequestHook.APIVersion); err == nil {
-			hgvh.Group, hgvh.Version = gv[0], gv[1]
-		}
-		if !c.catalog.IsHookRegistered(hgvh) {
+		hgvh, err := hookOf(h.RequestHook.APIVersion, h.RequestHook.Hook)
+		if err != nil || !c.catalog.IsHookRegistered(hgvh) {
 			return nil, fmt.Errorf("discovering extension %s: handler %s serves unknown hook %s", ext.Name, h.Name, hgvh)
 		}
 		out.Status.Handlers = append(out.Status.Handlers, runtimev1.ExtensionHandler{
@@ -139,12 +139,13 @@ func (c *runtimeClient) Discover(ctx context.Context, ext *runtimev1.ExtensionCo
 	return out, nil
 }
 
-func parseGroupVersion(apiVersion string) ([2]string, error) {
-	group, version, ok := strings.Cut(apiVersion, "/")
-	if !ok {
-		return [2]string{}, fmt.Errorf("apiVersion %q has no group", apiVersion)
+// hookOf is the hook a handler names by apiVersion and hook.
+func hookOf(apiVersion, hook string) (runtimecatalog.GroupVersionHook, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return runtimecatalog.GroupVersionHook{}, err
 	}
-	return [2]string{group, version}, nil
+	return runtimecatalog.GroupVersionHook{Group: gv.Group, Version: gv.Version, Hook: hook}, nil
 }
 
 // Register records the handlers of a discovered ExtensionConfig, replacing
@@ -162,13 +163,13 @@ func (c *runtimeClient) Register(ext *runtimev1.ExtensionConfig) error {
 	defer c.mu.Unlock()
 	c.unregisterLocked(ext.Name)
 	for _, h := range ext.Status.Handlers {
-		gv, err := parseGroupVersion(h.RequestHook.APIVersion)
+		gvh, err := hookOf(h.RequestHook.APIVersion, h.RequestHook.Hook)
 		if err != nil {
 			return err
 		}
 		c.handlers[h.Name] = registration{
 			extension: ext.Name, resourceVersion: ext.ResourceVersion,
-			gvh:    runtimecatalog.GroupVersionHook{Group: gv[0], Version: gv[1], Hook: h.RequestHook.Hook},
+			gvh:    gvh,
 			config: ext.Spec.ClientConfig, namespaces: selector,
 			timeout:       time.Duration(h.TimeoutSeconds) * time.Second,
 			ignoreFailure: h.FailurePolicy == runtimev1.FailurePolicyIgnore,
@@ -259,8 +260,8 @@ func (c *runtimeClient) CallAllExtensions(ctx context.Context, hook runtimecatal
 		if m := one.GetMessage(); m != "" {
 			messages = append(messages, m)
 		}
-		if r, ok := one.(runtimehooksv1.RetryResponseObject); ok && r.GetRetryAfterSeconds() != 0 && (retry == 0 || r.GetRetryAfterSeconds() < retry) {
-			retry = r.GetRetryAfterSeconds()
+		if r, ok := one.(runtimehooksv1.RetryResponseObject); ok {
+			retry = util.LowestNonZeroInt32(retry, r.GetRetryAfterSeconds())
 		}
 	}
 	response.SetStatus(runtimehooksv1.ResponseStatusSuccess)
@@ -294,13 +295,8 @@ func (c *runtimeClient) CallExtension(ctx context.Context, hook runtimecatalog.H
 	}
 	if len(r.settings) > 0 {
 		request = request.DeepCopyObject().(runtimehooksv1.RequestObject)
-		merged := map[string]string{}
-		for k, v := range r.settings {
-			merged[k] = v
-		}
-		for k, v := range request.GetSettings() {
-			merged[k] = v
-		}
+		merged := maps.Clone(r.settings)
+		maps.Copy(merged, request.GetSettings())
 		request.SetSettings(merged)
 	}
 	key := ""
