@@ -128,9 +128,19 @@ func validatePoolSpec(spec *infrav1.KubevirtMachinePoolSpec, namespace string, f
 		errs = append(errs, field.Forbidden(tmpl.Child("spec", "networkAddresses"),
 			"a pool's VMs share one template, so no instance can get an address of its own; use MachineDeployments for pool addresses (docs/ipam.md)"))
 	}
+	vmiPath := tmpl.Child("spec", "virtualMachineTemplate", "spec", "template", "spec")
 	if vmi := spec.Template.Spec.VirtualMachineTemplate.Spec.Template; vmi != nil && vmi.Spec.Hostname != "" {
-		errs = append(errs, field.Forbidden(tmpl.Child("spec", "virtualMachineTemplate", "spec", "template", "spec", "hostname"),
+		errs = append(errs, field.Forbidden(vmiPath.Child("hostname"),
 			"every instance of a pool would get this hostname and their tenant Nodes would collide; leave it empty, each instance is named after its VM"))
+	}
+	// virt-api validates a VirtualMachinePool's VM template as written,
+	// before any default architecture, and refuses maxGuest without amd64
+	// (vmpool-admitter and pkg/liveupdate/memory of v1.7.0).
+	if vmi := spec.Template.Spec.VirtualMachineTemplate.Spec.Template; vmi != nil && vmi.Spec.Domain.Memory != nil &&
+		vmi.Spec.Domain.Memory.MaxGuest != nil && vmi.Spec.Architecture == "" {
+		errs = append(errs, field.Forbidden(vmiPath.Child("domain", "memory", "maxGuest"),
+			"KubeVirt refuses a VirtualMachinePool whose VMs set maxGuest without architecture amd64; "+
+				"Cluster API updates no MachinePool in place, so leave maxGuest out"))
 	}
 	return errs
 }

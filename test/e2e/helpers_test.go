@@ -106,11 +106,17 @@ func describe(ctx context.Context, ns string) string {
 	kms := &infrav1.KubevirtMachineList{}
 	_ = c.List(ctx, kms, client.InNamespace(ns))
 	for _, km := range kms.Items {
-		for _, cond := range km.Status.Conditions {
-			if cond.Status != metav1.ConditionTrue {
-				fmt.Fprintf(&b, "KubevirtMachine %s %s=%s %s: %s\n", km.Name, cond.Type, cond.Status, cond.Reason, cond.Message)
-			}
-		}
+		writeNotTrue(&b, "KubevirtMachine", km.Name, km.Status.Conditions)
+	}
+	pools := &infrav1.KubevirtMachinePoolList{}
+	_ = c.List(ctx, pools, client.InNamespace(ns))
+	for _, p := range pools.Items {
+		writeNotTrue(&b, "KubevirtMachinePool", p.Name, p.Status.Conditions)
+	}
+	mps := &clusterv1.MachinePoolList{}
+	_ = c.List(ctx, mps, client.InNamespace(ns))
+	for _, mp := range mps.Items {
+		writeNotTrue(&b, "MachinePool", mp.Name, mp.Status.Conditions)
 	}
 	vmis := &kubevirtv1.VirtualMachineInstanceList{}
 	_ = c.List(ctx, vmis, client.InNamespace(ns))
@@ -139,6 +145,15 @@ func describe(ctx context.Context, ns string) string {
 		fmt.Fprintf(&b, "provider pods (restarts, state, last 20 log lines of each):\n%s\n", provider.LogTails(20))
 	}
 	return b.String()
+}
+
+// writeNotTrue writes the conditions of an object that are not True.
+func writeNotTrue(b *strings.Builder, kind, name string, conds []metav1.Condition) {
+	for _, cond := range conds {
+		if cond.Status != metav1.ConditionTrue {
+			fmt.Fprintf(b, "%s %s %s=%s %s: %s\n", kind, name, cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+	}
 }
 
 // tenantClient reaches a tenant cluster with the kubeconfig Cluster API

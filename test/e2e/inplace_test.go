@@ -180,23 +180,20 @@ func registerInPlaceExtension(ctx context.Context) {
 }
 
 // growableCluster edits the generated cluster as a platform with shared
-// storage would have it: VMs on the pod network with masquerade and a
-// ReadWriteMany root disk, so KubeVirt can live-migrate them, 2 CPU
-// sockets of up to 8 and 4Gi of up to 16Gi, and workers rolled one at a
-// time without a surge Machine.
+// storage would have it: the pod network bound with masquerade and a
+// ReadWriteMany root disk, so that KubeVirt can live-migrate the VMs, and
+// workers rolled one at a time without a surge Machine. The headroom, 2
+// of up to 8 sockets and 4Gi of up to 16Gi, is the flavor's default.
 func growableCluster(u *unstructured.Unstructured) error {
 	switch u.GetKind() {
 	case "KubevirtMachineTemplate":
 		spec := []string{"spec", "template", "spec"}
 		vmSpec := append(slices.Clone(spec), "virtualMachineTemplate", "spec", "template", "spec")
-		domain := append(slices.Clone(vmSpec), "domain")
 		for _, set := range []struct {
 			path  []string
 			value any
 		}{
-			{append(slices.Clone(domain), "cpu"), map[string]any{"sockets": int64(2), "cores": int64(1), "threads": int64(1), "maxSockets": int64(8)}},
-			{append(slices.Clone(domain), "memory", "maxGuest"), "16Gi"},
-			{append(slices.Clone(domain), "devices", "interfaces"), []any{map[string]any{"name": "default", "masquerade": map[string]any{}}}},
+			{append(slices.Clone(vmSpec), "domain", "devices", "interfaces"), []any{map[string]any{"name": "default", "masquerade": map[string]any{}}}},
 			{append(slices.Clone(vmSpec), "networks"), []any{map[string]any{"name": "default", "pod": map[string]any{}}}},
 			{append(slices.Clone(spec), "rootDisk", "accessModes"), []any{"ReadWriteMany"}},
 		} {

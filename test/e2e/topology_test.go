@@ -147,7 +147,8 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 		for _, km := range kubevirtMachines(ctx, ns) {
 			vm := &kubevirtv1.VirtualMachine{}
 			Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vm)).To(Succeed())
-			Expect(vm.Spec.Template.Spec.Domain.CPU.Cores).To(BeEquivalentTo(3), "VM %s", vm.Name)
+			cpu := vm.Spec.Template.Spec.Domain.CPU
+			Expect([]uint32{cpu.Sockets, cpu.MaxSockets}).To(Equal([]uint32{3, 12}), "VM %s: 3 sockets, up to four times that", vm.Name)
 		}
 		Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
 		Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(3), "one import per distinct image")

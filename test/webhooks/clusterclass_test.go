@@ -47,6 +47,8 @@ type classTemplate struct {
 	holder runtimehooksv1.HolderReference
 	// mdClass is the MachineDeployment class for worker templates.
 	mdClass string
+	// mpClass is the MachinePool class for pool templates.
+	mpClass string
 }
 
 // TestClusterClassPatches applies ClusterClass kubevirt's patches with
@@ -67,6 +69,8 @@ func TestClusterClassPatches(t *testing.T) {
 		{name: "kubevirt-default-worker", holder: md("spec.template.spec.infrastructureRef"), mdClass: "default-worker"},
 		{name: "kubevirt-performance-worker", holder: md("spec.template.spec.infrastructureRef"), mdClass: "performance-worker"},
 		{name: "kubevirt-worker", holder: md("spec.template.spec.bootstrap.configRef"), mdClass: "default-worker"},
+		{name: "kubevirt-default-pool", holder: runtimehooksv1.HolderReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachinePool",
+			Name: "mp-0", FieldPath: "spec.template.spec.infrastructureRef"}, mpClass: "default-pool"},
 	}
 	defaults := map[string]string{
 		"imageRepository":      `"docker://quay.io/capk/ubuntu-2404-container-disk"`,
@@ -89,6 +93,11 @@ func TestClusterClassPatches(t *testing.T) {
 	stockInstall := maps.Clone(defaults)
 	stockInstall["image"] = `{"registry":{"url":"docker://quay.io/containerdisks/ubuntu:24.04"}}`
 	stockInstall["installKubernetes"] = `true`
+	// Maxima: maxCpu set; memory not in whole Gi, so no default maxGuest.
+	maxCPU := maps.Clone(defaults)
+	maxCPU["machine"] = `{"cpu":3,"memory":"6144Mi","maxCpu":5}`
+	maxMemory := maps.Clone(defaults)
+	maxMemory["machine"] = `{"cpu":2,"memory":"4Gi","maxMemory":"10Gi"}`
 	everything := map[string]string{
 		"image":                `{"registry":{"url":"docker://registry.example.com/node:v1.34.1"}}`,
 		"rootDisk":             `{"size":"30Gi","storageClass":"fast"}`,
@@ -117,10 +126,17 @@ func TestClusterClassPatches(t *testing.T) {
 				g.Expect(field(u, "spec", "template", "spec", "controlPlaneServiceTemplate", "spec", "type")).To(Equal("LoadBalancer"))
 				g.Expect(field(u, "spec", "template", "spec", "isolation", "mode")).To(Equal("Enabled"))
 				g.Expect(field(u, "spec", "template", "spec", "tenantCloud")).To(BeNil(), "no tenant credential by default")
+			case role.mpClass != "":
+				domain := []string{"spec", "template", "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain"}
+				g.Expect(field(u, append(domain, "cpu")...)).To(Equal(map[string]any{"sockets": int64(2)}), "no MachinePool is updated in place")
+				g.Expect(field(u, append(domain, "memory")...)).To(Equal(map[string]any{"guest": "4Gi"}))
 			case role.name == "kubevirt-default-worker":
 				g.Expect(field(u, "spec", "template", "spec", "rootDisk", "image", "registry", "url")).To(Equal("docker://quay.io/capk/ubuntu-2404-container-disk:"+classVersion),
 					"the repository tagged with the MachineDeployment's version")
-				g.Expect(field(u, "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "cpu", "cores")).To(BeEquivalentTo(2))
+				domain := []string{"spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain"}
+				g.Expect(field(u, append(domain, "cpu")...)).To(Equal(map[string]any{"sockets": int64(2), "maxSockets": int64(8)}),
+					"sockets, with four times as many to grow into in place")
+				g.Expect(field(u, append(domain, "memory")...)).To(Equal(map[string]any{"guest": "4Gi", "maxGuest": "16Gi"}))
 				g.Expect(field(u, "spec", "template", "spec", "evacuation")).To(Equal(map[string]any{
 					"action": "RestartVM", "tenantDrainTimeoutSeconds": int64(600), "liveMigrationTimeoutSeconds": int64(600)}))
 			case role.name == "kubevirt-control-plane" && u.GetKind() == "KubevirtMachineTemplate":
@@ -157,6 +173,10 @@ func TestClusterClassPatches(t *testing.T) {
 			case u.GetKind() == "KubeadmConfigTemplate":
 				g.Expect(field(u, "spec", "template", "spec", "format")).To(Equal("ignition"))
 				g.Expect(field(u, "spec", "template", "spec", "joinConfiguration", "nodeRegistration", "kubeletExtraArgs")).To(Equal(external))
+			case role.mpClass != "":
+				pool := []string{"spec", "template", "spec", "template", "spec", "virtualMachineTemplate", "spec"}
+				g.Expect(field(u, append(pool, "instancetype", "name")...)).To(Equal("standard-4"))
+				g.Expect(field(u, append(pool, "template", "spec", "domain", "cpu")...)).To(BeNil(), "the instance type owns CPU")
 			case role.name == "kubevirt-performance-worker":
 				g.Expect(field(u, append(vm, "template", "spec", "domain", "cpu", "cores")...)).To(BeEquivalentTo(4))
 				g.Expect(field(u, append(vm, "template", "spec", "domain", "resources", "limits", "memory")...)).To(Equal("8Gi"))
@@ -193,6 +213,19 @@ func TestClusterClassPatches(t *testing.T) {
 				ContainSubstring("apt-get install -y apt-transport-https ca-certificates curl gpg containerd"),
 				ContainSubstring("https://pkgs.k8s.io/core:/stable:/v1.34/deb/ /"),
 				ContainSubstring("kubelet=1.34.1-1.1 kubeadm=1.34.1-1.1")), "%s installs the machine's version", u.GetKind())
+		}},
+		{"the maxima a VM grows to in place", maxCPU, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
+			if role.name == "kubevirt-default-worker" || role.name == "kubevirt-control-plane" && u.GetKind() == "KubevirtMachineTemplate" {
+				domain := []string{"spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain"}
+				g.Expect(field(u, append(domain, "cpu")...)).To(Equal(map[string]any{"sockets": int64(3), "maxSockets": int64(5)}))
+				g.Expect(field(u, append(domain, "memory")...)).To(Equal(map[string]any{"guest": "6144Mi"}), "no default maximum of memory not in whole Gi")
+			}
+		}},
+		{"a maximum of memory", maxMemory, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
+			if role.name == "kubevirt-default-worker" || role.name == "kubevirt-control-plane" && u.GetKind() == "KubevirtMachineTemplate" {
+				g.Expect(field(u, "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "memory")).To(
+					Equal(map[string]any{"guest": "4Gi", "maxGuest": "10Gi"}))
+			}
 		}},
 		{"placement and preset", placed, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
 			if u.GetKind() != "KubevirtMachineTemplate" {
@@ -240,8 +273,11 @@ const classVersion = "v1.34.1"
 func applyPatch(g Gomega, patch *clusterv1.ClusterClassPatch, role classTemplate, vars []runtimehooksv1.Variable, u *unstructured.Unstructured) *unstructured.Unstructured {
 	item := runtimehooksv1.GeneratePatchesRequestItem{UID: types.UID("t"), HolderReference: role.holder, Object: runtime.RawExtension{Object: u}}
 	builtin := `{"controlPlane":{"version":"` + classVersion + `"}}`
-	if role.mdClass != "" {
+	switch {
+	case role.mdClass != "":
 		builtin = `{"controlPlane":{"version":"` + classVersion + `"},"machineDeployment":{"class":"` + role.mdClass + `","version":"` + classVersion + `"}}`
+	case role.mpClass != "":
+		builtin = `{"controlPlane":{"version":"` + classVersion + `"},"machinePool":{"class":"` + role.mpClass + `","version":"` + classVersion + `"}}`
 	}
 	item.Variables = []runtimehooksv1.Variable{{Name: "builtin", Value: apiextensionsv1.JSON{Raw: []byte(builtin)}}}
 	resp, err := inline.NewGenerator(patch).Generate(context.Background(), nil,

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -67,6 +68,10 @@ func TestAdmissionMachinePools(t *testing.T) {
 		{"pool with one hostname for every instance", machinePool(func(p *infrav1.KubevirtMachinePool) {
 			p.Spec.Template.Spec.VirtualMachineTemplate.Spec.Template.Spec.Hostname = "node"
 		}), "spec.template.spec.virtualMachineTemplate.spec.template.spec.hostname"},
+		{"pool whose VMs grow memory without architecture amd64, which virt-api refuses of a VirtualMachinePool", machinePool(func(p *infrav1.KubevirtMachinePool) {
+			m := p.Spec.Template.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.Memory
+			m.Guest, m.MaxGuest = ptr.To(resource.MustParse("4Gi")), ptr.To(resource.MustParse("16Gi"))
+		}), "spec.template.spec.virtualMachineTemplate.spec.template.spec.domain.memory.maxGuest"},
 		{"pool with the ssh bootstrap check", machinePool(func(p *infrav1.KubevirtMachinePool) {
 			p.Spec.Template.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategySSH
 		}), "spec.template.spec.virtualMachineBootstrapCheck.checkStrategy"},
