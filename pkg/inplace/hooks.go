@@ -49,6 +49,9 @@ type Hooks struct {
 	// Client reads Machines and KubevirtMachines of the management
 	// cluster.
 	Client client.Reader
+	// Targets, when set, says whether another infra node could take a
+	// VM's live migration.
+	Targets Targets
 }
 
 // UpdateRetry is how soon Cluster API asks UpdateMachine again while the
@@ -138,6 +141,15 @@ func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (st
 		case c.Status != metav1.ConditionTrue:
 			return fmt.Sprintf("KubeVirt hot-plugs by live migration, and the VM of machine %s cannot migrate: %s", m.Name, c.Message), nil
 		}
+		if h.Targets != nil {
+			why, err := h.Targets.NoTarget(ctx, m.Spec.ClusterName, km)
+			if err != nil {
+				return "", err
+			}
+			if why != "" {
+				return fmt.Sprintf("KubeVirt hot-plugs by live migration, and for the VM of machine %s %s", m.Name, why), nil
+			}
+		}
 		if !util.IsControlPlaneMachine(m) {
 			continue
 		}
@@ -160,15 +172,24 @@ func (h *Hooks) podNetworkAddress(ctx context.Context, m *clusterv1.Machine, km 
 	if km.Spec.NodeAddressNetwork != "" {
 		return false, nil
 	}
-	cluster := &clusterv1.Cluster{}
-	if err := h.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}, cluster); err != nil {
-		return false, fmt.Errorf("reading Cluster %s: %w", m.Spec.ClusterName, err)
-	}
-	kc := &infrav1.KubevirtCluster{}
-	if err := h.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: cluster.Spec.InfrastructureRef.Name}, kc); err != nil {
-		return false, fmt.Errorf("reading KubevirtCluster %s: %w", cluster.Spec.InfrastructureRef.Name, err)
+	kc, err := kubevirtCluster(ctx, h.Client, m.Namespace, m.Spec.ClusterName)
+	if err != nil {
+		return false, err
 	}
 	return tenantnet.NodeAddressNetwork(kc, km) == "", nil
+}
+
+// kubevirtCluster reads the KubevirtCluster of the named Cluster.
+func kubevirtCluster(ctx context.Context, c client.Reader, namespace, clusterName string) (*infrav1.KubevirtCluster, error) {
+	cluster := &clusterv1.Cluster{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: clusterName}, cluster); err != nil {
+		return nil, fmt.Errorf("reading Cluster %s: %w", clusterName, err)
+	}
+	kc := &infrav1.KubevirtCluster{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: cluster.Spec.InfrastructureRef.Name}, kc); err != nil {
+		return nil, fmt.Errorf("reading KubevirtCluster %s: %w", cluster.Spec.InfrastructureRef.Name, err)
+	}
+	return kc, nil
 }
 
 // UpdateMachine answers Cluster API's UpdateMachine hook from the

@@ -39,8 +39,9 @@ const (
 // Serve adds the in-place update extension (discovery and the three
 // hooks) to the manager's webhook server, so Cluster API reaches it at the
 // webhook Service with the webhook certificate; an ExtensionConfig
-// registers it (config/inplace).
-func Serve(mgr ctrl.Manager) error {
+// registers it (config/inplace). targets, when set, is asked whether a
+// VM has somewhere to migrate to.
+func Serve(mgr ctrl.Manager, targets Targets) error {
 	catalog := runtimecatalog.New()
 	if err := runtimehooksv1.AddToCatalog(catalog); err != nil {
 		return err
@@ -52,7 +53,7 @@ func Serve(mgr ctrl.Manager) error {
 	// Cluster API's server brings its own listener; the manager's serves
 	// the paths instead.
 	srv.Server = registerOnly{mgr.GetWebhookServer()}
-	hooks := &Hooks{Client: mgr.GetClient()}
+	hooks := &Hooks{Client: mgr.GetClient(), Targets: targets}
 	for _, h := range []server.ExtensionHandler{
 		{Hook: runtimehooksv1.CanUpdateMachine, Name: CanUpdateMachineHandler, HandlerFunc: hooks.CanUpdateMachine},
 		{Hook: runtimehooksv1.CanUpdateMachineSet, Name: CanUpdateMachineSetHandler, HandlerFunc: hooks.CanUpdateMachineSet},

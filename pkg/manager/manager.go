@@ -258,9 +258,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		if err := webhooks.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up webhooks: %w", err)
 		}
-		if err := inplace.Serve(mgr); err != nil {
-			return nil, fmt.Errorf("setting up the in-place update extension: %w", err)
-		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, err
 		}
@@ -291,6 +288,13 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		setRateLimits(c, o)
 		if o.InProcess.WrapInfraConfig != nil {
 			o.InProcess.WrapInfraConfig(c)
+		}
+	}
+	if o.EnableWebhooks {
+		// The extension is served on the webhook server, and asks the
+		// infra clusters where a VM could migrate to.
+		if err := inplace.Serve(mgr, &inplace.InfraTargets{Client: mgr.GetClient(), Clients: clients}); err != nil {
+			return fmt.Errorf("setting up the in-place update extension: %w", err)
 		}
 	}
 	clusterCache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{

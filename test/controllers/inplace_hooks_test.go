@@ -20,17 +20,22 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
 )
 
@@ -50,6 +55,24 @@ func setMachineCondition(g Gomega, km *infrav1.KubevirtMachine, c metav1.Conditi
 	g.Expect(env.Client.Status().Update(context.Background(), km)).To(Succeed())
 }
 
+// askTwoSockets asks hooks whether the machine's VM can go to two CPU
+// sockets in place, as KubeadmControlPlane asks CanUpdateMachine.
+func askTwoSockets(g Gomega, hooks *inplace.Hooks, machine *clusterv1.Machine, km *infrav1.KubevirtMachine) *runtimehooksv1.CanUpdateMachineResponse {
+	ctx := context.Background()
+	current := &infrav1.KubevirtMachine{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(km), current)).To(Succeed())
+	desired := current.DeepCopy()
+	desired.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets = 2
+	req := &runtimehooksv1.CanUpdateMachineRequest{}
+	req.Current.Machine = *machine
+	req.Current.InfrastructureMachine = rawObject(g, current, "KubevirtMachine")
+	req.Desired.InfrastructureMachine = rawObject(g, desired, "KubevirtMachine")
+	resp := &runtimehooksv1.CanUpdateMachineResponse{}
+	hooks.CanUpdateMachine(ctx, req, resp)
+	g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess), resp.Message)
+	return resp
+}
+
 // TestInPlaceHooksReadTheMachines answers the in-place hooks against the
 // real API server: CanUpdateMachine declines a hot-plug for a VM that
 // cannot migrate, or has not said, and UpdateMachine follows the
@@ -67,20 +90,7 @@ func TestInPlaceHooksReadTheMachines(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, machine)).To(Succeed())
 	hooks := &inplace.Hooks{Client: env.Client}
 
-	canUpdate := func() *runtimehooksv1.CanUpdateMachineResponse {
-		current := &infrav1.KubevirtMachine{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(km), current)).To(Succeed())
-		desired := current.DeepCopy()
-		desired.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets = 2
-		req := &runtimehooksv1.CanUpdateMachineRequest{}
-		req.Current.Machine = *machine
-		req.Current.InfrastructureMachine = rawObject(g, current, "KubevirtMachine")
-		req.Desired.InfrastructureMachine = rawObject(g, desired, "KubevirtMachine")
-		resp := &runtimehooksv1.CanUpdateMachineResponse{}
-		hooks.CanUpdateMachine(ctx, req, resp)
-		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess), resp.Message)
-		return resp
-	}
+	canUpdate := func() *runtimehooksv1.CanUpdateMachineResponse { return askTwoSockets(g, hooks, machine, km) }
 	resp := canUpdate()
 	g.Expect(resp.Message).To(ContainSubstring("has not reported whether its VM can migrate"))
 	g.Expect(string(resp.InfrastructureMachinePatch.Patch)).NotTo(ContainSubstring("sockets"))
@@ -145,4 +155,62 @@ func TestInPlaceHooksReadTheMachines(t *testing.T) {
 	g.Expect(conditions.Get(km, infrav1.InPlaceUpdatedCondition).ObservedGeneration).To(BeNumerically("<", km.Generation))
 	u = update()
 	g.Expect(u.RetryAfterSeconds).To(BeEquivalentTo(5))
+}
+
+// TestInPlaceHooksNeedAMigrationTarget answers CanUpdateMachine with the
+// provider's InfraTargets on the real API server: a migratable VM whose
+// node placement allows no infra node but its own is declined, since the
+// hot-plug's live migration would never start, and taken in place once a
+// second node it may use is Ready.
+func TestInPlaceHooksNeedAMigrationTarget(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ns := newNamespace(t)
+	tn := createTenant(t, ns, "inplace-targets", nil, func(km *infrav1.KubevirtMachine) {
+		km.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU = &kubevirtv1.CPU{Sockets: 1, Cores: 1, MaxSockets: 4}
+	})
+	km := tn.km
+	setMachineCondition(g, km, metav1.Condition{Type: infrav1.LiveMigratableCondition, Status: metav1.ConditionTrue, Reason: "Migratable"})
+	machine := &clusterv1.Machine{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, machine)).To(Succeed())
+
+	// Infra nodes of this test alone: a rack label no other test uses, and
+	// no zone, so that no failure domain is discovered from them.
+	rack := map[string]string{"capkv.test/rack": ns, kubevirtv1.NodeSchedulable: "true"}
+	node := func(name string) {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: rack}}
+		g.Expect(env.Client.Create(ctx, n)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), n) })
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		g.Expect(env.Client.Status().Update(ctx, n)).To(Succeed())
+		// The API server taints a new Node not-ready; the node lifecycle
+		// controller, which this API server runs without, lifts it once
+		// the Node is Ready.
+		n.Spec.Taints = nil
+		g.Expect(env.Client.Update(ctx, n)).To(Succeed())
+	}
+	node(ns + "-1")
+	// KubeVirt's VMI has no status subresource: virt-handler writes it
+	// with the object.
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: km.Name},
+		Spec:   kubevirtv1.VirtualMachineInstanceSpec{NodeSelector: map[string]string{"capkv.test/rack": ns}},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: ns + "-1", Phase: kubevirtv1.Running}}
+	g.Expect(env.Client.Create(ctx, vmi)).To(Succeed())
+
+	// The provider's own wiring: a manager's cache and the infra clusters
+	// it opens.
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	g.Expect(err).NotTo(HaveOccurred())
+	checker, err := infracluster.NewChecker(mgr.GetAPIReader(), env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = mgr.Start(ctx) }()
+	hooks := &inplace.Hooks{Client: env.Client, Targets: &inplace.InfraTargets{Client: env.Client, Clients: infracluster.NewClients(mgr, checker)}}
+
+	canUpdate := func() string { return askTwoSockets(g, hooks, machine, km).Message }
+	g.Eventually(canUpdate).WithTimeout(10 * time.Second).Should(HavePrefix("needs new machines: CPU sockets 1 to 2: KubeVirt hot-plugs by live migration, and for the VM of machine " +
+		km.Name + " no infra node but " + ns + "-1 can take the VM"))
+	node(ns + "-2")
+	g.Eventually(canUpdate).WithTimeout(10*time.Second).Should(Equal("in place: CPU sockets 1 to 2"), "a second node the VM may use")
 }
