@@ -37,8 +37,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,24 +58,30 @@ var _ = Describe("In-place updates", func() {
 		}
 	})
 
-	It("grow the workers' VMs without replacing them, and roll what they cannot change", func() {
+	It("grow the control plane's and the workers' VMs without replacing them, one control-plane machine at a time, and roll what they cannot change", func() {
 		const name = "grow"
 		registerInPlaceExtension(ctx)
 		ns := newNamespace(ctx, "e2e-inplace-")
-		out, err := cc.RunWithVariables(ctx, nil,
-			"generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--worker-machine-count", "2")
+		prepareFlavor(ctx, "multus", ns)
+		out, err := cc.RunWithVariables(ctx, nil, "generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns,
+			"--flavor", "multus", "--control-plane-machine-count", "3", "--worker-machine-count", "2")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(world.ApplyYAMLWith(ctx, c, []byte(out), growableCluster)).To(Succeed())
 		expectRunning(ctx, ns, name)
-		expectMachinesWithNodes(ctx, ns, 3)
-		before := workerState(ctx, ns)
-		Expect(before).To(HaveLen(2))
+		expectMachinesWithNodes(ctx, ns, 5)
+		workers, controlPlane := workerState(ctx, ns), machineState(ctx, ns, clusterv1.MachineControlPlaneLabel)
+		Expect(workers).To(HaveLen(2))
+		Expect(controlPlane).To(HaveLen(3))
 		machinesBefore := machineUIDs(ctx, ns)
-		seen := watchMachineUIDs(ctx, ns)
+		watched := watchMachines(ctx, ns)
 
-		By("the workers' template asks for 4 CPU sockets and 8Gi instead of 2 and 4Gi")
+		By("the control plane's and the workers' templates ask for 4 CPU sockets and 8Gi instead of 2 and 4Gi")
 		rollWorkers(ctx, ns, name+"-md-0", "grown", growBy4And8)
-		expectGrownInPlace(ctx, ns, clusterv1.MachineDeploymentNameLabel, before, machinesBefore, seen)
+		rollControlPlane(ctx, ns, name+"-control-plane", "grown", growBy4And8)
+		expectGrownInPlace(ctx, ns, clusterv1.MachineDeploymentNameLabel, workers, machinesBefore, watched)
+		expectGrownInPlace(ctx, ns, clusterv1.MachineControlPlaneLabel, controlPlane, machinesBefore, watched)
+		Expect(watched().mostControlPlaneUpdating).To(Equal(1),
+			"KubeadmControlPlane updates one member at a time, so etcd keeps its quorum (and every guest kept running)")
 
 		By("a new image cannot change in place: Cluster API replaces the workers")
 		grown := machineUIDs(ctx, ns)
@@ -109,7 +117,7 @@ func growBy4And8(spec *infrav1.KubevirtMachineSpec) {
 // expectGrownInPlace waits until the machines with label, read before
 // the update, run with 4 sockets and 8Gi in the same Machines, VMs,
 // instances and Nodes, done updating, and no Machine came and went.
-func expectGrownInPlace(ctx context.Context, ns, label string, before map[string]worker, machines map[types.UID]bool, seen func() map[types.UID]bool) {
+func expectGrownInPlace(ctx context.Context, ns, label string, before map[string]worker, machines map[types.UID]bool, watched func() watchedMachines) {
 	Eventually(func(g Gomega) {
 		g.Expect(machineUIDs(ctx, ns)).To(Equal(machines), "no Machine is created or deleted")
 		after := machineState(ctx, ns, label)
@@ -124,34 +132,48 @@ func expectGrownInPlace(ctx context.Context, ns, label string, before map[string
 			g.Expect(now.upToDate).To(BeTrue(), "machine %s is up to date and no longer updating", machine)
 		}
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), func() string { return describe(ctx, ns) + hotplugDiagnostics(ctx, ns) })
-	Expect(seen()).To(Equal(machines), "no Machine came and went during the update")
+	Expect(watched().seen).To(Equal(machines), "no Machine came and went during the update")
 }
 
-// watchMachineUIDs polls the namespace's Machines until the spec ends; the
-// returned func gives every UID seen, so a Machine created and deleted in
-// between counts.
-func watchMachineUIDs(ctx context.Context, ns string) func() map[types.UID]bool {
+// watchedMachines is what watchMachines saw.
+type watchedMachines struct {
+	// seen is every Machine UID.
+	seen map[types.UID]bool
+	// mostControlPlaneUpdating is the most control-plane Machines seen
+	// being updated in place at once.
+	mostControlPlaneUpdating int
+}
+
+// watchMachines polls the namespace's Machines until the spec ends; the
+// returned func gives what it saw, so that a Machine created and deleted
+// in between counts.
+func watchMachines(ctx context.Context, ns string) func() watchedMachines {
 	ctx, cancel := context.WithCancel(ctx)
 	DeferCleanup(cancel)
 	var mu sync.Mutex
-	seen := map[types.UID]bool{}
+	w := watchedMachines{seen: map[types.UID]bool{}}
 	go func() {
 		for ctx.Err() == nil {
 			machines := &clusterv1.MachineList{}
 			if err := c.List(ctx, machines, client.InNamespace(ns)); err == nil {
 				mu.Lock()
+				updating := 0
 				for _, m := range machines.Items {
-					seen[m.UID] = true
+					w.seen[m.UID] = true
+					if _, ok := m.Annotations[clusterv1.UpdateInProgressAnnotation]; ok && util.IsControlPlaneMachine(&m) {
+						updating++
+					}
 				}
+				w.mostControlPlaneUpdating = max(w.mostControlPlaneUpdating, updating)
 				mu.Unlock()
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-	return func() map[types.UID]bool {
+	return func() watchedMachines {
 		mu.Lock()
 		defer mu.Unlock()
-		return maps.Clone(seen)
+		return watchedMachines{seen: maps.Clone(w.seen), mostControlPlaneUpdating: w.mostControlPlaneUpdating}
 	}
 }
 
@@ -179,31 +201,28 @@ func registerInPlaceExtension(ctx context.Context) {
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Equal([]string{"CanUpdateMachine", "CanUpdateMachineSet", "UpdateMachine"}))
 }
 
-// growableCluster edits the generated cluster as a platform with shared
-// storage would have it: the pod network bound with masquerade and a
-// ReadWriteMany root disk, so that KubeVirt can live-migrate the VMs, and
-// workers rolled one at a time without a surge Machine. The headroom, 2
-// of up to 8 sockets and 4Gi of up to 16Gi, is the flavor's default.
+// growableCluster edits the generated multus cluster as a platform with
+// shared storage would have it: a ReadWriteMany root disk, so that
+// KubeVirt can live-migrate the VMs (the multus layout binds the pod
+// network with masquerade and keeps each node's VLAN address), one failure
+// domain spanning every infra node, so that a control-plane VM has other
+// nodes to move to, and machines updated one at a time without a surge
+// Machine. The headroom, 2 of up to 8 sockets and 4Gi of up to 16Gi, is
+// the flavor's default.
 func growableCluster(u *unstructured.Unstructured) error {
 	switch u.GetKind() {
 	case "KubevirtMachineTemplate":
-		spec := []string{"spec", "template", "spec"}
-		vmSpec := append(slices.Clone(spec), "virtualMachineTemplate", "spec", "template", "spec")
-		for _, set := range []struct {
-			path  []string
-			value any
-		}{
-			{append(slices.Clone(vmSpec), "domain", "devices", "interfaces"), []any{map[string]any{"name": "default", "masquerade": map[string]any{}}}},
-			{append(slices.Clone(vmSpec), "networks"), []any{map[string]any{"name": "default", "pod": map[string]any{}}}},
-			{append(slices.Clone(spec), "rootDisk", "accessModes"), []any{"ReadWriteMany"}},
-		} {
-			if err := unstructured.SetNestedField(u.Object, set.value, set.path...); err != nil {
-				return err
-			}
-		}
+		return unstructured.SetNestedStringSlice(u.Object, []string{"ReadWriteMany"}, "spec", "template", "spec", "rootDisk", "accessModes")
+	case "KubevirtCluster":
+		return unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "rack-1",
+			"nodeSelector": map[string]any{kubevirtv1.NodeSchedulable: "true"}}}, "spec", "failureDomains")
 	case "MachineDeployment":
 		return unstructured.SetNestedMap(u.Object, map[string]any{"type": "RollingUpdate",
 			"rollingUpdate": map[string]any{"maxSurge": int64(0), "maxUnavailable": int64(1)}}, "spec", "rollout", "strategy")
+	case "KubeadmControlPlane":
+		// KubeadmControlPlane takes no maxUnavailable.
+		return unstructured.SetNestedMap(u.Object, map[string]any{"type": "RollingUpdate",
+			"rollingUpdate": map[string]any{"maxSurge": int64(0)}}, "spec", "rollout", "strategy")
 	}
 	return nil
 }
@@ -220,6 +239,21 @@ func rollWorkers(ctx context.Context, ns, md, suffix string, change func(*infrav
 		}
 		deployment.Spec.Template.Spec.InfrastructureRef.Name = next
 		return c.Update(ctx, deployment)
+	})).To(Succeed())
+}
+
+// rollControlPlane gives a KubeadmControlPlane a copy of its
+// KubevirtMachineTemplate changed by change, as rollWorkers does.
+func rollControlPlane(ctx context.Context, ns, kcpName, suffix string, change func(*infrav1.KubevirtMachineSpec)) {
+	kcp := &controlplanev1.KubeadmControlPlane{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: kcpName}, kcp)).To(Succeed())
+	next := copyTemplate(ctx, ns, kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name, suffix, change)
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(kcp), kcp); err != nil {
+			return err
+		}
+		kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name = next
+		return c.Update(ctx, kcp)
 	})).To(Succeed())
 }
 
