@@ -66,17 +66,15 @@ func (t *InfraTargets) NoTarget(ctx context.Context, clusterName string, km *inf
 		}
 		ref = kc.Spec.InfraClusterSecretRef
 	}
-	vmNamespace := km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace
-	access := t.Clients.Open(ctx, ref, km.Namespace, vmNamespace,
+	// The same infra cluster, user and VM namespace as the machine
+	// controller's (machine.Scope.VMNamespace).
+	access := t.Clients.Open(ctx, ref, km.Namespace, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace,
 		infracluster.User{Kind: "KubevirtMachine", NamespacedName: client.ObjectKeyFromObject(km)})
 	if !access.Available() {
 		return "", nil
 	}
-	if vmNamespace == "" {
-		vmNamespace = km.Namespace
-	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := access.Infra.Client.Get(ctx, types.NamespacedName{Namespace: vmNamespace, Name: km.Name}, vmi); err != nil {
+	if err := access.Infra.Client.Get(ctx, types.NamespacedName{Namespace: access.Infra.Namespace, Name: km.Name}, vmi); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	nodes := &corev1.NodeList{}
