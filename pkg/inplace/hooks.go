@@ -122,9 +122,19 @@ func answerMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehoo
 
 // unmovable says why some of the machines' VMs cannot take a hot-plug:
 // KubeVirt carries one by live migration, and their LiveMigratable
-// condition says the VM cannot migrate. Empty when all can; a machine
-// whose VM has not reported yet counts as unknown, and so as unable.
+// condition says the VM cannot migrate, or no other infra node can take
+// it. Empty when all can; a machine whose VM has not reported yet counts
+// as unknown, and so as unable. The machines are of one Cluster, whose
+// KubevirtCluster is read once, when needed.
 func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (string, error) {
+	var kc *infrav1.KubevirtCluster
+	clusterOf := func(m *clusterv1.Machine) (*infrav1.KubevirtCluster, error) {
+		var err error
+		if kc == nil {
+			kc, err = kubevirtCluster(ctx, h.Client, m.Namespace, m.Spec.ClusterName)
+		}
+		return kc, err
+	}
 	for i := range machines {
 		m := &machines[i]
 		ref := m.Spec.InfrastructureRef
@@ -142,7 +152,11 @@ func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (st
 			return fmt.Sprintf("KubeVirt hot-plugs by live migration, and the VM of machine %s cannot migrate: %s", m.Name, c.Message), nil
 		}
 		if h.Targets != nil {
-			why, err := h.Targets.NoTarget(ctx, m.Spec.ClusterName, km)
+			cluster, err := clusterOf(m)
+			if err != nil {
+				return "", err
+			}
+			why, err := h.Targets.NoTarget(ctx, cluster, km)
 			if err != nil {
 				return "", err
 			}
@@ -150,33 +164,22 @@ func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (st
 				return fmt.Sprintf("KubeVirt hot-plugs by live migration, and for the VM of machine %s %s", m.Name, why), nil
 			}
 		}
-		if !util.IsControlPlaneMachine(m) {
+		if !util.IsControlPlaneMachine(m) || km.Spec.NodeAddressNetwork != "" {
 			continue
 		}
-		onPod, err := h.podNetworkAddress(ctx, m, km)
+		cluster, err := clusterOf(m)
 		if err != nil {
 			return "", err
 		}
-		if onPod {
+		// A Node reached at its pod network address, which belongs to the
+		// launcher pod, gets another with a live migration
+		// (docs/kubevirt-behaviour.md#live-migration).
+		if tenantnet.NodeAddressNetwork(cluster, km) == "" {
 			return fmt.Sprintf("KubeVirt hot-plugs by live migration, which gives control-plane machine %s a new pod network address, "+
 				"the address etcd and the API server advertise; control planes grow in place only with nodeAddressNetwork on a Multus network", m.Name), nil
 		}
 	}
 	return "", nil
-}
-
-// podNetworkAddress says whether the machine's Node is reached at its
-// pod network address, which belongs to the launcher pod and so changes
-// with a live migration (docs/kubevirt-behaviour.md#live-migration).
-func (h *Hooks) podNetworkAddress(ctx context.Context, m *clusterv1.Machine, km *infrav1.KubevirtMachine) (bool, error) {
-	if km.Spec.NodeAddressNetwork != "" {
-		return false, nil
-	}
-	kc, err := kubevirtCluster(ctx, h.Client, m.Namespace, m.Spec.ClusterName)
-	if err != nil {
-		return false, err
-	}
-	return tenantnet.NodeAddressNetwork(kc, km) == "", nil
 }
 
 // kubevirtCluster reads the KubevirtCluster of the named Cluster.

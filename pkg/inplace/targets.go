@@ -41,14 +41,12 @@ import (
 // source node; with no such node the migration stays Scheduling and the
 // update never ends, so the change is declined instead.
 type Targets interface {
-	NoTarget(ctx context.Context, clusterName string, km *infrav1.KubevirtMachine) (string, error)
+	NoTarget(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine) (string, error)
 }
 
 // InfraTargets finds a machine's VM instance and the infra nodes on its
 // infra cluster, as the machine controller does.
 type InfraTargets struct {
-	// Client reads the machine's Cluster and KubevirtCluster.
-	Client client.Reader
 	// Clients opens the infra cluster.
 	Clients *infracluster.Clients
 }
@@ -57,13 +55,9 @@ type InfraTargets struct {
 // NoOtherNode. A machine whose infra cluster is not available, whose
 // instance is not there, or whose nodes the provider may not list, is
 // left to the LiveMigratable condition.
-func (t *InfraTargets) NoTarget(ctx context.Context, clusterName string, km *infrav1.KubevirtMachine) (string, error) {
+func (t *InfraTargets) NoTarget(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine) (string, error) {
 	ref := km.Spec.InfraClusterSecretRef
 	if ref == nil {
-		kc, err := kubevirtCluster(ctx, t.Client, km.Namespace, clusterName)
-		if err != nil {
-			return "", err
-		}
 		ref = kc.Spec.InfraClusterSecretRef
 	}
 	// The same infra cluster, user and VM namespace as the machine

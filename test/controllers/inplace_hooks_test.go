@@ -206,7 +206,7 @@ func TestInPlaceHooksNeedAMigrationTarget(t *testing.T) {
 	checker, err := infracluster.NewChecker(mgr.GetAPIReader(), env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = mgr.Start(ctx) }()
-	hooks := &inplace.Hooks{Client: env.Client, Targets: &inplace.InfraTargets{Client: env.Client, Clients: infracluster.NewClients(mgr, checker)}}
+	hooks := &inplace.Hooks{Client: env.Client, Targets: &inplace.InfraTargets{Clients: infracluster.NewClients(mgr, checker)}}
 
 	canUpdate := func() string { return askTwoSockets(g, hooks, machine, km).Message }
 	g.Eventually(canUpdate).WithTimeout(10 * time.Second).Should(HavePrefix("needs new machines: CPU sockets 1 to 2: KubeVirt hot-plugs by live migration, and for the VM of machine " +
