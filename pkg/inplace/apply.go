@@ -38,12 +38,14 @@ type Want struct {
 	Guest       *resource.Quantity
 	Labels      map[string]string
 	Annotations map[string]string
+	// Disks are the disks' sizes, by the name of the VM's volume.
+	Disks map[string]resource.Quantity
 }
 
 // WantOf reads what spec asks of the running VM.
 func WantOf(spec *infrav1.KubevirtMachineSpec) Want {
 	t := &spec.VirtualMachineTemplate
-	w := Want{Labels: t.ObjectMeta.Labels, Annotations: t.ObjectMeta.Annotations}
+	w := Want{Labels: t.ObjectMeta.Labels, Annotations: t.ObjectMeta.Annotations, Disks: diskSizes(spec)}
 	d := domainOf(t)
 	if d == nil || spec.Preset != nil {
 		// A preset sets CPU and memory from its size; Decide declines
@@ -117,8 +119,9 @@ const (
 )
 
 // Progress reads how far KubeVirt has applied w to the running VM: done
-// once the instance runs with the spec's sockets and memory; failed when
-// KubeVirt asks for a restart or cannot carry the change by migrating;
+// once the instance runs with the spec's sockets and memory and its
+// disks' claims have the storage the spec's sizes need; failed when
+// KubeVirt asks for a restart or cannot carry a hot-plug by migrating;
 // else waiting, with what for. The VM's metadata is applied by the patch
 // itself.
 func Progress(w Want, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) outcome.Outcome {
@@ -136,7 +139,11 @@ func Progress(w Want, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMach
 	if w.Guest != nil && (vmi.Status.Memory == nil || vmi.Status.Memory.GuestRequested == nil || vmi.Status.Memory.GuestRequested.Cmp(*w.Guest) != 0) {
 		pending = append(pending, w.Guest.String()+" of guest memory")
 	}
+	_, disks := ClaimsToGrow(w, vm, vmi)
 	if len(pending) == 0 {
+		if len(disks) > 0 {
+			return outcome.Wait(infrav1.InPlaceUpdatingReason, "waiting for the infra cluster to grow "+strings.Join(disks, " and "))
+		}
 		return outcome.Ready(infrav1.InPlaceUpdatedReason, "the running VM has what the spec asks")
 	}
 	what := strings.Join(pending, " and ")

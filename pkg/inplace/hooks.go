@@ -52,6 +52,9 @@ type Hooks struct {
 	// Targets, when set, says whether another infra node could take a
 	// VM's live migration.
 	Targets Targets
+	// Claims says whether a machine's disks can grow. Unset, no disk
+	// grows in place: the provider cannot tell whether it would.
+	Claims Claims
 }
 
 // UpdateRetry is how soon Cluster API asks UpdateMachine again while the
@@ -66,22 +69,28 @@ const UpdateRetry = 5 * time.Second
 // change it cannot cover is left out, so Cluster API rolls the machines
 // as before.
 func (h *Hooks) CanUpdateMachineSet(ctx context.Context, req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse) {
-	answerMachineSet(req, resp, func() (string, error) {
-		ms := &req.Current.MachineSet
-		machines := &clusterv1.MachineList{}
-		if err := h.Client.List(ctx, machines, client.InNamespace(ms.Namespace),
-			client.MatchingLabels{clusterv1.MachineSetNameLabel: format.MustFormatValue(ms.Name)}); err != nil {
-			return "", fmt.Errorf("listing the machines of MachineSet %s: %w", ms.Name, err)
+	var machines []clusterv1.Machine
+	listed := func() ([]clusterv1.Machine, error) {
+		if machines != nil {
+			return machines, nil
 		}
-		return h.unmovable(ctx, machines.Items)
-	})
+		ms := &req.Current.MachineSet
+		list := &clusterv1.MachineList{}
+		if err := h.Client.List(ctx, list, client.InNamespace(ms.Namespace),
+			client.MatchingLabels{clusterv1.MachineSetNameLabel: format.MustFormatValue(ms.Name)}); err != nil {
+			return nil, fmt.Errorf("listing the machines of MachineSet %s: %w", ms.Name, err)
+		}
+		machines = list.Items
+		return machines, nil
+	}
+	answerMachineSet(req, resp, h.checks(ctx, listed))
 	ctrl.LoggerFrom(ctx).Info("Answered CanUpdateMachineSet", "MachineSet", klog.KObj(&req.Current.MachineSet),
 		"status", resp.Status, "answer", resp.Message)
 }
 
-// answerMachineSet is CanUpdateMachineSet's answer; noHotplug says why
-// the machines cannot take a hot-plug, if so.
-func answerMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse, noHotplug func() (string, error)) {
+// answerMachineSet is CanUpdateMachineSet's answer; checks say why the
+// machines cannot take some changes.
+func answerMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse, checks Checks) {
 	current, desired := &infrav1.KubevirtMachineTemplate{}, &infrav1.KubevirtMachineTemplate{}
 	ours, err := decodeBoth(req.Current.InfrastructureMachineTemplate, req.Desired.InfrastructureMachineTemplate, "KubevirtMachineTemplate", current, desired)
 	if err != nil || !ours {
@@ -89,7 +98,7 @@ func answerMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runt
 		return
 	}
 	patch, message, err := plan(&current.Spec.Template.Spec, &desired.Spec.Template.Spec,
-		req.Current.InfrastructureMachineTemplate.Raw, req.Desired.InfrastructureMachineTemplate.Raw, noHotplug, TemplateSpecPath)
+		req.Current.InfrastructureMachineTemplate.Raw, req.Desired.InfrastructureMachineTemplate.Raw, checks, TemplateSpecPath)
 	resp.InfrastructureMachineTemplatePatch = patch
 	answer(&resp.CommonResponse, err, message)
 }
@@ -98,16 +107,16 @@ func answerMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runt
 // KubeadmControlPlane's machines) the same way, as a patch of the current
 // KubevirtMachine.
 func (h *Hooks) CanUpdateMachine(ctx context.Context, req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) {
-	answerMachine(req, resp, func() (string, error) {
-		return h.unmovable(ctx, []clusterv1.Machine{req.Current.Machine})
-	})
+	answerMachine(req, resp, h.checks(ctx, func() ([]clusterv1.Machine, error) {
+		return []clusterv1.Machine{req.Current.Machine}, nil
+	}))
 	ctrl.LoggerFrom(ctx).Info("Answered CanUpdateMachine", "Machine", klog.KObj(&req.Current.Machine),
 		"status", resp.Status, "answer", resp.Message)
 }
 
-// answerMachine is CanUpdateMachine's answer; noHotplug as for
+// answerMachine is CanUpdateMachine's answer; checks as for
 // answerMachineSet.
-func answerMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse, noHotplug func() (string, error)) {
+func answerMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse, checks Checks) {
 	current, desired := &infrav1.KubevirtMachine{}, &infrav1.KubevirtMachine{}
 	ours, err := decodeBoth(req.Current.InfrastructureMachine, req.Desired.InfrastructureMachine, "KubevirtMachine", current, desired)
 	if err != nil || !ours {
@@ -115,26 +124,40 @@ func answerMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehoo
 		return
 	}
 	patch, message, err := plan(&current.Spec, &desired.Spec,
-		req.Current.InfrastructureMachine.Raw, req.Desired.InfrastructureMachine.Raw, noHotplug, MachineSpecPath)
+		req.Current.InfrastructureMachine.Raw, req.Desired.InfrastructureMachine.Raw, checks, MachineSpecPath)
 	resp.InfrastructureMachinePatch = patch
 	answer(&resp.CommonResponse, err, message)
 }
 
-// unmovable says why some of the machines' VMs cannot take a hot-plug:
-// KubeVirt carries one by live migration, and their LiveMigratable
-// condition says the VM cannot migrate, or no other infra node can take
-// it. Empty when all can; a machine whose VM has not reported yet counts
-// as unknown, and so as unable. The machines are of one Cluster, whose
-// KubevirtCluster is read once, when needed.
-func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (string, error) {
-	var kc *infrav1.KubevirtCluster
-	clusterOf := func(m *clusterv1.Machine) (*infrav1.KubevirtCluster, error) {
-		var err error
-		if kc == nil {
-			kc, err = kubevirtCluster(ctx, h.Client, m.Namespace, m.Spec.ClusterName)
-		}
-		return kc, err
+// checks are the hooks' checks of the machines listed reports.
+func (h *Hooks) checks(ctx context.Context, listed func() ([]clusterv1.Machine, error)) Checks {
+	return Checks{
+		NoHotplug: func() (string, error) {
+			machines, err := listed()
+			if err != nil {
+				return "", err
+			}
+			return h.unmovable(ctx, machines)
+		},
+		NoGrowth: func(disks []string) (string, error) {
+			machines, err := listed()
+			if err != nil {
+				return "", err
+			}
+			return h.ungrowable(ctx, machines, disks)
+		},
 	}
+}
+
+// machineCheck says why a machine's running VM cannot take a change,
+// empty when it can; cluster reads the machine's KubevirtCluster.
+type machineCheck func(m *clusterv1.Machine, km *infrav1.KubevirtMachine, cluster func() (*infrav1.KubevirtCluster, error)) (string, error)
+
+// firstRefusal runs check on every machine of the provider's, in order,
+// and returns the first reason it gives. The machines are of one Cluster,
+// whose KubevirtCluster is read once, when needed.
+func (h *Hooks) firstRefusal(ctx context.Context, machines []clusterv1.Machine, check machineCheck) (string, error) {
+	var kc *infrav1.KubevirtCluster
 	for i := range machines {
 		m := &machines[i]
 		ref := m.Spec.InfrastructureRef
@@ -145,6 +168,27 @@ func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (st
 		if err := h.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, km); err != nil {
 			return "", fmt.Errorf("reading KubevirtMachine %s: %w", ref.Name, err)
 		}
+		why, err := check(m, km, func() (*infrav1.KubevirtCluster, error) {
+			var err error
+			if kc == nil {
+				kc, err = kubevirtCluster(ctx, h.Client, m.Namespace, m.Spec.ClusterName)
+			}
+			return kc, err
+		})
+		if why != "" || err != nil {
+			return why, err
+		}
+	}
+	return "", nil
+}
+
+// unmovable says why some of the machines' VMs cannot take a hot-plug:
+// KubeVirt carries one by live migration, and their LiveMigratable
+// condition says the VM cannot migrate, or no other infra node can take
+// it. Empty when all can; a machine whose VM has not reported yet counts
+// as unknown, and so as unable.
+func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (string, error) {
+	return h.firstRefusal(ctx, machines, func(m *clusterv1.Machine, km *infrav1.KubevirtMachine, clusterOf func() (*infrav1.KubevirtCluster, error)) (string, error) {
 		switch c := conditions.Get(km, infrav1.LiveMigratableCondition); {
 		case c == nil:
 			return fmt.Sprintf("KubeVirt hot-plugs by live migration, and machine %s has not reported whether its VM can migrate", m.Name), nil
@@ -152,22 +196,19 @@ func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (st
 			return fmt.Sprintf("KubeVirt hot-plugs by live migration, and the VM of machine %s cannot migrate: %s", m.Name, c.Message), nil
 		}
 		if h.Targets != nil {
-			cluster, err := clusterOf(m)
+			cluster, err := clusterOf()
 			if err != nil {
 				return "", err
 			}
 			why, err := h.Targets.NoTarget(ctx, cluster, km)
-			if err != nil {
-				return "", err
-			}
-			if why != "" {
-				return fmt.Sprintf("KubeVirt hot-plugs by live migration, and for the VM of machine %s %s", m.Name, why), nil
+			if why != "" || err != nil {
+				return prefixed(fmt.Sprintf("KubeVirt hot-plugs by live migration, and for the VM of machine %s ", m.Name), why), err
 			}
 		}
 		if !util.IsControlPlaneMachine(m) || km.Spec.NodeAddressNetwork != "" {
-			continue
+			return "", nil
 		}
-		cluster, err := clusterOf(m)
+		cluster, err := clusterOf()
 		if err != nil {
 			return "", err
 		}
@@ -178,8 +219,32 @@ func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (st
 			return fmt.Sprintf("KubeVirt hot-plugs by live migration, which gives control-plane machine %s a new pod network address, "+
 				"the address etcd and the API server advertise; control planes grow in place only with nodeAddressNetwork on a Multus network", m.Name), nil
 		}
+		return "", nil
+	})
+}
+
+// ungrowable says why the named disks of some of the machines' VMs cannot
+// grow while they run; empty when all can.
+func (h *Hooks) ungrowable(ctx context.Context, machines []clusterv1.Machine, disks []string) (string, error) {
+	if h.Claims == nil {
+		return "the provider cannot check the infra cluster's storage classes here", nil
 	}
-	return "", nil
+	return h.firstRefusal(ctx, machines, func(m *clusterv1.Machine, km *infrav1.KubevirtMachine, clusterOf func() (*infrav1.KubevirtCluster, error)) (string, error) {
+		cluster, err := clusterOf()
+		if err != nil {
+			return "", err
+		}
+		why, err := h.Claims.NoGrowth(ctx, cluster, km, disks)
+		return prefixed(fmt.Sprintf("for the VM of machine %s, ", m.Name), why), err
+	})
+}
+
+// prefixed is why with prefix, or empty when why is.
+func prefixed(prefix, why string) string {
+	if why == "" {
+		return ""
+	}
+	return prefix + why
 }
 
 // kubevirtCluster reads the KubevirtCluster of the named Cluster.
@@ -253,23 +318,35 @@ func decode(raw runtime.RawExtension, kind, what string, obj any) (bool, error) 
 	return true, nil
 }
 
+// Checks say why the running VMs of the machines being asked about cannot
+// take a hot-plug, or grow the named disks; empty when they can.
+type Checks struct {
+	NoHotplug func() (string, error)
+	NoGrowth  func(disks []string) (string, error)
+}
+
 // plan decides and patches, and says what it covers and leaves out. It
-// asks noHotplug only when the change holds a hot-plug. A change covered
-// whole gets the patch of the raw objects (WholePatch), else the patch of
-// what is covered.
-func plan(current, desired *infrav1.KubevirtMachineSpec, currentRaw, desiredRaw []byte, noHotplug func() (string, error), path []string) (runtimehooksv1.Patch, string, error) {
+// runs a check only when the change needs it. A change covered whole gets
+// the patch of the raw objects (WholePatch), else the patch of what is
+// covered.
+func plan(current, desired *infrav1.KubevirtMachineSpec, currentRaw, desiredRaw []byte, checks Checks, path []string) (runtimehooksv1.Patch, string, error) {
 	p := Decide(current, desired)
+	var limits Limits
+	var err error
 	if hotplugs(current, &p.Covered) {
-		why, err := noHotplug()
-		if err != nil {
+		if limits.NoHotplug, err = checks.NoHotplug(); err != nil {
 			return runtimehooksv1.Patch{}, "", err
 		}
-		if why != "" {
-			p = DecideFor(current, desired, why)
+	}
+	if grown := GrownDisks(current, &p.Covered); len(grown) > 0 {
+		if limits.NoGrowth, err = checks.NoGrowth(grown); err != nil {
+			return runtimehooksv1.Patch{}, "", err
 		}
 	}
+	if limits != (Limits{}) {
+		p = DecideFor(current, desired, limits)
+	}
 	var patch []byte
-	var err error
 	if p.Complete() {
 		patch, err = WholePatch(currentRaw, desiredRaw, path)
 	} else {

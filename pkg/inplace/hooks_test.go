@@ -69,8 +69,14 @@ func templateSpec(g Gomega, data []byte) any {
 	return u["spec"].(map[string]any)["template"].(map[string]any)["spec"]
 }
 
-// migratable says every machine can take a hot-plug.
-func migratable() (string, error) { return "", nil }
+// migratable says every machine can take a hot-plug and grow its disks.
+var migratable = Checks{
+	NoHotplug: func() (string, error) { return "", nil },
+	NoGrowth:  func([]string) (string, error) { return "", nil },
+}
+
+// asked fails a check that should not run.
+func asked() (string, error) { return "", errors.New("asked") }
 
 func TestCanUpdateMachineSet(t *testing.T) {
 	bigger := func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
@@ -134,7 +140,7 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		req.Current.InfrastructureMachineTemplate = raw(g, template(spec(nil)))
 		req.Desired.InfrastructureMachineTemplate = raw(g, template(spec(bigger)))
 		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
-		answerMachineSet(req, resp, func() (string, error) { return "the VM of machine md-0-x cannot migrate: bridged", nil })
+		answerMachineSet(req, resp, Checks{NoHotplug: func() (string, error) { return "the VM of machine md-0-x cannot migrate: bridged", nil }})
 		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
 		g.Expect(resp.Message).To(Equal("needs new machines: CPU sockets 2 to 4: the VM of machine md-0-x cannot migrate: bridged; " +
 			"guest memory 4Gi to 8Gi: the VM of machine md-0-x cannot migrate: bridged"))
@@ -147,9 +153,32 @@ func TestCanUpdateMachineSet(t *testing.T) {
 			s.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"tier": "gold"}
 		})))
 		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
-		answerMachineSet(req, resp, func() (string, error) { return "", errors.New("asked") })
+		answerMachineSet(req, resp, Checks{NoHotplug: asked, NoGrowth: func([]string) (string, error) { return asked() }})
 		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
 		g.Expect(resp.Message).To(Equal("in place: the VirtualMachine's labels and annotations"))
+	})
+	t.Run("a larger root disk: covered where the claims can grow, else left for a rollout", func(t *testing.T) {
+		g := NewWithT(t)
+		req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+		req.Current.InfrastructureMachineTemplate = raw(g, template(spec(nil)))
+		req.Desired.InfrastructureMachineTemplate = raw(g, template(spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+			s.RootDisk.DiskSize = resource.MustParse("40Gi")
+		})))
+		var grown []string
+		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+		answerMachineSet(req, resp, Checks{NoHotplug: asked, NoGrowth: func(disks []string) (string, error) { grown = disks; return "", nil }})
+		g.Expect(resp.Message).To(Equal("in place: root disk 20Gi to 40Gi"))
+		g.Expect(grown).To(Equal([]string{"rootdisk"}), "the check is asked about the disks that grow, and the hot-plug check not at all")
+
+		resp = &runtimehooksv1.CanUpdateMachineSetResponse{}
+		answerMachineSet(req, resp, Checks{NoHotplug: asked, NoGrowth: func([]string) (string, error) {
+			return "for the VM of machine md-0-x, disk rootdisk: storage class fixed of claim md-0-x-rootdisk does not allow volume expansion", nil
+		}})
+		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
+		g.Expect(resp.Message).To(Equal("needs new machines: root disk 20Gi to 40Gi: for the VM of machine md-0-x, disk rootdisk: " +
+			"storage class fixed of claim md-0-x-rootdisk does not allow volume expansion"))
+		after := applied(g, req.Current.InfrastructureMachineTemplate, resp.InfrastructureMachineTemplatePatch)
+		g.Expect(after.Spec.Template.Spec.RootDisk.DiskSize.String()).To(Equal("20Gi"), "Cluster API sees the disk left over and rolls")
 	})
 	t.Run("another provider's template", func(t *testing.T) {
 		g := NewWithT(t)

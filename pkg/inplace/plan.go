@@ -17,8 +17,8 @@ limitations under the License.
 // Package inplace decides which changes of a KubevirtMachine's spec the
 // provider can apply to the running VM instead of replacing the machine,
 // for Cluster API's in-place updates: more CPU sockets and more guest
-// memory within the maxima the VM was built with, and the VM object's own
-// labels and annotations. Everything else needs a new VM and is declined
+// memory within the maxima the VM was built with, larger disks, and the
+// VM object's own labels and annotations. Everything else needs a new VM and is declined
 // with the reason. It is pure: specs in, a plan out.
 package inplace
 
@@ -71,15 +71,23 @@ func MemoryStep(m *kubevirtv1.Memory) resource.Quantity {
 // MinimumMemory is the least guest memory KubeVirt hot-plugs into.
 func MinimumMemory() resource.Quantity { return minimumMemory }
 
-// Decide plans the change from current to desired.
-func Decide(current, desired *infrav1.KubevirtMachineSpec) Plan {
-	return DecideFor(current, desired, "")
+// Limits say why running VMs cannot take some changes; empty: they can.
+type Limits struct {
+	// NoHotplug declines more CPU sockets and memory.
+	NoHotplug string
+	// NoGrowth declines larger disks.
+	NoGrowth string
 }
 
-// DecideFor plans the change for running VMs of which some cannot take a
-// CPU or memory hot-plug; noHotplug says why (empty: all can), and
-// declines those changes with it.
-func DecideFor(current, desired *infrav1.KubevirtMachineSpec, noHotplug string) Plan {
+// Decide plans the change from current to desired.
+func Decide(current, desired *infrav1.KubevirtMachineSpec) Plan {
+	return DecideFor(current, desired, Limits{})
+}
+
+// DecideFor plans the change for running VMs that cannot take what the
+// limits say, and declines those changes with the limits' reasons.
+func DecideFor(current, desired *infrav1.KubevirtMachineSpec, limits Limits) Plan {
+	noHotplug := limits.NoHotplug
 	p := Plan{Covered: *current.DeepCopy()}
 	// judged is covered plus the changes declined with a reason of their
 	// own, so that what is left is named once, by its field path.
@@ -129,8 +137,9 @@ func DecideFor(current, desired *infrav1.KubevirtMachineSpec, noHotplug string) 
 			p.record(change, declined, func() { d.Memory.Guest = ptrCopy(wd.Memory.Guest) })
 		}
 	}
+	p.judgeDisks(current, desired, judged, limits.NoGrowth)
 	for _, path := range differences(judged, desired) {
-		p.Declined = append(p.Declined, path+" changed: only CPU sockets, guest memory and the VirtualMachine's labels and annotations change in place")
+		p.Declined = append(p.Declined, path+" changed: only CPU sockets, guest memory, disk sizes and the VirtualMachine's labels and annotations change in place")
 	}
 	return p
 }

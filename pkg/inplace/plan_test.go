@@ -93,7 +93,7 @@ func TestDecide(t *testing.T) {
 			declined: []string{"CPU sockets 2 to 4: the VM sets no maxSockets to grow into"}},
 		{name: "more cores, which need a restart",
 			desired:  spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) { d.CPU.Cores = 2 }),
-			declined: []string{"spec.virtualMachineTemplate.spec.template.spec.domain.cpu.cores changed: only CPU sockets, guest memory and the VirtualMachine's labels and annotations change in place"}},
+			declined: []string{"spec.virtualMachineTemplate.spec.template.spec.domain.cpu.cores changed: only CPU sockets, guest memory, disk sizes and the VirtualMachine's labels and annotations change in place"}},
 		{name: "memory beyond maxGuest",
 			desired: spec(func(d *kubevirtv1.DomainSpec, _ *infrav1.KubevirtMachineSpec) {
 				d.Memory.Guest = ptr.To(resource.MustParse("32Gi"))
@@ -136,13 +136,38 @@ func TestDecide(t *testing.T) {
 				d.CPU.Sockets = 4
 			}),
 			declined: []string{"CPU sockets 2 to 4: KubeVirt hot-plugs CPU and memory on amd64 only, and the VM is arm64"}},
-		{name: "a new image, with more sockets",
+		{name: "a new image, with more sockets and a larger disk",
 			desired: spec(func(d *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
 				d.CPU.Sockets = 4
 				s.RootDisk.DiskSize = resource.MustParse("30Gi")
+				s.RootDisk.Image.HTTP = &infrav1.HTTPImageSource{URL: "http://images/node-v2.qcow2"}
 			}),
-			changes:  []string{"CPU sockets 2 to 4"},
-			declined: []string{"spec.rootDisk.diskSize changed: only CPU sockets, guest memory and the VirtualMachine's labels and annotations change in place"}},
+			// A disk that is replaced anyway does not grow on its own.
+			changes: []string{"CPU sockets 2 to 4"},
+			declined: []string{"spec.rootDisk.diskSize changed: only CPU sockets, guest memory, disk sizes and the VirtualMachine's labels and annotations change in place",
+				"spec.rootDisk.image.http changed: only CPU sockets, guest memory, disk sizes and the VirtualMachine's labels and annotations change in place"}},
+		{name: "larger root and data disks",
+			current: spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.DataDisks = []infrav1.DataDiskSpec{{Name: "data", DiskSize: resource.MustParse("10Gi")}}
+			}),
+			desired: spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.RootDisk.DiskSize = resource.MustParse("40Gi")
+				s.DataDisks = []infrav1.DataDiskSpec{{Name: "data", DiskSize: resource.MustParse("15Gi")}}
+			}),
+			changes: []string{"root disk 20Gi to 40Gi", "data disk data 10Gi to 15Gi"}},
+		{name: "a smaller root disk",
+			desired: spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.RootDisk.DiskSize = resource.MustParse("10Gi")
+			}),
+			declined: []string{"root disk 20Gi to 10Gi: a claim never shrinks"}},
+		{name: "a data disk larger and of another class",
+			current: spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.DataDisks = []infrav1.DataDiskSpec{{Name: "data", DiskSize: resource.MustParse("10Gi")}}
+			}),
+			desired: spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
+				s.DataDisks = []infrav1.DataDiskSpec{{Name: "data", DiskSize: resource.MustParse("15Gi"), StorageClassName: ptr.To("fast")}}
+			}),
+			declined: []string{"spec.dataDisks changed: only CPU sockets, guest memory, disk sizes and the VirtualMachine's labels and annotations change in place"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

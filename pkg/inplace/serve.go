@@ -39,9 +39,9 @@ const (
 // Serve adds the in-place update extension (discovery and the three
 // hooks) to the manager's webhook server, so Cluster API reaches it at the
 // webhook Service with the webhook certificate; an ExtensionConfig
-// registers it (config/inplace). targets, when set, is asked whether a
-// VM has somewhere to migrate to.
-func Serve(mgr ctrl.Manager, targets Targets) error {
+// registers it (config/inplace). infra is asked whether a VM has
+// somewhere to migrate to and whether its disks can grow.
+func Serve(mgr ctrl.Manager, infra Infra) error {
 	catalog := runtimecatalog.New()
 	if err := runtimehooksv1.AddToCatalog(catalog); err != nil {
 		return err
@@ -53,7 +53,7 @@ func Serve(mgr ctrl.Manager, targets Targets) error {
 	// Cluster API's server brings its own listener; the manager's serves
 	// the paths instead.
 	srv.Server = registerOnly{mgr.GetWebhookServer()}
-	hooks := &Hooks{Client: mgr.GetClient(), Targets: targets}
+	hooks := &Hooks{Client: mgr.GetClient(), Targets: infra, Claims: infra}
 	for _, h := range []server.ExtensionHandler{
 		{Hook: runtimehooksv1.CanUpdateMachine, Name: CanUpdateMachineHandler, HandlerFunc: hooks.CanUpdateMachine},
 		{Hook: runtimehooksv1.CanUpdateMachineSet, Name: CanUpdateMachineSetHandler, HandlerFunc: hooks.CanUpdateMachineSet},
@@ -66,6 +66,12 @@ func Serve(mgr ctrl.Manager, targets Targets) error {
 		}
 	}
 	return mgr.Add(srv)
+}
+
+// Infra checks a machine's infra cluster for the hooks.
+type Infra interface {
+	Targets
+	Claims
 }
 
 // registerOnly is a webhook server whose paths another server serves:

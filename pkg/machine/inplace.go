@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -37,9 +38,10 @@ import (
 // (docs/in-place-updates.md): Cluster API wrote the new spec onto the
 // KubevirtMachine with its update-in-progress annotation, which the
 // webhook allows only for what can change in place. The VM gets the
-// spec's CPU sockets, guest memory, labels and annotations; KubeVirt
-// hot-plugs the rest through a live migration, and InPlaceUpdated follows
-// it until the update extension tells Cluster API it is done. Machines
+// spec's CPU sockets, guest memory, labels and annotations, and the
+// disks' claims the storage their sizes need; KubeVirt hot-plugs CPU and
+// memory through a live migration and grows the disks with their claims,
+// and InPlaceUpdated follows it until the update extension tells Cluster API it is done. Machines
 // never updated in place are left alone, so the phase costs them nothing.
 func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
 	km := sc.KubevirtMachine
@@ -52,26 +54,52 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 	if err != nil {
 		return outcome.Outcome{}, true, err
 	}
-	if patch == nil {
+	grow, _ := inplace.ClaimsToGrow(want, r.vm, r.vmi)
+	if patch == nil && len(grow) == 0 {
 		outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, inplace.Progress(want, r.vm, r.vmi))
 		return outcome.Outcome{}, false, nil
 	}
-	err = sc.Infra().Client.Patch(ctx, r.vm, client.RawPatch(types.MergePatchType, patch))
-	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-		// virt-api refuses what KubeVirt cannot do, such as growth beyond
-		// a maximum the VM sets; retrying would not change its mind.
-		outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, outcome.Fail(infrav1.InPlaceUpdateFailedReason,
-			fmt.Sprintf("KubeVirt refused the change of VirtualMachine %s/%s: %s", r.vm.Namespace, r.vm.Name, err.Error())))
-		return outcome.Outcome{}, false, nil
+	if patch != nil {
+		err = sc.Infra().Client.Patch(ctx, r.vm, client.RawPatch(types.MergePatchType, patch))
+		if refused(err) {
+			// virt-api refuses what KubeVirt cannot do, such as growth
+			// beyond a maximum the VM sets; retrying would not change its
+			// mind.
+			outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, outcome.Fail(infrav1.InPlaceUpdateFailedReason,
+				fmt.Sprintf("KubeVirt refused the change of VirtualMachine %s/%s: %s", r.vm.Namespace, r.vm.Name, err.Error())))
+			return outcome.Outcome{}, false, nil
+		}
+		if err != nil {
+			return outcome.Outcome{}, true, err
+		}
+		s.Recorder.Eventf(km, r.vm, corev1.EventTypeNormal, "InPlaceUpdate", "UpdateVirtualMachine",
+			"VirtualMachine %s/%s updated in place: %s", r.vm.Namespace, r.vm.Name, string(patch))
 	}
-	if err != nil {
-		return outcome.Outcome{}, true, err
+	for _, g := range grow {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: r.vm.Namespace, Name: g.Claim}}
+		body := fmt.Appendf(nil, `{"spec":{"resources":{"requests":{"storage":%q}}}}`, g.Request.String())
+		err := sc.Infra().Client.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, body))
+		if refused(err) {
+			// The API server refuses to grow a claim whose storage class
+			// does not allow expansion.
+			outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, outcome.Fail(infrav1.InPlaceUpdateFailedReason,
+				fmt.Sprintf("the infra cluster refused to grow claim %s/%s to %s: %s", pvc.Namespace, pvc.Name, g.Request.String(), err.Error())))
+			return outcome.Outcome{}, false, nil
+		}
+		if err != nil {
+			return outcome.Outcome{}, true, err
+		}
+		s.Recorder.Eventf(km, pvc, corev1.EventTypeNormal, "InPlaceUpdate", "GrowClaim",
+			"claim %s/%s asked to grow to %s", pvc.Namespace, pvc.Name, g.Request.String())
 	}
-	s.Recorder.Eventf(km, r.vm, corev1.EventTypeNormal, "InPlaceUpdate", "UpdateVirtualMachine",
-		"VirtualMachine %s/%s updated in place: %s", r.vm.Namespace, r.vm.Name, string(patch))
-	// The VM's status has not caught up with the patch; its next update
-	// brings the next reconcile.
+	// The VM's and the claims' status have not caught up with the
+	// patches; their next update brings the next reconcile.
 	outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, outcome.Wait(infrav1.InPlaceUpdatingReason,
-		"asked KubeVirt to apply the change to the running VM"))
+		"asked KubeVirt and the infra cluster to apply the change to the running VM"))
 	return outcome.Outcome{}, false, nil
+}
+
+// refused says whether the API server refused a write for good.
+func refused(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
 }

@@ -293,7 +293,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.EnableWebhooks {
 		// The extension is served on the webhook server, and asks the
 		// infra clusters where a VM could migrate to.
-		if err := inplace.Serve(mgr, &inplace.InfraTargets{Clients: clients}); err != nil {
+		if err := inplace.Serve(mgr, &inplace.InfraChecks{Clients: clients}); err != nil {
 			return fmt.Errorf("setting up the in-place update extension: %w", err)
 		}
 	}

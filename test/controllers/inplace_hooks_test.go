@@ -58,11 +58,19 @@ func setMachineCondition(g Gomega, km *infrav1.KubevirtMachine, c metav1.Conditi
 // askTwoSockets asks hooks whether the machine's VM can go to two CPU
 // sockets in place, as KubeadmControlPlane asks CanUpdateMachine.
 func askTwoSockets(g Gomega, hooks *inplace.Hooks, machine *clusterv1.Machine, km *infrav1.KubevirtMachine) *runtimehooksv1.CanUpdateMachineResponse {
+	return askCanUpdate(g, hooks, machine, km, func(desired *infrav1.KubevirtMachine) {
+		desired.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets = 2
+	})
+}
+
+// askCanUpdate asks hooks whether the machine can change as change says
+// in place, as KubeadmControlPlane asks CanUpdateMachine.
+func askCanUpdate(g Gomega, hooks *inplace.Hooks, machine *clusterv1.Machine, km *infrav1.KubevirtMachine, change func(*infrav1.KubevirtMachine)) *runtimehooksv1.CanUpdateMachineResponse {
 	ctx := context.Background()
 	current := &infrav1.KubevirtMachine{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(km), current)).To(Succeed())
 	desired := current.DeepCopy()
-	desired.Spec.VirtualMachineTemplate.Spec.Template.Spec.Domain.CPU.Sockets = 2
+	change(desired)
 	req := &runtimehooksv1.CanUpdateMachineRequest{}
 	req.Current.Machine = *machine
 	req.Current.InfrastructureMachine = rawObject(g, current, "KubevirtMachine")
@@ -158,7 +166,7 @@ func TestInPlaceHooksReadTheMachines(t *testing.T) {
 }
 
 // TestInPlaceHooksNeedAMigrationTarget answers CanUpdateMachine with the
-// provider's InfraTargets on the real API server: a migratable VM whose
+// provider's InfraChecks on the real API server: a migratable VM whose
 // node placement allows no infra node but its own is declined, since the
 // hot-plug's live migration would never start, and taken in place once a
 // second node it may use is Ready.
@@ -198,19 +206,24 @@ func TestInPlaceHooksNeedAMigrationTarget(t *testing.T) {
 		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: ns + "-1", Phase: kubevirtv1.Running}}
 	g.Expect(env.Client.Create(ctx, vmi)).To(Succeed())
 
-	// The provider's own wiring: a manager's cache and the infra clusters
-	// it opens.
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	g.Expect(err).NotTo(HaveOccurred())
-	checker, err := infracluster.NewChecker(mgr.GetAPIReader(), env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	go func() { _ = mgr.Start(ctx) }()
-	hooks := &inplace.Hooks{Client: env.Client, Targets: &inplace.InfraTargets{Clients: infracluster.NewClients(mgr, checker)}}
+	hooks := infraHooks(ctx, g)
 
 	canUpdate := func() string { return askTwoSockets(g, hooks, machine, km).Message }
 	g.Eventually(canUpdate).WithTimeout(10 * time.Second).Should(HavePrefix("needs new machines: CPU sockets 1 to 2: KubeVirt hot-plugs by live migration, and for the VM of machine " +
 		km.Name + " no infra node but " + ns + "-1 can take the VM"))
 	node(ns + "-2")
 	g.Eventually(canUpdate).WithTimeout(10*time.Second).Should(Equal("in place: CPU sockets 1 to 2"), "a second node the VM may use")
+}
+
+// infraHooks are the hooks with the provider's own wiring: a manager's
+// cache and the infra clusters it opens, until ctx ends.
+func infraHooks(ctx context.Context, g Gomega) *inplace.Hooks {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	g.Expect(err).NotTo(HaveOccurred())
+	checker, err := infracluster.NewChecker(mgr.GetAPIReader(), env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = mgr.Start(ctx) }()
+	infra := &inplace.InfraChecks{Clients: infracluster.NewClients(mgr, checker)}
+	return &inplace.Hooks{Client: env.Client, Targets: infra, Claims: infra}
 }

@@ -75,9 +75,12 @@ var _ = Describe("In-place updates", func() {
 		machinesBefore := machineUIDs(ctx, ns)
 		watched := watchMachines(ctx, ns)
 
-		By("the control plane's and the workers' templates ask for 4 CPU sockets and 8Gi instead of 2 and 4Gi")
-		rollWorkers(ctx, ns, name+"-md-0", "grown", growBy4And8)
-		rollControlPlane(ctx, ns, name+"-control-plane", "grown", growBy4And8)
+		By("the control plane's and the workers' templates ask for 4 CPU sockets, 8Gi and a 30Gi root disk instead of 2, 4Gi and 20Gi")
+		for _, m := range workers {
+			Expect(m.rootClaim.Cmp(grownDisk)).To(BeNumerically("<", 0), "the root disk's claim is smaller than %s before", grownDisk.String())
+		}
+		rollWorkers(ctx, ns, name+"-md-0", "grown", grow)
+		rollControlPlane(ctx, ns, name+"-control-plane", "grown", grow)
 		expectGrownInPlace(ctx, ns, clusterv1.MachineDeploymentNameLabel, workers, machinesBefore, watched)
 		expectGrownInPlace(ctx, ns, clusterv1.MachineControlPlaneLabel, controlPlane, machinesBefore, watched)
 		Expect(watched().mostControlPlaneUpdating).To(Equal(1),
@@ -107,15 +110,21 @@ var _ = Describe("In-place updates", func() {
 	})
 })
 
-// growBy4And8 asks for 4 CPU sockets and 8Gi of guest memory.
-func growBy4And8(spec *infrav1.KubevirtMachineSpec) {
+// grownDisk is the root disk size grow asks for.
+var grownDisk = resource.MustParse("30Gi")
+
+// grow asks for 4 CPU sockets, 8Gi of guest memory and a larger root
+// disk.
+func grow(spec *infrav1.KubevirtMachineSpec) {
 	d := &spec.VirtualMachineTemplate.Spec.Template.Spec.Domain
 	d.CPU.Sockets = 4
 	d.Memory.Guest = ptr.To(resource.MustParse("8Gi"))
+	spec.RootDisk.DiskSize = grownDisk
 }
 
 // expectGrownInPlace waits until the machines with label, read before
-// the update, run with 4 sockets and 8Gi in the same Machines, VMs,
+// the update, run with 4 sockets, 8Gi and a root disk claim of 30Gi in
+// the same Machines, VMs,
 // instances and Nodes, done updating, and no Machine came and went.
 func expectGrownInPlace(ctx context.Context, ns, label string, before map[string]worker, machines map[types.UID]bool, watched func() watchedMachines) {
 	Eventually(func(g Gomega) {
@@ -128,6 +137,7 @@ func expectGrownInPlace(ctx context.Context, ns, label string, before map[string
 			g.Expect(now.vmi).To(Equal(was.vmi), "machine %s's guest was not restarted", machine)
 			g.Expect(now.node).To(Equal(was.node), "machine %s keeps its Node", machine)
 			g.Expect(now.size).To(Equal("4 sockets, 8Gi"), "the guest of machine %s sees the new size", machine)
+			g.Expect(now.rootClaim.Cmp(grownDisk)).To(BeNumerically(">=", 0), "the root disk's claim of machine %s grew to hold %s", machine, grownDisk.String())
 			g.Expect(now.updated).To(HavePrefix("True"), "machine %s", machine)
 			g.Expect(now.upToDate).To(BeTrue(), "machine %s is up to date and no longer updating", machine)
 		}
@@ -277,6 +287,9 @@ type worker struct {
 	size     string
 	updated  string
 	upToDate bool
+	// rootClaim is the capacity of the root disk's claim, as KubeVirt
+	// reports it for the instance.
+	rootClaim resource.Quantity
 }
 
 // workerState reads the workers by Machine name (machineState).
@@ -310,6 +323,11 @@ func machineState(ctx context.Context, ns, label string) map[string]worker {
 			if t, mem := vmi.Status.CurrentCPUTopology, vmi.Status.Memory; t != nil && mem != nil && mem.GuestRequested != nil {
 				wk.size = fmt.Sprintf("%d sockets, %s", t.Sockets, mem.GuestRequested.String())
 			}
+			for _, vs := range vmi.Status.VolumeStatus {
+				if vs.Name == "rootdisk" && vs.PersistentVolumeClaimInfo != nil {
+					wk.rootClaim = vs.PersistentVolumeClaimInfo.Capacity[corev1.ResourceStorage]
+				}
+			}
 		}
 		out[m.Name] = wk
 	}
@@ -327,6 +345,11 @@ func hotplugDiagnostics(ctx context.Context, ns string) string {
 		fmt.Fprintf(&b, "VMI %s sockets spec %v current %v memory %v migration %+v\n", vmi.Name, vmi.Spec.Domain.CPU, vmi.Status.CurrentCPUTopology, vmi.Status.Memory, vmi.Status.MigrationState)
 		for _, cond := range vmi.Status.Conditions {
 			fmt.Fprintf(&b, "  %s=%s %s %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+		for _, vs := range vmi.Status.VolumeStatus {
+			if claim := vs.PersistentVolumeClaimInfo; claim != nil {
+				fmt.Fprintf(&b, "  volume %s claim %s requests %v capacity %v\n", vs.Name, claim.ClaimName, claim.Requests, claim.Capacity)
+			}
 		}
 	}
 	vms := &kubevirtv1.VirtualMachineList{}

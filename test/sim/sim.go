@@ -132,7 +132,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager, handler client.Client) er
 	s.log = mgr.GetLogger().WithName("sim")
 	for _, setup := range []func(ctrl.Manager) error{
 		s.setupHandler, s.setupKubelet, s.setupCDIPods, s.setupStorageAdmin,
-		s.setupProvisioner, s.setupVolumeReclaimer, s.setupSnapshotter, s.setupLoadBalancer,
+		s.setupProvisioner, s.setupResizer, s.setupVolumeReclaimer, s.setupSnapshotter, s.setupLoadBalancer,
 	} {
 		if err := setup(mgr); err != nil {
 			return err

@@ -52,8 +52,9 @@ const (
 // KubeVirtFeatureGates are the feature gates the world's KubeVirt CR turns
 // on: Ignition bootstrap data reaches guests only with
 // ExperimentalIgnitionSupport, as on any infra cluster for Ignition-based
-// tenants.
-var KubeVirtFeatureGates = []string{"ExperimentalIgnitionSupport"}
+// tenants, and running disks grow with their claims only with ExpandDisks
+// (docs/in-place-updates.md#disks).
+var KubeVirtFeatureGates = []string{"ExperimentalIgnitionSupport", "ExpandDisks"}
 
 // KubeVirtWorkloadUpdateMethods are how virt-controller moves running
 // VMs onto a changed spec (a CPU or memory hot-plug): by live migration.

@@ -481,6 +481,27 @@ func TestAdmissionUpdates(t *testing.T) {
 			t.Errorf("the refusal does not name the field: %v", err)
 		}
 	})
+	t.Run("machine disks grow in place, never shrink", func(t *testing.T) {
+		m := machine(func(m *infrav1.KubevirtMachine) {
+			m.Spec.RootDisk = &infrav1.RootDiskSpec{DiskSize: resource.MustParse("20Gi"),
+				Image: infrav1.ImageSource{HTTP: &infrav1.HTTPImageSource{URL: "http://images.test/node.qcow2"}}}
+		}).(*infrav1.KubevirtMachine)
+		create(t, m)
+		resize := func(size string) error {
+			return update(m, func() {
+				m.Annotations = map[string]string{clusterv1.UpdateInProgressAnnotation: ""}
+				m.Spec.RootDisk.DiskSize = resource.MustParse(size)
+			})
+		}
+		if err := resize("30Gi"); err != nil {
+			t.Fatalf("a larger root disk refused in place: %v", err)
+		}
+		err := resize("10Gi")
+		expectInvalid(t, err, "spec")
+		if !strings.Contains(err.Error(), "cannot change in place: root disk 30Gi to 10Gi: a claim never shrinks") {
+			t.Errorf("the refusal does not say why: %v", err)
+		}
+	})
 	t.Run("cluster endpoint stays once set", func(t *testing.T) {
 		c := cluster(func(c *infrav1.KubevirtCluster) {
 			c.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "10.0.0.10", Port: 6443}
