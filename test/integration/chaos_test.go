@@ -60,13 +60,15 @@ type replicas struct {
 	w         *world.World
 	running   []*testenv.Manager
 	handovers []time.Duration
+	// elected is when the current leader took over.
+	elected time.Time
 }
 
 func (r *replicas) start() {
 	r.t.Helper()
 	m, err := testenv.StartManager(r.w.Env.Config, r.w.ProviderOptions(manager.Options{
 		LeaderElection: true, LeaderElectionID: "capkv-chaos", ProviderNamespace: providerNamespace,
-		LeaseDuration: chaosLease, RenewDeadline: chaosLease * 2 / 3, RetryPeriod: 500 * time.Millisecond,
+		LeaseDuration: chaosLease, RenewDeadline: chaosLease * 2 / 3, RetryPeriod: 200 * time.Millisecond,
 		KubevirtMachineConcurrency: 10, RecheckInterval: 500 * time.Millisecond, NodeJoinTimeout: 24 * time.Hour,
 		StatusSettleTime: 10 * time.Second,
 	}))
@@ -111,6 +113,13 @@ func (r *replicas) competing() {
 	}
 }
 
+// leadFor lets the current leader work for between 200 ms and a second
+// since it took over, before the next kill; its replacement standby
+// starts meanwhile.
+func (r *replicas) leadFor() {
+	time.Sleep(time.Until(r.elected.Add(time.Duration(200+rand.IntN(800)) * time.Millisecond)))
+}
+
 // killLeader stops the leader mid-work, records how long the lease took
 // to move to the standby, and starts a replacement as the Deployment's
 // ReplicaSet would. It kills only once the standby runs for the lease: a crash
@@ -129,6 +138,7 @@ func (r *replicas) killLeader(crash bool) {
 	}
 	r.running = slices.Delete(r.running, i, i+1)
 	r.leader()
+	r.elected = time.Now()
 	r.handovers = append(r.handovers, time.Since(killed))
 	// The replacement starts as the ReplicaSet starts it, beside the
 	// handover; building its manager (seconds on a loaded machine) is not
@@ -167,17 +177,18 @@ func TestChaosLeaderKills(t *testing.T) {
 		kc.Spec.CustomNetworkPolicies = []infrav1.CustomNetworkPolicy{{Name: "extra", Spec: networkingv1.NetworkPolicySpec{}}}
 	}})
 	start := time.Now()
+	r.elected = start
 	var kms []*infrav1.KubevirtMachine
 	for kill := range chaosKills {
 		if kill%2 == 0 && len(kms) < chaosMachines {
 			kms = append(kms, tc.newMachine(t, fixture.MachineOptions{Name: fmt.Sprintf("chaos-%02d", len(kms)), Mutate: withRootDataVolume}))
 		}
 		// Let the new leader get into its work before the next kill.
-		time.Sleep(time.Duration(200+rand.IntN(800)) * time.Millisecond)
+		r.leadFor()
 		r.killLeader(kill%10 == 9)
 	}
 	for _, km := range kms {
-		NewWithT(t).Eventually(tc.provisioned(km)).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		NewWithT(t).Eventually(tc.provisioned(km)).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 	}
 	t.Logf("%d machines provisioned in %s across %d leader kills; handovers: %s", len(kms),
 		time.Since(start).Round(time.Second), chaosKills, handoverSummary(r.handovers))
@@ -203,11 +214,11 @@ func TestChaosLeaderKills(t *testing.T) {
 		g.Expect(c.Delete(ctx, km)).To(Succeed())
 	}
 	for kill := range 5 {
-		time.Sleep(time.Duration(200+rand.IntN(800)) * time.Millisecond)
+		r.leadFor()
 		r.killLeader(kill == 4)
 	}
 	NewWithT(t).Eventually(func() int { return countIn(t, c, tc.ns, &infrav1.KubevirtMachineList{}) }).
-		WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(BeZero())
+		WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(BeZero())
 	g.Expect(c.Delete(ctx, tc.kc)).To(Succeed())
 	NewWithT(t).Eventually(func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(tc.kc), &infrav1.KubevirtCluster{}))

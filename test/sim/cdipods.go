@@ -209,8 +209,8 @@ func (s *Simulator) runImporter(ctx context.Context, pod *corev1.Pod) (reconcile
 		return reconcile.Result{}, err
 	}
 	if source != sourceNone {
-		s.Counters.Add(Imports, 1)
-		s.Counters.Add(ImportBytes, s.opts.ImageSize)
+		s.Counters.AddIn(pod.Namespace, Imports, 1)
+		s.Counters.AddIn(pod.Namespace, ImportBytes, s.opts.ImageSize)
 	}
 	return reconcile.Result{}, nil
 }
@@ -290,9 +290,9 @@ func (s *Simulator) runCloneSource(ctx context.Context, pod *corev1.Pod) (reconc
 		if err := s.succeed(ctx, upload, "Clone Complete"); err != nil {
 			return reconcile.Result{}, err
 		}
-		s.Counters.Add(Clones, 1)
-		s.Counters.Add(HostAssistedClones, 1)
-		s.Counters.Add(CloneBytes, s.opts.ImageSize)
+		s.Counters.AddIn(upload.Namespace, Clones, 1)
+		s.Counters.AddIn(upload.Namespace, HostAssistedClones, 1)
+		s.Counters.AddIn(upload.Namespace, CloneBytes, s.opts.ImageSize)
 	}
 	return reconcile.Result{}, s.succeed(ctx, pod, "")
 }

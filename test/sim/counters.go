@@ -27,10 +27,13 @@ import (
 // Counters count what the simulated KubeVirt and CDI did, for tests and for
 // the benchmark; they are also Prometheus metrics.
 type Counters struct {
-	mu       sync.Mutex
-	values   map[string]int64
-	vec      *prometheus.CounterVec
-	registry *prometheus.Registry
+	mu     sync.Mutex
+	values map[string]int64
+	// inNamespace counts by namespace and name, so that tests in
+	// namespaces of their own can count side by side.
+	inNamespace map[[2]string]int64
+	vec         *prometheus.CounterVec
+	registry    *prometheus.Registry
 }
 
 // Counter names.
@@ -52,7 +55,8 @@ var counterNames = []string{Imports, ImportBytes, Clones, SmartClones, HostAssis
 // NewCounters returns zeroed counters.
 func NewCounters() *Counters {
 	c := &Counters{
-		values: map[string]int64{},
+		values:      map[string]int64{},
+		inNamespace: map[[2]string]int64{},
 		vec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "capkv_sim_events_total",
 			Help: "What the simulated KubeVirt and CDI did, by kind of event.",
@@ -72,6 +76,21 @@ func (c *Counters) Add(name string, n int64) {
 	c.values[name] += n
 	c.mu.Unlock()
 	c.vec.WithLabelValues(name).Add(float64(n))
+}
+
+// AddIn adds n to a counter for something done in a namespace.
+func (c *Counters) AddIn(namespace, name string, n int64) {
+	c.mu.Lock()
+	c.inNamespace[[2]string{namespace, name}] += n
+	c.mu.Unlock()
+	c.Add(name, n)
+}
+
+// GetIn reads a counter of what was done in a namespace.
+func (c *Counters) GetIn(namespace, name string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inNamespace[[2]string{namespace, name}]
 }
 
 // Get reads a counter.

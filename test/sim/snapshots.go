@@ -332,7 +332,7 @@ func (s *Simulator) reconcileSnapshotContent(ctx context.Context, req reconcile.
 	if err := s.client.Status().Patch(ctx, content, patch); err != nil {
 		return reconcile.Result{}, err
 	}
-	s.Counters.Add(Snapshots, 1)
+	s.Counters.AddIn(content.Spec.VolumeSnapshotRef.Namespace, Snapshots, 1)
 	return reconcile.Result{}, nil
 }
 

@@ -123,8 +123,8 @@ func (s *Simulator) reconcileClaim(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, nil
 	}
 	if err == nil && content != nil {
-		s.Counters.Add(Clones, 1)
-		s.Counters.Add(SmartClones, 1)
+		s.Counters.AddIn(pvc.Namespace, Clones, 1)
+		s.Counters.AddIn(pvc.Namespace, SmartClones, 1)
 	}
 	return reconcile.Result{}, err
 }
