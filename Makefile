@@ -23,7 +23,11 @@ GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/capkv/cluster-api-provider-kubevirt/pkg/version.Version=$(VERSION)
-IMG ?= ghcr.io/capkv/cluster-api-provider-kubevirt:$(VERSION)
+IMG_REPO ?= ghcr.io/capkv/cluster-api-provider-kubevirt
+IMG ?= $(IMG_REPO):$(VERSION)
+# make image writes an OCI image layout here, for these platforms.
+IMAGE_DIR ?= out/image
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 
 # The compiler, the tests' API servers and the controllers in the test
 # binaries spent a quarter of their CPU collecting garbage at Go's default
@@ -155,6 +159,17 @@ release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml w
 	@for f in templates/cluster-template*.yaml; do { cat "$$f"; echo '---'; cat templates/addons/cni-flannel.yaml; } > $(RELEASE_DIR)/$${f#templates/}; done
 	@echo ">> wrote $(RELEASE_DIR)/infrastructure-components.yaml (image $(IMG))"
 
+.PHONY: image
+image: ## Build the manager's image for IMAGE_PLATFORMS with nothing but Go into IMAGE_DIR (an OCI image layout), its provenance in IMAGE_DIR.provenance.json and its reference by digest in IMAGE_DIR.ref (docs/install.md#the-image).
+	@mkdir -p $(dir $(IMAGE_DIR))
+	cd hack/image && go run . -root $(CURDIR) -out $(abspath $(IMAGE_DIR)) -version $(VERSION) \
+		-platforms $(IMAGE_PLATFORMS) -repository $(IMG_REPO) > $(abspath $(IMAGE_DIR)).ref
+	@echo ">> wrote $(IMAGE_DIR): $$(cat $(IMAGE_DIR).ref)"
+
+.PHONY: release
+release: image ## Write a release into RELEASE_DIR: the image (make image) and the clusterctl artifacts with the image pinned by its digest.
+	$(MAKE) --no-print-directory release-manifests IMG=$$(cat $(IMAGE_DIR).ref)
+
 .PHONY: docker-push
 docker-push: ## Push the manager image IMG (build it first with docker-build).
 	docker push $(IMG)
@@ -206,6 +221,7 @@ fuzz: ## Fuzz webhook defaulting and validation for FUZZ_TIME (60s) per target.
 lint: ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 	cd test && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
+	cd hack/image && $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 
 .PHONY: clean
 clean: ## Remove build output (keeps the kube binaries).

@@ -23,6 +23,9 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	// The image is built from scratch: infra API servers whose kubeconfig
+	// carries no CA are verified against Mozilla's roots, compiled in.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/logs"
 	logsv1 "k8s.io/component-base/logs/api/v1"

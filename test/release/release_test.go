@@ -65,7 +65,7 @@ func makeEnv() []string {
 	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "VERSION", "IMG", "RELEASE_DIR":
+		case "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "VERSION", "IMG", "IMG_REPO", "RELEASE_DIR", "IMAGE_DIR", "IMAGE_PLATFORMS":
 			return true
 		}
 		return false
