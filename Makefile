@@ -200,7 +200,7 @@ verify-history: ## Fail at once when the git history lacks the earlier release t
 	fi
 
 .PHONY: test
-test: verify-history ## Run every test and print their timings: tools, generation and licence header checks, release manifests, unit tests, then the test module's suites on a real API server (e2e installs bin/manager with clusterctl).
+test: verify-history ## Run every test and print their timings: tools, generation and licence header checks, release manifests, unit tests, then the test module's suites on a real API server (e2e installs the release and its image with clusterctl).
 	@TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_PARALLEL=$(TEST_PARALLEL) hack/test.sh
 
 # QUICK_RUN picks the slice of test/integration that test-quick runs.

@@ -24,7 +24,7 @@ wait $downloads || { cat "$TIMINGS_DIR/download.log" >&2; exit 1; }
 step verify-gen make --no-print-directory verify-gen
 step verify-boilerplate make --no-print-directory verify-boilerplate
 step build make --no-print-directory build
-step release-manifests make --no-print-directory release-manifests
+step release make --no-print-directory release
 # go vet runs once, in make lint (golangci-lint's govet); go test runs its
 # own vet checks on every package it tests.
 # Test binaries link without debug information (-s -w): a commit relinks

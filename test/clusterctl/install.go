@@ -57,7 +57,8 @@ type Management struct {
 // clusterctl init --infrastructure kubevirt:version, the way a user does,
 // after registering the in-process Cluster API providers in the inventory.
 // The world runs the installed Deployment's pods (world.PodRunner) from
-// bin/manager, so the provider runs with the RBAC, webhooks and serving
+// the image make image wrote (out/image), or bin/manager for a release by
+// tag without one, so the provider runs with the RBAC, webhooks and serving
 // certificate the release installed; init waits until the Deployment is
 // available. It returns clusterctl's log and output and the runner, which the
 // caller stops.
@@ -65,7 +66,8 @@ func (cc *Clusterctl) Init(ctx context.Context, m Management, version string) (s
 	if err := RegisterInProcessProviders(ctx, m.Config, m.Client, cc.CAPIVersion); err != nil {
 		return "", nil, err
 	}
-	runner, err := world.StartPodRunner(m.Env, Deployment, filepath.Join(testenv.RepoRoot(), "bin", "manager"), cc.Binaries)
+	runner, err := world.StartPodRunner(m.Env, Deployment, filepath.Join(testenv.RepoRoot(), "bin", "manager"), cc.Binaries,
+		filepath.Join(testenv.RepoRoot(), "out", "image"))
 	if err != nil {
 		return "", nil, err
 	}

@@ -66,6 +66,18 @@ var _ = Describe("clusterctl init", func() {
 
 		Eventually(servingCertInjected(ctx)).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 
+		// The pod runs the released image's own binary, unpacked from
+		// out/image, as the user the Deployment and the image name: a
+		// broken image fails here, and the suite with it.
+		Expect(deployment.Spec.Template.Spec.Containers[0].Image).To(MatchRegexp(`@sha256:[0-9a-f]{64}$`), "make release pins the image by digest")
+		processes, err := provider.Processes()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(processes).NotTo(BeEmpty())
+		for _, p := range processes {
+			Expect(p.Executable).To(SatisfyAll(ContainSubstring("/images/"), HaveSuffix("/manager")), "pod %s runs the image's /manager, not bin/manager", p.Pod)
+			Expect([]string{p.UID, p.GID}).To(Equal([]string{"65532", "65532"}), "pod %s runs as the image's non-root user", p.Pod)
+		}
+
 		inventory := &unstructured.UnstructuredList{}
 		inventory.SetAPIVersion("clusterctl.cluster.x-k8s.io/v1alpha3")
 		inventory.SetKind("ProviderList")

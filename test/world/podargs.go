@@ -50,6 +50,8 @@ type launch struct {
 	args []string
 	env  []string
 	dir  string
+	// user is who the process runs as; nil: the runner's user.
+	user *syscall.Credential
 }
 
 // prepare turns the pod's container into a process launch: the binary for
@@ -62,19 +64,15 @@ func (r *PodRunner) prepare(ctx context.Context, pod *corev1.Pod, ctr *container
 		return nil, fmt.Errorf("pod %s has %d containers; the world runs the provider's single manager container", pod.Name, len(pod.Spec.Containers))
 	}
 	c := pod.Spec.Containers[0]
-	binary := r.binary
-	if b, ok := r.images[c.Image]; ok {
-		binary = b
-	}
-	if len(c.Command) != 1 || c.Command[0] != "/manager" {
-		return nil, fmt.Errorf("pod %s runs %q; the world runs /manager as %s", pod.Name, c.Command, binary)
-	}
 	if err := os.MkdirAll(ctr.dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &launch{path: binary, dir: ctr.dir}
-	for _, a := range c.Args {
-		l.args = append(l.args, onPodIP(a, ctr.ip))
+	l, err := r.process(pod, &c, ctr.dir)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range l.args {
+		l.args[i] = onPodIP(a, ctr.ip)
 	}
 	if !hasFlag(c.Args, "--health-addr") {
 		l.args = append(l.args, fmt.Sprintf("--health-addr=%s:9440", ctr.ip))
@@ -117,7 +115,50 @@ func (r *PodRunner) prepare(ctx context.Context, pod *corev1.Pod, ctr *container
 			return nil, fmt.Errorf("pod %s sets %s from a source the world does not resolve", pod.Name, e.Name)
 		}
 	}
+	if l.user != nil {
+		if err := giveTo(ctr.dir, r.dir, l.user.Uid, l.user.Gid); err != nil {
+			return nil, err
+		}
+	}
 	return l, nil
+}
+
+// process is how the container starts: from its image in the runner's
+// image layout, as the image and the pod spec say; a release's image
+// mapped to a binary of its own (an upgrade) or, for an image by tag that
+// no layout holds (make release-manifests without make image), bin/manager
+// as /manager. An image by digest runs only from the layout: the release
+// pins what was built.
+func (r *PodRunner) process(pod *corev1.Pod, c *corev1.Container, dir string) (*launch, error) {
+	binary, found := r.images[c.Image]
+	if !found {
+		img, err := r.store.resolve(c.Image)
+		switch {
+		case err == nil:
+			path, args, env, err := containerProcess(img, c)
+			if err != nil {
+				return nil, fmt.Errorf("pod %s: %w", pod.Name, err)
+			}
+			uid, gid, err := runAs(pod, c, img)
+			if err != nil {
+				return nil, fmt.Errorf("pod %s: %w", pod.Name, err)
+			}
+			l := &launch{path: path, args: args, env: env, dir: dir}
+			if os.Geteuid() == 0 {
+				// Only root can start a process as another user; a runner
+				// of another user runs the image as itself.
+				l.user = &syscall.Credential{Uid: uid, Gid: gid}
+			}
+			return l, nil
+		case !errors.Is(err, errNoImage) || strings.Contains(c.Image, "@"):
+			return nil, fmt.Errorf("pod %s: %w", pod.Name, err)
+		}
+		binary = r.binary
+	}
+	if len(c.Command) != 1 || c.Command[0] != "/manager" {
+		return nil, fmt.Errorf("pod %s runs %q; the world runs /manager as %s", pod.Name, c.Command, binary)
+	}
+	return &launch{path: binary, args: append([]string{}, c.Args...), dir: dir}, nil
 }
 
 // onPodIP binds a flag's all-interfaces address (--x=:8443) to the pod IP:
@@ -203,7 +244,7 @@ func startProcess(l *launch, onExit func()) (*process, error) {
 	cmd.Dir, cmd.Env = l.dir, l.env
 	cmd.Stdout, cmd.Stderr = log, log
 	// The kernel kills the container if the test process dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: l.user}
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
 		return nil, fmt.Errorf("starting %s: %w", l.path, err)

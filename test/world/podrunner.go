@@ -71,7 +71,9 @@ type PodRunner struct {
 	binary     string
 	// images maps container images to other binaries than binary, for a
 	// Deployment upgraded from one release to another.
-	images     map[string]string
+	images map[string]string
+	// store runs the images of an OCI image layout.
+	store      *imageStore
 	dir        string
 	kubeconfig func(namespace, serviceAccount string) ([]byte, error)
 	ips        *podIPs
@@ -431,12 +433,16 @@ func (r *PodRunner) close() error {
 }
 
 // StartPodRunner makes this process the kubelet and kube-proxy of a
-// Deployment's pods on env: each pod's /manager container runs as binary.
-// Stop it with Stop.
+// Deployment's pods on env. Stop it with Stop.
 //
-// images maps container images to binaries for pods of other releases
-// (an upgrade); every other image runs binary.
-func StartPodRunner(env *testenv.Env, deployment types.NamespacedName, binary string, images map[string]string) (*PodRunner, error) {
+// A pod's container runs from its image in the OCI image layout at
+// imageLayout (make image's out/image; empty: none): the image's files,
+// entrypoint and user with the pod spec's command, arguments and
+// securityContext, as a container runtime would. images maps the images
+// of other releases (an upgrade) to binaries of their own; an image by tag
+// found in neither runs binary as /manager, and one by digest fails the
+// pod, as a kubelet could not pull it.
+func StartPodRunner(env *testenv.Env, deployment types.NamespacedName, binary string, images map[string]string, imageLayout string) (*PodRunner, error) {
 	ips, err := newPodIPs(env.PodCIDR)
 	if err != nil {
 		return nil, err
@@ -448,12 +454,18 @@ func StartPodRunner(env *testenv.Env, deployment types.NamespacedName, binary st
 	if err != nil {
 		return nil, err
 	}
+	rootfs := filepath.Join(dir, "images")
+	// The images' files are the containers' to read, whoever they run as.
+	if err := os.MkdirAll(rootfs, 0o755); err != nil { //nolint:gosec // read by the containers' users
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
 	admin, err := env.ControlPlane.AddUser(envtest.User{Name: "world-kubelet", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	r := &PodRunner{
 		c: env.Client, deployment: deployment, binary: binary, images: images, dir: dir, ips: ips, guestProxy: env.GuestProxy,
+		store:      &imageStore{layout: imageLayout, dir: rootfs},
 		kubeconfig: func(namespace, sa string) ([]byte, error) { return impersonating(admin, namespace, sa) },
 		exited:     make(chan event.GenericEvent, 16),
 		pods:       map[types.NamespacedName]*container{},
