@@ -42,7 +42,7 @@ func TestAddFlags(t *testing.T) {
 		KubevirtMachineConcurrency: 25, KubevirtClusterConcurrency: 4, KubevirtMachineTemplateConcurrency: 3, KubevirtRemediationConcurrency: 5,
 		LeaderElection: true, LeaderElectionID: "capkv-test", HealthProbeBindAddress: ":19440",
 		EnableWebhooks: false, WebhookPort: 19443, WebhookCertDir: "/certs",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 800 * time.Millisecond,
 	}
 	if o.Namespace != want.Namespace || o.WatchFilterValue != want.WatchFilterValue || o.SyncPeriod != want.SyncPeriod ||
 		o.KubevirtMachineConcurrency != want.KubevirtMachineConcurrency || o.KubevirtClusterConcurrency != want.KubevirtClusterConcurrency ||

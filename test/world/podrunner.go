@@ -97,6 +97,9 @@ type container struct {
 	spec     *launch
 	proc     *process
 	restarts int32
+	// grace is how long the process has to stop once signalled: the
+	// pod's termination grace period, as the kubelet gives it.
+	grace time.Duration
 	// ready is read by the kube-proxy's connections too.
 	ready   atomic.Bool
 	started metav1.Time
@@ -238,7 +241,7 @@ func (r *PodRunner) ensureRunning(ctx context.Context, pod *corev1.Pod) (*contai
 		if err != nil {
 			return nil, err
 		}
-		ctr = &container{uid: pod.UID, ip: ip, dir: filepath.Join(r.dir, string(pod.UID))}
+		ctr = &container{uid: pod.UID, ip: ip, dir: filepath.Join(r.dir, string(pod.UID)), grace: terminationGrace(pod)}
 		spec, err := r.prepare(ctx, pod, ctr)
 		if err != nil || spec == nil {
 			r.ips.release(pod.UID)
@@ -374,12 +377,38 @@ func (r *PodRunner) stop(key types.NamespacedName) error {
 	r.ips.release(ctr.uid)
 	var err error
 	if ctr.proc != nil {
-		err = ctr.proc.stop(10 * time.Second)
+		err = ctr.proc.stop(ctr.grace)
 	}
 	if os.Getenv("TESTENV_VERBOSE") == "" {
 		err = errors.Join(err, os.RemoveAll(ctr.dir))
 	}
 	return err
+}
+
+// terminationGrace is the pod's termination grace period: the deletion's,
+// else the spec's, else Kubernetes' default of 30 s.
+func terminationGrace(pod *corev1.Pod) time.Duration {
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// Log is the log of the running container of the named pod, empty when
+// the runner runs none.
+func (r *PodRunner) Log(pod string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, ctr := range r.pods {
+		if key.Name == pod {
+			data, _ := os.ReadFile(filepath.Join(ctr.dir, "container.log"))
+			return string(data)
+		}
+	}
+	return ""
 }
 
 // Logs returns the log of the container of the Deployment's pods the
