@@ -38,7 +38,8 @@ import (
 
 // TestExternalInfraCluster runs the provider against a world whose KubeVirt
 // lives on a second API server, reached through a kubeconfig Secret that
-// also names the infra namespace.
+// also names the infra namespace; an infra node drained there moves its
+// VMs by live migration, as on the management cluster.
 func TestExternalInfraCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -66,6 +67,26 @@ func TestExternalInfraCluster(t *testing.T) {
 	g.Expect(vm.Labels).To(HaveKeyWithValue(infrav1.KubevirtMachineNamespaceLabel, tc.ns))
 	g.Expect(apierrors.IsNotFound(infraGet(t, ext.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachine{}))).To(BeTrue())
 	g.Expect(infraGet(t, ext.Infra.Client, "tenants", "remote-0-userdata", &corev1.Secret{})).To(Succeed())
+
+	// An infra node drained under a migratable machine: the provider
+	// moves the VM by a live migration on the infra cluster, as on the
+	// management cluster (TestExternalEvictionFallsBackWhenMigrationFails
+	// shows the tenant drain that follows a failed one), and the drain
+	// completes.
+	moved := tc.newMachine(t, fixture.MachineOptions{Name: "remote-1", Mutate: migratable(kubevirtv1.EvictionStrategyExternal)})
+	eventually(t, tc.provisioned(moved)).Should(Succeed())
+	eventually(t, tc.reason(moved, infrav1.LiveMigratableCondition)).ShouldNot(Equal("<none>"))
+	g.Expect(condition(get(t, tc.c, moved), infrav1.LiveMigratableCondition)).To(HavePrefix("True"))
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, ext.Infra.Client, "tenants", moved.Name, vmi)).To(Succeed())
+	source, uid := vmi.Status.NodeName, vmi.UID
+	eventually(t, drainInfraNodeOn(t, ext.Infra.Client, source)).Should(Succeed())
+	eventually(t, tc.reason(moved, infrav1.MigratingCondition)).Should(Equal(infrav1.MigrationSucceededReason))
+	g.Expect(infraGet(t, ext.Infra.Client, "tenants", moved.Name, vmi)).To(Succeed())
+	g.Expect(vmi.UID).To(Equal(uid), "the same instance, migrated")
+	g.Expect(vmi.Status.NodeName).NotTo(Equal(source))
+	eventually(t, tc.provisioned(moved)).Should(Succeed())
+	g.Expect(ext.Env.Client.Delete(ctx, moved)).To(Succeed())
 
 	// Breaking the kubeconfig is noticed through the Secret watch, and
 	// mending it brings the infra cluster back with a new client.

@@ -80,15 +80,21 @@ func migratable(strategy kubevirtv1.EvictionStrategy) func(*infrav1.KubevirtMach
 	}
 }
 
-// drainInfraNode cordons an infra node and returns a poll that evicts its
-// virt-launcher pods, as kubectl drain keeps doing, and succeeds once none
-// is left.
+// drainInfraNode cordons an infra node of the package's world and returns
+// a poll that evicts its virt-launcher pods, as kubectl drain keeps
+// doing, and succeeds once none is left.
 func drainInfraNode(t *testing.T, node string) func() error {
 	t.Helper()
-	cordon(t, node)
+	return drainInfraNodeOn(t, w.Env.Client, node)
+}
+
+// drainInfraNodeOn is drainInfraNode on the infra cluster c reaches.
+func drainInfraNodeOn(t *testing.T, c client.Client, node string) func() error {
+	t.Helper()
+	cordonOn(t, c, node)
 	return func() error {
 		pods := &corev1.PodList{}
-		if err := w.Env.Client.List(context.Background(), pods, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}); err != nil {
+		if err := c.List(context.Background(), pods, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}); err != nil {
 			return err
 		}
 		left := 0
@@ -99,7 +105,7 @@ func drainInfraNode(t *testing.T, node string) func() error {
 			}
 			left++
 			if p.DeletionTimestamp.IsZero() {
-				_ = w.Env.Client.SubResource("eviction").Create(context.Background(), p,
+				_ = c.SubResource("eviction").Create(context.Background(), p,
 					&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
 			}
 		}

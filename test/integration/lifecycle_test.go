@@ -199,14 +199,20 @@ func TestLongMachineName(t *testing.T) {
 // cordon marks an infra node unschedulable until the test ends.
 func cordon(t *testing.T, name string) {
 	t.Helper()
+	cordonOn(t, w.Env.Client, name)
+}
+
+// cordonOn is cordon on the cluster c reaches.
+func cordonOn(t *testing.T, c client.Client, name string) {
+	t.Helper()
 	setUnschedulable := func(v bool) error {
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			n := &corev1.Node{}
-			if err := w.Env.Client.Get(context.Background(), types.NamespacedName{Name: name}, n); err != nil {
+			if err := c.Get(context.Background(), types.NamespacedName{Name: name}, n); err != nil {
 				return err
 			}
 			n.Spec.Unschedulable = v
-			return w.Env.Client.Update(context.Background(), n)
+			return c.Update(context.Background(), n)
 		})
 	}
 	NewWithT(t).Expect(setUnschedulable(true)).To(Succeed())
