@@ -42,8 +42,13 @@ const (
 // maxStopHandover bounds how long the Lease takes to move when the leader
 // stops normally: it gives the Lease up as it exits, and the standby
 // tries again within 1.76 s (the 800ms retry period plus client-go's
-// jitter of up to 120%).
-const maxStopHandover = 2 * time.Second
+// jitter of up to 120%). maxCrashHandover bounds it when the leader dies
+// holding it: the Lease expires after its duration (15 s), and the
+// standby takes it at its next try.
+const (
+	maxStopHandover  = 2 * time.Second
+	maxCrashHandover = 15*time.Second + 5*time.Second
+)
 
 // providerPods are the provider's pods the world runs, not being deleted.
 func providerPods(ctx context.Context) []corev1.Pod {
@@ -65,19 +70,32 @@ func leaseHolder(ctx context.Context) string {
 	return ptr.Deref(lease.Spec.HolderIdentity, "")
 }
 
+// currentLog is the log of the pod's current container: the runner
+// appends a restarted container's output after a line saying how the last
+// one ended.
+func currentLog(pod string) string {
+	log := provider.Log(pod)
+	if i := strings.LastIndex(log, "world: container "); i >= 0 {
+		return log[i:]
+	}
+	return log
+}
+
 // stopLeader waits until the provider runs as a leader and a standby
-// running for the Lease, deletes the leader's pod (SIGTERM, as a rollout
-// or a drain stops it) and returns how long the Lease took to move to
-// the standby. A running replica whose log says it took the Lease leads:
-// one that loses it exits.
-func stopLeader(ctx context.Context) time.Duration {
+// running for the Lease, then stops the leader: it deletes the leader's
+// pod (SIGTERM, as a rollout or a drain stops it), or, with crash, kills
+// its container (SIGKILL, as the OOM killer does), and returns how long
+// the Lease took to move to another holder. A running replica whose
+// current container's log says it took the Lease leads: one that loses it
+// exits.
+func stopLeader(ctx context.Context, crash bool) time.Duration {
 	var leader corev1.Pod
 	Eventually(func(g Gomega) {
 		pods := providerPods(ctx)
 		g.Expect(pods).To(HaveLen(2), "two replicas")
 		leaders, standbys := 0, 0
 		for _, p := range pods {
-			switch log := provider.Log(p.Name); {
+			switch log := currentLog(p.Name); {
 			case strings.Contains(log, tookLease):
 				leaders++
 				leader = p
@@ -88,9 +106,13 @@ func stopLeader(ctx context.Context) time.Duration {
 		g.Expect([]int{leaders, standbys}).To(Equal([]int{1, 1}), "one leader, one standby running for the Lease")
 	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Succeed(), func() string { return provider.LogTails(20) })
 	holder := leaseHolder(ctx)
-	Expect(c.Delete(ctx, &leader)).To(Succeed())
+	if crash {
+		Expect(provider.Crash(leader.Name)).To(Succeed())
+	} else {
+		Expect(c.Delete(ctx, &leader)).To(Succeed())
+	}
 	stopped := time.Now()
-	Eventually(func() string { return leaseHolder(ctx) }).WithTimeout(20*time.Second).WithPolling(20*time.Millisecond).
+	Eventually(func() string { return leaseHolder(ctx) }).WithTimeout(time.Minute).WithPolling(20*time.Millisecond).
 		Should(SatisfyAll(Not(BeEmpty()), Not(Equal(holder))), func() string { return provider.LogTails(20) })
 	return time.Since(stopped)
 }

@@ -411,6 +411,20 @@ func (r *PodRunner) Log(pod string) string {
 	return ""
 }
 
+// Crash kills the named pod's container with SIGKILL, as the OOM killer
+// would: it has no chance to clean up, and the runner restarts it in the
+// same pod, as the kubelet does.
+func (r *PodRunner) Crash(pod string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, ctr := range r.pods {
+		if key.Name == pod && ctr.proc != nil && !ctr.proc.done() {
+			return ctr.proc.cmd.Process.Kill()
+		}
+	}
+	return fmt.Errorf("pod %s runs no container here", pod)
+}
+
 // Logs returns the log of the container of the Deployment's pods the
 // runner runs, for failure messages.
 func (r *PodRunner) Logs() string {
