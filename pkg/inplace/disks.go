@@ -90,13 +90,14 @@ func diskSizes(spec *infrav1.KubevirtMachineSpec) map[string]resource.Quantity {
 	return out
 }
 
-// GrownDisks names the disks covered asks to be larger than current does.
-func GrownDisks(current, covered *infrav1.KubevirtMachineSpec) []string {
+// GrownDisks are the disks covered asks to be larger than current does,
+// with the size it asks, by the name of the VM's volume.
+func GrownDisks(current, covered *infrav1.KubevirtMachineSpec) map[string]resource.Quantity {
 	from, to := diskSizes(current), diskSizes(covered)
-	var out []string
-	for _, name := range slices.Sorted(maps.Keys(to)) {
-		if was, ok := from[name]; ok && was.Cmp(to[name]) < 0 {
-			out = append(out, name)
+	out := map[string]resource.Quantity{}
+	for name, size := range to {
+		if was, ok := from[name]; ok && was.Cmp(size) < 0 {
+			out[name] = size
 		}
 	}
 	return out
@@ -136,7 +137,7 @@ func ClaimsToGrow(w Want, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.Virtual
 			grow = append(grow, ClaimGrowth{Claim: claim.ClaimName, Request: need})
 		}
 		if has := claim.Capacity[corev1.ResourceStorage]; has.Cmp(need) < 0 {
-			pending = append(pending, fmt.Sprintf("disk %s to %s (claim %s has %s of %s)", name, size.String(), claim.ClaimName, has.String(), need.String()))
+			pending = append(pending, fmt.Sprintf("disk %s to %s (claim %s has %s of %s)", name, size.String(), claim.ClaimName, gib(has), gib(need)))
 		}
 	}
 	return grow, pending
@@ -165,6 +166,12 @@ func madeSize(vm *kubevirtv1.VirtualMachine, volume string) (resource.Quantity, 
 		}
 	}
 	return resource.Quantity{}, false
+}
+
+// gib writes a claim's storage in GiB: CDI's overhead makes byte counts
+// no unit divides.
+func gib(q resource.Quantity) string {
+	return strconv.FormatFloat(float64(q.Value())/(1<<30), 'f', 2, 64) + "Gi"
 }
 
 // alignment is the block CDI aligns disk images to.

@@ -85,10 +85,10 @@ func TestClaimsToGrow(t *testing.T) {
 		vm, vmi := grownVM("20Gi", "20Gi")
 		grow, pending := ClaimsToGrow(at("40Gi"), vm, vmi)
 		g.Expect(grow).To(Equal([]ClaimGrowth{{Claim: "m-rootdisk", Request: *resource.NewQuantity(40<<30, resource.BinarySI)}}))
-		g.Expect(pending).To(Equal([]string{"disk rootdisk to 40Gi (claim m-rootdisk has 20Gi of 40Gi)"}))
+		g.Expect(pending).To(Equal([]string{"disk rootdisk to 40Gi (claim m-rootdisk has 20.00Gi of 40.00Gi)"}))
 		o := Progress(at("40Gi"), vm, vmi)
 		g.Expect(o.IsDone()).To(BeFalse())
-		g.Expect(o.Message).To(Equal("waiting for the infra cluster to grow disk rootdisk to 40Gi (claim m-rootdisk has 20Gi of 40Gi)"))
+		g.Expect(o.Message).To(Equal("waiting for the infra cluster to grow disk rootdisk to 40Gi (claim m-rootdisk has 20.00Gi of 40.00Gi)"))
 	})
 	t.Run("asked, not yet grown: nothing more to ask", func(t *testing.T) {
 		g := NewWithT(t)
@@ -122,7 +122,7 @@ func TestGrownDisks(t *testing.T) {
 	})
 	covered := current.DeepCopy()
 	covered.DataDisks[1].DiskSize = resource.MustParse("2Gi")
-	g.Expect(GrownDisks(current, covered)).To(Equal([]string{"b"}))
+	g.Expect(GrownDisks(current, covered)).To(Equal(map[string]resource.Quantity{"b": resource.MustParse("2Gi")}))
 	covered.RootDisk.DiskSize = resource.MustParse("30Gi")
-	g.Expect(GrownDisks(current, covered)).To(Equal([]string{"b", "rootdisk"}))
+	g.Expect(GrownDisks(current, covered)).To(Equal(map[string]resource.Quantity{"b": resource.MustParse("2Gi"), "rootdisk": resource.MustParse("30Gi")}))
 }

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -139,7 +140,7 @@ func (h *Hooks) checks(ctx context.Context, listed func() ([]clusterv1.Machine, 
 			}
 			return h.unmovable(ctx, machines)
 		},
-		NoGrowth: func(disks []string) (string, error) {
+		NoGrowth: func(disks map[string]resource.Quantity) (string, error) {
 			machines, err := listed()
 			if err != nil {
 				return "", err
@@ -223,9 +224,9 @@ func (h *Hooks) unmovable(ctx context.Context, machines []clusterv1.Machine) (st
 	})
 }
 
-// ungrowable says why the named disks of some of the machines' VMs cannot
-// grow while they run; empty when all can.
-func (h *Hooks) ungrowable(ctx context.Context, machines []clusterv1.Machine, disks []string) (string, error) {
+// ungrowable says why the disks of some of the machines' VMs cannot grow
+// to the sizes given while they run; empty when all can.
+func (h *Hooks) ungrowable(ctx context.Context, machines []clusterv1.Machine, disks map[string]resource.Quantity) (string, error) {
 	if h.Claims == nil {
 		return "the provider cannot check the infra cluster's storage classes here", nil
 	}
@@ -322,7 +323,7 @@ func decode(raw runtime.RawExtension, kind, what string, obj any) (bool, error) 
 // take a hot-plug, or grow the named disks; empty when they can.
 type Checks struct {
 	NoHotplug func() (string, error)
-	NoGrowth  func(disks []string) (string, error)
+	NoGrowth  func(disks map[string]resource.Quantity) (string, error)
 }
 
 // plan decides and patches, and says what it covers and leaves out. It
@@ -333,12 +334,22 @@ func plan(current, desired *infrav1.KubevirtMachineSpec, currentRaw, desiredRaw 
 	p := Decide(current, desired)
 	var limits Limits
 	var err error
-	if hotplugs(current, &p.Covered) {
+	// A check the caller has not got refuses: a claim the provider cannot
+	// finish is not made.
+	switch {
+	case !hotplugs(current, &p.Covered):
+	case checks.NoHotplug == nil:
+		limits.NoHotplug = "the provider cannot check the running VMs here"
+	default:
 		if limits.NoHotplug, err = checks.NoHotplug(); err != nil {
 			return runtimehooksv1.Patch{}, "", err
 		}
 	}
-	if grown := GrownDisks(current, &p.Covered); len(grown) > 0 {
+	switch grown := GrownDisks(current, &p.Covered); {
+	case len(grown) == 0:
+	case checks.NoGrowth == nil:
+		limits.NoGrowth = "the provider cannot check the infra cluster's claims here"
+	default:
 		if limits.NoGrowth, err = checks.NoGrowth(grown); err != nil {
 			return runtimehooksv1.Patch{}, "", err
 		}

@@ -72,7 +72,7 @@ func templateSpec(g Gomega, data []byte) any {
 // migratable says every machine can take a hot-plug and grow its disks.
 var migratable = Checks{
 	NoHotplug: func() (string, error) { return "", nil },
-	NoGrowth:  func([]string) (string, error) { return "", nil },
+	NoGrowth:  func(map[string]resource.Quantity) (string, error) { return "", nil },
 }
 
 // asked fails a check that should not run.
@@ -153,7 +153,7 @@ func TestCanUpdateMachineSet(t *testing.T) {
 			s.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"tier": "gold"}
 		})))
 		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
-		answerMachineSet(req, resp, Checks{NoHotplug: asked, NoGrowth: func([]string) (string, error) { return asked() }})
+		answerMachineSet(req, resp, Checks{NoHotplug: asked, NoGrowth: func(map[string]resource.Quantity) (string, error) { return asked() }})
 		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
 		g.Expect(resp.Message).To(Equal("in place: the VirtualMachine's labels and annotations"))
 	})
@@ -164,14 +164,15 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		req.Desired.InfrastructureMachineTemplate = raw(g, template(spec(func(_ *kubevirtv1.DomainSpec, s *infrav1.KubevirtMachineSpec) {
 			s.RootDisk.DiskSize = resource.MustParse("40Gi")
 		})))
-		var grown []string
+		var grown map[string]resource.Quantity
 		resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
-		answerMachineSet(req, resp, Checks{NoHotplug: asked, NoGrowth: func(disks []string) (string, error) { grown = disks; return "", nil }})
+		answerMachineSet(req, resp, Checks{NoHotplug: asked, NoGrowth: func(disks map[string]resource.Quantity) (string, error) { grown = disks; return "", nil }})
 		g.Expect(resp.Message).To(Equal("in place: root disk 20Gi to 40Gi"))
-		g.Expect(grown).To(Equal([]string{"rootdisk"}), "the check is asked about the disks that grow, and the hot-plug check not at all")
+		g.Expect(grown).To(Equal(map[string]resource.Quantity{"rootdisk": resource.MustParse("40Gi")}),
+			"the check is asked about the disks that grow, to their new size, and the hot-plug check not at all")
 
 		resp = &runtimehooksv1.CanUpdateMachineSetResponse{}
-		answerMachineSet(req, resp, Checks{NoHotplug: asked, NoGrowth: func([]string) (string, error) {
+		answerMachineSet(req, resp, Checks{NoHotplug: asked, NoGrowth: func(map[string]resource.Quantity) (string, error) {
 			return "for the VM of machine md-0-x, disk rootdisk: storage class fixed of claim md-0-x-rootdisk does not allow volume expansion", nil
 		}})
 		g.Expect(resp.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))

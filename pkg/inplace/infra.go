@@ -19,12 +19,15 @@ package inplace
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -51,7 +54,7 @@ type Targets interface {
 // Claims says why the named disks of a machine's running VM cannot grow,
 // empty when they can.
 type Claims interface {
-	NoGrowth(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine, disks []string) (string, error)
+	NoGrowth(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine, disks map[string]resource.Quantity) (string, error)
 }
 
 // InfraChecks reads what the hooks check on a machine's infra cluster,
@@ -136,11 +139,14 @@ func NoOtherNode(vmi *kubevirtv1.VirtualMachineInstance, nodes []corev1.Node) st
 // v1.7.0).
 const expandDisksGate = "ExpandDisks"
 
-// NoGrowth says why the named disks of the machine's running VM cannot
-// grow: KubeVirt's ExpandDisks feature gate is off, or a disk's claim is
-// of a storage class that does not allow expansion. What it cannot read
-// counts as unable: a claim the provider cannot finish is not made.
-func (t *InfraChecks) NoGrowth(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine, disks []string) (string, error) {
+// NoGrowth says why the disks of the machine's running VM cannot grow to
+// the sizes given: KubeVirt's ExpandDisks feature gate is off, a disk's
+// claim is of a storage class that does not allow expansion, or the infra
+// cluster refuses the provider's growth of the claim (a dry run of the
+// machine controller's own patch: its rights, a ResourceQuota, admission).
+// What it cannot read counts as unable: a claim the provider cannot finish
+// is not made.
+func (t *InfraChecks) NoGrowth(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine, disks map[string]resource.Quantity) (string, error) {
 	access := t.open(ctx, kc, km)
 	if !access.Available() {
 		return "its infra cluster is not available to check the disks' storage classes: " + access.Outcome.Message, nil
@@ -162,18 +168,38 @@ func (t *InfraChecks) NoGrowth(ctx context.Context, kc *infrav1.KubevirtCluster,
 		}
 		return "", err
 	}
-	for _, disk := range disks {
+	for _, disk := range slices.Sorted(maps.Keys(disks)) {
 		i := slices.IndexFunc(vmi.Status.VolumeStatus, func(vs kubevirtv1.VolumeStatus) bool { return vs.Name == disk })
 		if i < 0 || vmi.Status.VolumeStatus[i].PersistentVolumeClaimInfo == nil {
 			return fmt.Sprintf("KubeVirt has not reported the claim of disk %s", disk), nil
 		}
-		name := vmi.Status.VolumeStatus[i].PersistentVolumeClaimInfo.ClaimName
-		why, err := noExpansion(ctx, infra.APIReader, types.NamespacedName{Namespace: infra.Namespace, Name: name})
+		claim := vmi.Status.VolumeStatus[i].PersistentVolumeClaimInfo
+		key := types.NamespacedName{Namespace: infra.Namespace, Name: claim.ClaimName}
+		why, err := noExpansion(ctx, infra.APIReader, key)
+		need, has := ClaimRequest(disks[disk], claim.FilesystemOverhead), claim.Requests[corev1.ResourceStorage]
+		if why == "" && err == nil && has.Cmp(need) < 0 {
+			why, err = refusedGrowth(ctx, infra.Client, key, need)
+		}
 		if why != "" || err != nil {
 			return fmt.Sprintf("disk %s: %s", disk, why), err
 		}
 	}
 	return "", nil
+}
+
+// refusedGrowth says why the infra cluster refuses to grow the claim to
+// request, from a dry run of the patch the machine controller sends.
+func refusedGrowth(ctx context.Context, c client.Client, key types.NamespacedName, request resource.Quantity) (string, error) {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	patch := fmt.Appendf(nil, `{"spec":{"resources":{"requests":{"storage":%q}}}}`, request.String())
+	err := c.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, patch), client.DryRunAll)
+	switch {
+	case err == nil:
+		return "", nil
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		return fmt.Sprintf("the infra cluster refuses to grow claim %s to %s: %s", key.Name, request.String(), err.Error()), nil
+	}
+	return "", fmt.Errorf("trying the growth of claim %s: %w", key.Name, err)
 }
 
 // noExpansion says why the claim cannot grow: its storage class does not

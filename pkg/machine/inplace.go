@@ -54,7 +54,13 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 	if err != nil {
 		return outcome.Outcome{}, true, err
 	}
-	grow, _ := inplace.ClaimsToGrow(want, r.vm, r.vmi)
+	var grow []inplace.ClaimGrowth
+	if updating {
+		// Claims grow only for an update Cluster API asked for: what a
+		// claim needs follows CDI's overhead, which may change later, and
+		// a claim never shrinks.
+		grow, _ = inplace.ClaimsToGrow(want, r.vm, r.vmi)
+	}
 	if patch == nil && len(grow) == 0 {
 		outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, inplace.Progress(want, r.vm, r.vmi))
 		return outcome.Outcome{}, false, nil

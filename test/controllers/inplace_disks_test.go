@@ -37,8 +37,8 @@ import (
 // TestInPlaceHooksGrowDisksTheInfraAllows answers CanUpdateMachine for a
 // larger root disk with the provider's InfraChecks on the real API
 // server: declined while KubeVirt's ExpandDisks feature gate is off, then
-// while the claim's storage class does not allow expansion, and taken in
-// place once both allow it.
+// while the claim's storage class does not allow expansion, then while a
+// quota refuses the growth, and taken in place once all allow it.
 func TestInPlaceHooksGrowDisksTheInfraAllows(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -59,10 +59,14 @@ func TestInPlaceHooksGrowDisksTheInfraAllows(t *testing.T) {
 		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class.Name, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("20Gi")}}}}
 	g.Expect(env.Client.Create(ctx, claim)).To(Succeed())
+	// Only a bound claim's request may change.
+	claim.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: claim.Spec.Resources.Requests}
+	g.Expect(env.Client.Status().Update(ctx, claim)).To(Succeed())
 	// virt-controller reports each volume's claim in the instance's status.
 	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: km.Name},
 		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, VolumeStatus: []kubevirtv1.VolumeStatus{{
-			Name: "rootdisk", PersistentVolumeClaimInfo: &kubevirtv1.PersistentVolumeClaimInfo{ClaimName: claim.Name}}}}}
+			Name: "rootdisk", PersistentVolumeClaimInfo: &kubevirtv1.PersistentVolumeClaimInfo{ClaimName: claim.Name,
+				Requests: claim.Spec.Resources.Requests, Capacity: claim.Spec.Resources.Requests, FilesystemOverhead: ptr.To(kubevirtv1.Percent("0"))}}}}}
 	g.Expect(env.Client.Create(ctx, vmi)).To(Succeed())
 	hooks := infraHooks(ctx, g)
 
@@ -84,5 +88,19 @@ func TestInPlaceHooksGrowDisksTheInfraAllows(t *testing.T) {
 
 	class.AllowVolumeExpansion = ptr.To(true)
 	g.Expect(env.Client.Update(ctx, class)).To(Succeed())
-	g.Expect(canUpdate()).To(Equal("in place: root disk 20Gi to 40Gi"))
+	// A quota of the infra namespace refuses the growth: the provider's
+	// patch would fail, so the change is declined (a dry run of it).
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "storage"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsStorage: resource.MustParse("30Gi")}}}
+	g.Expect(env.Client.Create(ctx, quota)).To(Succeed())
+	// What kube-controller-manager's quota controller would count.
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourceRequestsStorage: resource.MustParse("20Gi")}}
+	g.Expect(env.Client.Status().Update(ctx, quota)).To(Succeed())
+	g.Eventually(canUpdate).WithTimeout(10 * time.Second).Should(SatisfyAll(
+		HavePrefix(declined+"disk rootdisk: the infra cluster refuses to grow claim "+claim.Name+" to 40Gi: "),
+		ContainSubstring("exceeded quota: storage")))
+	g.Expect(env.Client.Delete(ctx, quota)).To(Succeed())
+	g.Eventually(canUpdate).WithTimeout(10 * time.Second).Should(Equal("in place: root disk 20Gi to 40Gi"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+	g.Expect(claim.Spec.Resources.Requests.Storage().String()).To(Equal("20Gi"), "the check was a dry run")
 }

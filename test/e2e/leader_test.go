@@ -21,9 +21,11 @@ import (
 	"strings"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,15 +41,14 @@ const (
 	tookLease    = "Successfully acquired lease"
 )
 
-// maxStopHandover bounds how long the Lease takes to move when the leader
-// stops normally: it gives the Lease up as it exits, and the standby
-// tries again within 1.76 s (the 800ms retry period plus client-go's
-// jitter of up to 120%). maxCrashHandover bounds it when the leader dies
-// holding it: the Lease expires after its duration (15 s), and the
-// standby takes it at its next try.
+// maxAfterRelease bounds how long the standby takes a Lease its leader
+// gave up as it stopped: it tries again within 1.76 s (the 800ms retry
+// period plus client-go's jitter of up to 120%). maxHandover bounds how
+// long the Lease takes to move however the leader ended: one that dies
+// holding it keeps it until it expires (15 s).
 const (
-	maxStopHandover  = 2 * time.Second
-	maxCrashHandover = 15*time.Second + 5*time.Second
+	maxAfterRelease = 2 * time.Second
+	maxHandover     = 15*time.Second + 5*time.Second
 )
 
 // providerPods are the provider's pods the world runs, not being deleted.
@@ -63,13 +64,6 @@ func providerPods(ctx context.Context) []corev1.Pod {
 	return out
 }
 
-// leaseHolder is the identity holding the provider's leader Lease.
-func leaseHolder(ctx context.Context) string {
-	lease := &coordinationv1.Lease{}
-	Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: manager.DefaultLeaderElectionID}, lease)).To(Succeed())
-	return ptr.Deref(lease.Spec.HolderIdentity, "")
-}
-
 // currentLog is the log of the pod's current container: the runner
 // appends a restarted container's output after a line saying how the last
 // one ended.
@@ -81,14 +75,24 @@ func currentLog(pod string) string {
 	return log
 }
 
+// handover is how the Lease moved once the leader was stopped.
+type handover struct {
+	// total is from the stop to another holder.
+	total time.Duration
+	// released says the leader gave the Lease up; afterRelease is from
+	// then to another holder.
+	released     bool
+	afterRelease time.Duration
+}
+
 // stopLeader waits until the provider runs as a leader and a standby
 // running for the Lease, then stops the leader: it deletes the leader's
 // pod (SIGTERM, as a rollout or a drain stops it), or, with crash, kills
-// its container (SIGKILL, as the OOM killer does), and returns how long
-// the Lease took to move to another holder. A running replica whose
-// current container's log says it took the Lease leads: one that loses it
-// exits.
-func stopLeader(ctx context.Context, crash bool) time.Duration {
+// its container (SIGKILL, as the OOM killer does), and follows the Lease
+// through a watch, which sees every write of it, until another replica
+// holds it. A running replica whose current container's log says it took
+// the Lease leads: one that loses it exits.
+func stopLeader(ctx context.Context, crash bool) handover {
 	var leader corev1.Pod
 	Eventually(func(g Gomega) {
 		pods := providerPods(ctx)
@@ -105,14 +109,46 @@ func stopLeader(ctx context.Context, crash bool) time.Duration {
 		}
 		g.Expect([]int{leaders, standbys}).To(Equal([]int{1, 1}), "one leader, one standby running for the Lease")
 	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Succeed(), func() string { return provider.LogTails(20) })
-	holder := leaseHolder(ctx)
+
+	wc, err := client.NewWithWatch(w.Env.Config, client.Options{Scheme: c.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	lease := &coordinationv1.Lease{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: clusterctl.Namespace, Name: manager.DefaultLeaderElectionID}, lease)).To(Succeed())
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	watch, err := wc.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(clusterctl.Namespace),
+		client.MatchingFields{"metadata.name": manager.DefaultLeaderElectionID}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: lease.ResourceVersion}})
+	Expect(err).NotTo(HaveOccurred())
+	defer watch.Stop()
+
 	if crash {
 		Expect(provider.Crash(leader.Name)).To(Succeed())
 	} else {
 		Expect(c.Delete(ctx, &leader)).To(Succeed())
 	}
 	stopped := time.Now()
-	Eventually(func() string { return leaseHolder(ctx) }).WithTimeout(time.Minute).WithPolling(20*time.Millisecond).
-		Should(SatisfyAll(Not(BeEmpty()), Not(Equal(holder))), func() string { return provider.LogTails(20) })
-	return time.Since(stopped)
+	var h handover
+	var released time.Time
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case e, ok := <-watch.ResultChan():
+			Expect(ok).To(BeTrue(), "the Lease watch ended")
+			l, isLease := e.Object.(*coordinationv1.Lease)
+			if !isLease {
+				continue
+			}
+			switch now := ptr.Deref(l.Spec.HolderIdentity, ""); {
+			case now == "" && !h.released:
+				h.released, released = true, time.Now()
+			case now != "" && now != holder:
+				h.total = time.Since(stopped)
+				if h.released {
+					h.afterRelease = time.Since(released)
+				}
+				return h
+			}
+		case <-deadline:
+			Fail("no other replica took the Lease within a minute:\n" + provider.LogTails(20))
+		}
+	}
 }

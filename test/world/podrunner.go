@@ -385,13 +385,10 @@ func (r *PodRunner) stop(key types.NamespacedName) error {
 	return err
 }
 
-// terminationGrace is the pod's termination grace period: the deletion's,
-// else the spec's, else Kubernetes' default of 30 s.
+// terminationGrace is the pod's termination grace period, or Kubernetes'
+// default of 30 s.
 func terminationGrace(pod *corev1.Pod) time.Duration {
-	switch {
-	case pod.DeletionGracePeriodSeconds != nil:
-		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
-	case pod.Spec.TerminationGracePeriodSeconds != nil:
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
 	}
 	return 30 * time.Second
