@@ -37,6 +37,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // GoldenRequest names a golden volume: its infra cluster (the kubeconfig
@@ -67,13 +68,16 @@ type GoldenImageReconciler struct {
 func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest) (ctrl.Result, error) {
 	user := infracluster.User{Kind: "GoldenImage", NamespacedName: types.NamespacedName{
 		Namespace: req.InfraSecret.String() + "|" + req.Namespace, Name: req.Name}}
-	var ref *corev1.ObjectReference
+	// The machines that asked for the volume were allowed their infra
+	// namespace; the Secret is opened as its own namespace's.
+	src, ns := tenancy.Source{}, req.Namespace
 	if req.InfraSecret.Name != "" {
-		ref = &corev1.ObjectReference{Kind: "Secret", Namespace: req.InfraSecret.Namespace, Name: req.InfraSecret.Name}
+		src.SecretRef = &corev1.ObjectReference{Kind: "Secret", Namespace: req.InfraSecret.Namespace, Name: req.InfraSecret.Name}
+		ns = req.InfraSecret.Namespace
 	}
 	// Holding the infra cluster keeps its cache, and so this watch, alive
 	// while the golden volume exists, even when no machine uses it.
-	access := r.Clients.Open(ctx, ref, req.InfraSecret.Namespace, req.Namespace, user)
+	access := r.Clients.Open(ctx, src, ns, tenancy.Request{Namespace: req.Namespace}, user)
 	if !access.Available() {
 		if access.Outcome.Reason == infrav1.InfraClusterSecretInvalidReason {
 			// The kubeconfig Secret is gone or broken: nothing to hold on

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -38,14 +37,15 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // openInfra opens the infra cluster named by ref for user, and reports on
 // obj whether it can be used in the InfraClusterAvailable condition, the
 // same way for every controller (see infracluster.Access).
 func openInfra(ctx context.Context, clients *infracluster.Clients, recorder events.EventRecorder, obj outcome.Object,
-	ref *corev1.ObjectReference, vmNamespace string, user infracluster.User) infracluster.Access {
-	access := clients.Open(ctx, ref, obj.GetNamespace(), vmNamespace, user)
+	src tenancy.Source, want tenancy.Request, user infracluster.User) infracluster.Access {
+	access := clients.Open(ctx, src, obj.GetNamespace(), want, user)
 	outcome.RecordWarning(recorder, obj, infrav1.InfraClusterAvailableCondition, access.Outcome)
 	return access
 }
@@ -92,6 +92,14 @@ func isKubevirtCRD(obj client.Object) bool {
 func crdMetadata() *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return m
+}
+
+// identityMetadata is the metadata-only watch object for
+// KubevirtClusterIdentities.
+func identityMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(infrav1.GroupVersion.WithKind(infrav1.KubevirtClusterIdentityKind))
 	return m
 }
 

@@ -25,6 +25,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -53,6 +54,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 )
@@ -82,6 +84,9 @@ type KubevirtClusterReconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;delete
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusteridentities,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch;create;update;delete
@@ -156,7 +161,8 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}()
 
-	access := openInfra(ctx, r.Clients, r.Recorder, kc, kc.Spec.InfraClusterSecretRef, kc.Spec.ControlPlaneServiceTemplate.ObjectMeta.Namespace, user)
+	spec := field.NewPath("spec")
+	access := openInfra(ctx, r.Clients, r.Recorder, kc, tenancy.ClusterSource(&kc.Spec, spec), tenancy.ClusterRequest(&kc.Spec, spec), user)
 	if !kc.DeletionTimestamp.IsZero() {
 		o, err := r.service.Delete(ctx, kc, access)
 		if err != nil || !o.IsDone() {
@@ -193,6 +199,9 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 		WatchesMetadata(crdMetadata(),
 			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })),
 			kubevirtCRDChanged).
+		// An administrator's grant, or its withdrawal, is acted on at once.
+		WatchesMetadata(identityMetadata(),
+			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} }))).
 		WatchesRawSource(lostInfraSource(r.Clients, "KubevirtCluster")).
 		// A tenant API server that becomes reachable takes its credential.
 		WatchesRawSource(r.ClusterCache.GetClusterSource("kubevirtcluster", util.ClusterToInfrastructureMapFunc(ctx,

@@ -24,6 +24,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -41,6 +42,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // KubevirtMachineReconciler reconciles KubevirtMachines.
@@ -185,11 +187,9 @@ func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.Kubev
 		}
 		sc.KubevirtCluster = kc
 	}
-	ref := km.Spec.InfraClusterSecretRef
-	if ref == nil && sc.KubevirtCluster != nil {
-		ref = sc.KubevirtCluster.Spec.InfraClusterSecretRef
-	}
-	sc.Access = openInfra(ctx, r.Clients, r.Recorder, km, ref, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace, machineUser(client.ObjectKeyFromObject(km)))
+	spec := field.NewPath("spec")
+	sc.Access = openInfra(ctx, r.Clients, r.Recorder, km, tenancy.MachineSource(&km.Spec, sc.KubevirtCluster, spec),
+		tenancy.MachineRequest(&km.Spec, spec), machineUser(client.ObjectKeyFromObject(km)))
 	return sc, nil
 }
 

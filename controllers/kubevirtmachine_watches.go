@@ -75,6 +75,9 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 		WatchesMetadata(crdMetadata(),
 			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachineList{} })),
 			kubevirtCRDChanged).
+		// An administrator's grant, or its withdrawal, is acted on at once.
+		WatchesMetadata(identityMetadata(),
+			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachineList{} }))).
 		WatchesMetadata(SecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.secretToMachines)).
 		// A claim's address, or the IPAM provider's reason for not giving
 		// one, wakes the machine that waits for it (docs/ipam.md).

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -48,6 +49,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinepool"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // MachinePoolFinalizer keeps a KubevirtMachinePool until its
@@ -132,11 +134,9 @@ func (r *KubevirtMachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.
 		}
 	}
 	if cluster != nil || !p.DeletionTimestamp.IsZero() {
-		ref := p.Spec.Template.Spec.InfraClusterSecretRef
-		if ref == nil && sc.KubevirtCluster != nil {
-			ref = sc.KubevirtCluster.Spec.InfraClusterSecretRef
-		}
-		sc.Access = openInfra(ctx, r.Clients, r.Recorder, p, ref, p.Spec.Template.Spec.VirtualMachineTemplate.ObjectMeta.Namespace, poolUser(req.NamespacedName))
+		spec := field.NewPath("spec", "template", "spec")
+		sc.Access = openInfra(ctx, r.Clients, r.Recorder, p, tenancy.MachineSource(&p.Spec.Template.Spec, sc.KubevirtCluster, spec),
+			tenancy.MachineRequest(&p.Spec.Template.Spec, spec), poolUser(req.NamespacedName))
 	}
 	if !p.DeletionTimestamp.IsZero() {
 		if o, err = r.Pools.Delete(ctx, sc); err != nil || !o.IsDone() {
@@ -178,6 +178,9 @@ func (r *KubevirtMachinePoolReconciler) SetupWithManager(ctx context.Context, mg
 		WatchesMetadata(crdMetadata(),
 			handler.EnqueueRequestsFromMapFunc(recheckAll(r.Clients, mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachinePoolList{} })),
 			kubevirtCRDChanged).
+		// An administrator's grant, or its withdrawal, is acted on at once.
+		WatchesMetadata(identityMetadata(),
+			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtMachinePoolList{} }))).
 		Build(ctx, r)
 	if err != nil {
 		return err

@@ -20,9 +20,9 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
@@ -39,6 +39,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // KubevirtMachineTemplateReconciler keeps status.capacity and status.nodeInfo
@@ -88,11 +89,11 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 	}
 	var src capacity.Sources
 	if golden.Needed(spec.RootDisk) || selectsInstancetypeOrPreference(vmSpec) {
-		ref, err := r.infraClusterRef(ctx, t)
+		infraSrc, err := r.infraSource(ctx, t)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		access := r.Clients.Open(ctx, ref, t.Namespace, spec.VirtualMachineTemplate.ObjectMeta.Namespace, user)
+		access := r.Clients.Open(ctx, infraSrc, t.Namespace, tenancy.MachineRequest(spec, field.NewPath("spec", "template", "spec")), user)
 		if golden.Needed(spec.RootDisk) && access.Infra != nil {
 			// The template keeps its golden volume in use, so scaling a
 			// MachineDeployment up again does not download the image again.
@@ -129,12 +130,14 @@ func setCapacity(t *infrav1.KubevirtMachineTemplate, o outcome.Outcome) {
 	outcome.Set(t, infrav1.CapacityKnownCondition, o)
 }
 
-// infraClusterRef is the template's own infra cluster reference, else the
+// infraSource is the template's own infra cluster reference, else the
 // one of the KubevirtCluster of the Cluster the template belongs to (by its
 // cluster-name label or owner reference), as its machines will use.
-func (r *KubevirtMachineTemplateReconciler) infraClusterRef(ctx context.Context, t *infrav1.KubevirtMachineTemplate) (*corev1.ObjectReference, error) {
-	if ref := t.Spec.Template.Spec.InfraClusterSecretRef; ref != nil {
-		return ref, nil
+func (r *KubevirtMachineTemplateReconciler) infraSource(ctx context.Context, t *infrav1.KubevirtMachineTemplate) (tenancy.Source, error) {
+	spec := &t.Spec.Template.Spec
+	path := field.NewPath("spec", "template", "spec")
+	if spec.InfraClusterSecretRef != nil || spec.IdentityRef != nil {
+		return tenancy.MachineSource(spec, nil, path), nil
 	}
 	name := t.Labels[clusterv1.ClusterNameLabel]
 	for _, o := range t.OwnerReferences {
@@ -143,17 +146,17 @@ func (r *KubevirtMachineTemplateReconciler) infraClusterRef(ctx context.Context,
 		}
 	}
 	if name == "" {
-		return nil, nil
+		return tenancy.Source{}, nil
 	}
 	cluster := &clusterv1.Cluster{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, cluster); err != nil {
-		return nil, client.IgnoreNotFound(err)
+		return tenancy.Source{}, client.IgnoreNotFound(err)
 	}
 	kc, err := kubevirtClusterOf(ctx, r.Client, cluster)
-	if err != nil || kc == nil {
-		return nil, err
+	if err != nil {
+		return tenancy.Source{}, err
 	}
-	return kc.Spec.InfraClusterSecretRef, nil
+	return tenancy.MachineSource(spec, kc, path), nil
 }
 
 // SetupWithManager registers the controller, and through Clients a watch of

@@ -45,6 +45,11 @@ const (
 	// InfraClusterSecretInvalidReason: the kubeconfig Secret naming the infra
 	// cluster is missing, incomplete, or not allowed; the message says which.
 	InfraClusterSecretInvalidReason = "InfraClusterSecretInvalid" //nolint:gosec // a condition reason, not a credential
+	// NotAllowedByPolicyReason: the multi-tenancy policy does not let the
+	// object use what it names (an infra namespace, a kubeconfig Secret, an
+	// identity, a volume or network of its VM); nothing was created for it
+	// (docs/multi-tenancy.md).
+	NotAllowedByPolicyReason = "NotAllowedByPolicy"
 
 	// WaitingForOwnerReason: the Cluster API owner (Cluster or Machine) is not
 	// set yet.

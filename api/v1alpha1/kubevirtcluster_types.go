@@ -84,6 +84,14 @@ type KubevirtClusterSpec struct {
 	// +optional
 	InfraClusterSecretRef *corev1.ObjectReference `json:"infraClusterSecretRef,omitempty"`
 
+	// identityRef names the KubevirtClusterIdentity, an administrator's
+	// grant, that says which infra cluster and namespaces the cluster may
+	// use and what its VMs may reach (docs/multi-tenancy.md). When unset,
+	// everything stays in the KubevirtCluster's own namespace. It cannot be
+	// combined with infraClusterSecretRef.
+	// +optional
+	IdentityRef *IdentityReference `json:"identityRef,omitempty"`
+
 	// tenantCloud gives the tenant's KubeVirt cloud controller manager and
 	// CSI driver a least-privilege infra credential, rotated before it
 	// expires; off unless it names a component.

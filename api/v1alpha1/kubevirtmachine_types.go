@@ -74,6 +74,12 @@ type KubevirtMachineSpec struct {
 	// +optional
 	InfraClusterSecretRef *corev1.ObjectReference `json:"infraClusterSecretRef,omitempty"`
 
+	// identityRef names the KubevirtClusterIdentity this machine uses,
+	// overriding its KubevirtCluster's (docs/multi-tenancy.md). It cannot be
+	// combined with infraClusterSecretRef.
+	// +optional
+	IdentityRef *IdentityReference `json:"identityRef,omitempty"`
+
 	// rootDisk names the image the machine boots from. The provider adds it
 	// as the VM's first disk, cloned from a golden volume imported once.
 	// +optional

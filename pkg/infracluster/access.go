@@ -20,11 +20,10 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // RetryUnannounced is how long to wait before looking at an infra cluster
@@ -54,20 +53,23 @@ func (a Access) Reachable() bool {
 	return a.Infra != nil && a.Outcome.Reason != infrav1.InfraClusterUnreachableReason
 }
 
-// Open acquires the infra cluster named by ref for user (see Acquire) and
-// decides what it may be used for.
-func (c *Clients) Open(ctx context.Context, ref *corev1.ObjectReference, ns, vmNamespace string, user User) Access {
-	infra, err := c.Acquire(ctx, ref, ns, vmNamespace, user)
+// Open acquires the infra cluster src names for user, in the infra
+// namespace want asks for (see Acquire), and decides what it may be used
+// for.
+func (c *Clients) Open(ctx context.Context, src tenancy.Source, ns string, want tenancy.Request, user User) Access {
+	infra, err := c.Acquire(ctx, src, ns, want, user)
 	access := decide(infra, err)
 	name := metrics.ManagementCluster
-	if ref != nil {
-		name = refNamespace(ref, ns) + "/" + ref.Name
+	if infra != nil && infra.External {
+		name = infra.Secret.String()
 	}
 	metrics.InfraClusterUsers.Set(user.metricsKey(), name, access.Outcome.Reason)
 	return access
 }
 
 // decide is the one infra cluster policy of the provider:
+//   - what the multi-tenancy policy refuses fails with NotAllowedByPolicy
+//     and creates nothing;
 //   - a kubeconfig Secret that is missing, incomplete or not allowed fails
 //     with InfraClusterSecretInvalid, and is looked at again after
 //     RetryUnannounced: only the KubevirtMachine controller watches Secrets;
@@ -80,6 +82,11 @@ func (c *Clients) Open(ctx context.Context, ref *corev1.ObjectReference, ns, vmN
 //   - otherwise the infra cluster is available.
 func decide(infra *Infra, err error) Access {
 	switch {
+	case err != nil && tenancy.IsRefusal(err):
+		// Looked at again when an administrator changes an identity
+		// (watched) and after RetryUnannounced for the namespaces an
+		// identity selects by label.
+		return Access{Outcome: outcome.Fail(infrav1.NotAllowedByPolicyReason, err.Error()).After(RetryUnannounced)}
 	case err != nil && IsConfigError(err):
 		return Access{Outcome: outcome.Fail(infrav1.InfraClusterSecretInvalidReason, err.Error()).After(RetryUnannounced)}
 	case err != nil:

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // Checker resolves the infra cluster of an object and checks its APIs.
@@ -34,6 +36,8 @@ type Checker struct {
 	// SecretNamespaces, when not empty, are the only namespaces besides an
 	// object's own from which infra cluster Secrets are read.
 	SecretNamespaces []string
+	// Policy decides which infra cluster and namespaces an object may use.
+	Policy *tenancy.Policy
 
 	// localAPIs remembers the management cluster's APIs until one of the
 	// watched KubeVirt or CDI CustomResourceDefinitions changes, or for
@@ -47,5 +51,5 @@ func NewChecker(reader client.Reader, local *rest.Config) (*Checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
-	return &Checker{Reader: reader, Local: local, localAPIs: &rememberedAPIs{discovery: d, ttl: apisRecheck}}, nil
+	return &Checker{Reader: reader, Local: local, Policy: &tenancy.Policy{Reader: reader}, localAPIs: &rememberedAPIs{discovery: d, ttl: apisRecheck}}, nil
 }

@@ -37,8 +37,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // Infra is an infra cluster as a controller uses it.
@@ -73,6 +75,9 @@ type Infra struct {
 	// verified, as an external infra cluster's kubeconfig says.
 	TLSServerName string
 	Insecure      bool
+	// Guest is what the object's KubevirtClusterIdentity allows its VMs
+	// beyond the defaults (tenancy.Guest).
+	Guest infrav1.GuestAllowances
 }
 
 // Description names the infra cluster for messages and Events.
@@ -261,23 +266,30 @@ func (c *Clients) AddWatches(w WatchFunc) {
 	c.watches = append(c.watches, w)
 }
 
-// Acquire returns the infra cluster named by ref (nil: the management
-// cluster) for the object user in namespace ns, and records that user uses
-// it (releasing whatever it used before). vmNamespace, when set, overrides
-// the infra namespace. An error means the kubeconfig Secret could not be
-// used; Status reports an unreachable cluster or missing APIs.
-func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns, vmNamespace string, user User) (*Infra, error) {
+// Acquire returns the infra cluster src names (neither an identity nor a
+// Secret: the management cluster) for the object user in namespace ns, in
+// the infra namespace want names (else the default), once the
+// multi-tenancy policy allows both; it records that user uses it
+// (releasing whatever it used before). An error means the policy refused
+// (a *tenancy.Refusal) or the kubeconfig Secret could not be used; Status
+// reports an unreachable cluster or missing APIs.
+func (c *Clients) Acquire(ctx context.Context, src tenancy.Source, ns string, want tenancy.Request, user User) (*Infra, error) {
+	grant, err := c.checker.Policy.Decide(ctx, ns, src)
+	if err != nil {
+		return nil, err
+	}
+	ref := grant.SecretRef
 	target, err := Resolve(ctx, c.checker.Reader, c.checker.Local, ref, ns, c.checker.SecretNamespaces)
 	if err != nil {
 		return nil, err
 	}
-	if vmNamespace != "" {
-		target.Namespace = vmNamespace
+	if target.Namespace, err = grant.Namespace(target.Namespace, want); err != nil {
+		return nil, err
 	}
 	if !target.External {
 		c.Release(user)
 		infra := *c.local
-		infra.Namespace, infra.Status = target.Namespace, c.checker.localAPIs.check()
+		infra.Namespace, infra.Status, infra.Guest = target.Namespace, c.checker.localAPIs.check(), grant.Guest()
 		return &infra, c.addWatches(&infra, &c.localWatched)
 	}
 
@@ -296,7 +308,7 @@ func (c *Clients) Acquire(ctx context.Context, ref *corev1.ObjectReference, ns, 
 	// Discovery goes to the network: outside the lock, so one slow infra
 	// cluster does not hold up the others.
 	infra := *e.infra
-	infra.Status = e.apis.check()
+	infra.Status, infra.Guest = e.apis.check(), grant.Guest()
 	if infra.Status.Available && e.outage != nil {
 		e.outage.over()
 	}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -40,6 +41,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // Targets says why no other infra node can take a machine's running VM,
@@ -67,11 +69,8 @@ type InfraChecks struct {
 // open opens the machine's infra cluster with the same user and VM
 // namespace as the machine controller (machine.Scope.VMNamespace).
 func (t *InfraChecks) open(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine) infracluster.Access {
-	ref := km.Spec.InfraClusterSecretRef
-	if ref == nil {
-		ref = kc.Spec.InfraClusterSecretRef
-	}
-	return t.Clients.Open(ctx, ref, km.Namespace, km.Spec.VirtualMachineTemplate.ObjectMeta.Namespace,
+	spec := field.NewPath("spec")
+	return t.Clients.Open(ctx, tenancy.MachineSource(&km.Spec, kc, spec), km.Namespace, tenancy.MachineRequest(&km.Spec, spec),
 		infracluster.User{Kind: "KubevirtMachine", NamespacedName: client.ObjectKeyFromObject(km)})
 }
 

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -43,6 +44,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmpool"
@@ -176,6 +178,9 @@ func (s *Service) ensurePool(ctx context.Context, sc *Scope, key types.Namespace
 	}
 	if existing == nil && !sc.FinalizerStored {
 		return nil, outcome.Wait(infrav1.PendingReason, "the VirtualMachinePool is created once the pool's finalizer is stored"), nil
+	}
+	if refused, err := guestAllowed(ctx, sc, key.Namespace); err != nil || refused.Reason != "" {
+		return existing, refused, err
 	}
 	goldenVolume, wait, err := s.goldenVolume(ctx, sc, key.Namespace)
 	if err != nil || !wait.IsDone() {
@@ -330,4 +335,16 @@ func (s *Service) report(sc *Scope, key types.NamespacedName, vms []kubevirtv1.V
 // hashOf hashes what the provider writes of a pool.
 func hashOf(p *poolv1.VirtualMachinePool) (string, error) {
 	return vmpool.Hash(p.Labels, p.Annotations, p.Spec)
+}
+
+// guestAllowed checks the pool's VM template against the multi-tenancy
+// policy before anything of the pool is created or updated, as admission
+// did: a webhook can be off, and the identity can have changed since.
+func guestAllowed(ctx context.Context, sc *Scope, vmNamespace string) (outcome.Outcome, error) {
+	refusal, err := tenancy.CheckVM(ctx, sc.Access.Infra.APIReader, tenancy.VM{
+		Spec: &sc.Pool.Spec.Template.Spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Access.Infra.Guest,
+		Namespace: vmNamespace, TenantNamespace: sc.Pool.Namespace, ClusterName: sc.Cluster.Name,
+		Path: field.NewPath("spec", "template", "spec"),
+	})
+	return tenancy.Outcome(refusal, err)
 }

@@ -59,6 +59,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/remediation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/webhooks"
 )
 
@@ -255,7 +256,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	if o.EnableWebhooks {
-		if err := webhooks.SetupWithManager(mgr); err != nil {
+		if err := webhooks.SetupWithManager(mgr, &tenancy.Policy{Reader: mgr.GetAPIReader(), ProviderNamespace: o.ProviderNamespace}); err != nil {
 			return nil, fmt.Errorf("setting up webhooks: %w", err)
 		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
@@ -277,6 +278,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	checker.SecretNamespaces = o.InfraSecretNamespaces
+	checker.Policy.ProviderNamespace = o.ProviderNamespace
 	if err := controllers.IndexMachines(ctx, mgr); err != nil {
 		return err
 	}

@@ -82,6 +82,10 @@ func validateClusterSpecUpdate(oldSpec, newSpec *infrav1.KubevirtClusterSpec, fl
 		errs = append(errs, field.Forbidden(fld.Child("infraClusterSecretRef"),
 			"cannot be changed: what was created on the old infra cluster would be left behind"))
 	}
+	if !equality.Semantic.DeepEqual(oldSpec.IdentityRef, newSpec.IdentityRef) {
+		errs = append(errs, field.Forbidden(fld.Child("identityRef"),
+			"cannot be changed: what was created on the old infra cluster or namespace would be left behind"))
+	}
 	if oldNS, newNS := oldSpec.ControlPlaneServiceTemplate.ObjectMeta.Namespace, newSpec.ControlPlaneServiceTemplate.ObjectMeta.Namespace; oldNS != newNS {
 		errs = append(errs, field.Forbidden(fld.Child("controlPlaneServiceTemplate", "metadata", "namespace"),
 			"cannot be changed: it is the cluster's infra namespace, and what was created in the old one would be left behind"))

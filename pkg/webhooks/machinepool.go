@@ -24,13 +24,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachinepool,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinepools,versions=v1alpha1,name=default.kubevirtmachinepool.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 // +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachinepool,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinepools,versions=v1alpha1,name=validation.kubevirtmachinepool.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // KubevirtMachinePool defaults and validates KubevirtMachinePools.
-type KubevirtMachinePool struct{}
+type KubevirtMachinePool struct {
+	// Policy is the multi-tenancy policy; nil checks the defaults only.
+	Policy *tenancy.Policy
+}
 
 // Default fills defaults of the pool's machine spec.
 func (KubevirtMachinePool) Default(_ context.Context, p *infrav1.KubevirtMachinePool) error {
@@ -39,16 +43,33 @@ func (KubevirtMachinePool) Default(_ context.Context, p *infrav1.KubevirtMachine
 }
 
 // ValidateCreate validates a new KubevirtMachinePool.
-func (KubevirtMachinePool) ValidateCreate(_ context.Context, p *infrav1.KubevirtMachinePool) (admission.Warnings, error) {
-	return nil, invalid("KubevirtMachinePool", p, validatePoolSpec(&p.Spec, p.Namespace, field.NewPath("spec")))
+func (w KubevirtMachinePool) ValidateCreate(ctx context.Context, p *infrav1.KubevirtMachinePool) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	errs := validatePoolSpec(&p.Spec, p.Namespace, spec)
+	refused, err := machineTenancy(ctx, w.Policy, p, &p.Spec.Template.Spec, spec.Child("template", "spec"))
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("KubevirtMachinePool", p, append(errs, refused...))
 }
 
 // ValidateUpdate validates a changed KubevirtMachinePool. Its machine spec
 // may change (the provider rolls the instances), except for the infra
 // cluster and namespace: the pool's VMs cannot move.
-func (KubevirtMachinePool) ValidateUpdate(_ context.Context, oldP, newP *infrav1.KubevirtMachinePool) (admission.Warnings, error) {
+func (w KubevirtMachinePool) ValidateUpdate(ctx context.Context, oldP, newP *infrav1.KubevirtMachinePool) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := validatePoolSpec(&newP.Spec, newP.Namespace, spec)
+	if newP.DeletionTimestamp.IsZero() {
+		refused, err := machineTenancy(ctx, w.Policy, newP, &newP.Spec.Template.Spec, spec.Child("template", "spec"))
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, refused...)
+	}
+	if !equality.Semantic.DeepEqual(oldP.Spec.Template.Spec.IdentityRef, newP.Spec.Template.Spec.IdentityRef) {
+		errs = append(errs, field.Forbidden(spec.Child("template", "spec", "identityRef"),
+			"cannot be changed: the pool's VMs stay on the infra cluster they were created on; create another MachinePool"))
+	}
 	if !equality.Semantic.DeepEqual(oldP.Spec.Template.Spec.InfraClusterSecretRef, newP.Spec.Template.Spec.InfraClusterSecretRef) {
 		errs = append(errs, field.Forbidden(spec.Child("template", "spec", "infraClusterSecretRef"),
 			"cannot be changed: the pool's VMs stay on the infra cluster they were created on; create another MachinePool"))
@@ -70,7 +91,10 @@ func (KubevirtMachinePool) ValidateDelete(context.Context, *infrav1.KubevirtMach
 
 // KubevirtMachinePoolTemplate defaults and validates
 // KubevirtMachinePoolTemplates.
-type KubevirtMachinePoolTemplate struct{}
+type KubevirtMachinePoolTemplate struct {
+	// Policy is the multi-tenancy policy; nil checks the defaults only.
+	Policy *tenancy.Policy
+}
 
 // Default fills defaults of the templated machine spec.
 func (KubevirtMachinePoolTemplate) Default(_ context.Context, t *infrav1.KubevirtMachinePoolTemplate) error {
@@ -79,8 +103,12 @@ func (KubevirtMachinePoolTemplate) Default(_ context.Context, t *infrav1.Kubevir
 }
 
 // ValidateCreate validates a new KubevirtMachinePoolTemplate.
-func (KubevirtMachinePoolTemplate) ValidateCreate(_ context.Context, t *infrav1.KubevirtMachinePoolTemplate) (admission.Warnings, error) {
-	return nil, invalid("KubevirtMachinePoolTemplate", t, validatePoolTemplate(t))
+func (w KubevirtMachinePoolTemplate) ValidateCreate(ctx context.Context, t *infrav1.KubevirtMachinePoolTemplate) (admission.Warnings, error) {
+	refused, err := machineTenancy(ctx, w.Policy, t, &t.Spec.Template.Spec.Template.Spec, field.NewPath("spec", "template", "spec", "template", "spec"))
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("KubevirtMachinePoolTemplate", t, append(validatePoolTemplate(t), refused...))
 }
 
 // ValidateUpdate keeps the template immutable, except for the topology

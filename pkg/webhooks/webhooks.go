@@ -31,33 +31,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // SetupWithManager registers the defaulting and validating webhooks of
-// every kind with the manager's webhook server.
-func SetupWithManager(mgr ctrl.Manager) error {
+// every kind with the manager's webhook server; policy is the
+// multi-tenancy policy they check objects against.
+func SetupWithManager(mgr ctrl.Manager, policy *tenancy.Policy) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtCluster{}).
-		WithDefaulter(KubevirtCluster{}).WithValidator(KubevirtCluster{}).Complete(); err != nil {
+		WithDefaulter(KubevirtCluster{}).WithValidator(KubevirtCluster{Policy: policy}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtClusterTemplate{}).
-		WithDefaulter(KubevirtClusterTemplate{}).WithValidator(KubevirtClusterTemplate{}).Complete(); err != nil {
+		WithDefaulter(KubevirtClusterTemplate{}).WithValidator(KubevirtClusterTemplate{Policy: policy}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachine{}).
-		WithDefaulter(KubevirtMachine{}).WithValidator(KubevirtMachine{}).Complete(); err != nil {
+		WithDefaulter(KubevirtMachine{}).WithValidator(KubevirtMachine{Policy: policy}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachineTemplate{}).
-		WithDefaulter(KubevirtMachineTemplate{}).WithValidator(KubevirtMachineTemplate{}).Complete(); err != nil {
+		WithDefaulter(KubevirtMachineTemplate{}).WithValidator(KubevirtMachineTemplate{Policy: policy}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachinePool{}).
-		WithDefaulter(KubevirtMachinePool{}).WithValidator(KubevirtMachinePool{}).Complete(); err != nil {
+		WithDefaulter(KubevirtMachinePool{}).WithValidator(KubevirtMachinePool{Policy: policy}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtMachinePoolTemplate{}).
-		WithDefaulter(KubevirtMachinePoolTemplate{}).WithValidator(KubevirtMachinePoolTemplate{}).Complete(); err != nil {
+		WithDefaulter(KubevirtMachinePoolTemplate{}).WithValidator(KubevirtMachinePoolTemplate{Policy: policy}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.KubevirtRemediation{}).
@@ -103,7 +105,10 @@ func immutableTemplate(ctx context.Context, obj client.Object, oldSpec, newSpec 
 // +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtcluster,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusters,versions=v1alpha1,name=validation.kubevirtcluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // KubevirtCluster defaults and validates KubevirtClusters.
-type KubevirtCluster struct{}
+type KubevirtCluster struct {
+	// Policy is the multi-tenancy policy; nil checks the defaults only.
+	Policy *tenancy.Policy
+}
 
 // Default fills defaults.
 func (KubevirtCluster) Default(_ context.Context, c *infrav1.KubevirtCluster) error {
@@ -112,15 +117,31 @@ func (KubevirtCluster) Default(_ context.Context, c *infrav1.KubevirtCluster) er
 }
 
 // ValidateCreate validates a new KubevirtCluster.
-func (KubevirtCluster) ValidateCreate(_ context.Context, c *infrav1.KubevirtCluster) (admission.Warnings, error) {
-	return nil, invalid("KubevirtCluster", c, validateClusterSpec(&c.Spec, field.NewPath("spec")))
+func (w KubevirtCluster) ValidateCreate(ctx context.Context, c *infrav1.KubevirtCluster) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	errs := validateClusterSpec(&c.Spec, spec)
+	errs = append(errs, validateClusterNames(c.Name)...)
+	refused, err := clusterTenancy(ctx, w.Policy, c.Namespace, &c.Spec, spec)
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("KubevirtCluster", c, append(errs, refused...))
 }
 
 // ValidateUpdate validates a changed KubevirtCluster.
-func (KubevirtCluster) ValidateUpdate(_ context.Context, oldC, newC *infrav1.KubevirtCluster) (admission.Warnings, error) {
+func (w KubevirtCluster) ValidateUpdate(ctx context.Context, oldC, newC *infrav1.KubevirtCluster) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := validateClusterSpec(&newC.Spec, spec)
 	errs = append(errs, validateClusterSpecUpdate(&oldC.Spec, &newC.Spec, spec)...)
+	if newC.DeletionTimestamp.IsZero() {
+		// A cluster being deleted must be able to lose its finalizer
+		// even when the policy changed under it.
+		refused, err := clusterTenancy(ctx, w.Policy, newC.Namespace, &newC.Spec, spec)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, refused...)
+	}
 	return nil, invalid("KubevirtCluster", newC, errs)
 }
 
@@ -133,7 +154,10 @@ func (KubevirtCluster) ValidateDelete(context.Context, *infrav1.KubevirtCluster)
 // +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtclustertemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclustertemplates,versions=v1alpha1,name=validation.kubevirtclustertemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // KubevirtClusterTemplate defaults and validates KubevirtClusterTemplates.
-type KubevirtClusterTemplate struct{}
+type KubevirtClusterTemplate struct {
+	// Policy is the multi-tenancy policy; nil checks the defaults only.
+	Policy *tenancy.Policy
+}
 
 // Default fills defaults of the templated spec.
 func (KubevirtClusterTemplate) Default(_ context.Context, t *infrav1.KubevirtClusterTemplate) error {
@@ -142,8 +166,12 @@ func (KubevirtClusterTemplate) Default(_ context.Context, t *infrav1.KubevirtClu
 }
 
 // ValidateCreate validates a new KubevirtClusterTemplate.
-func (KubevirtClusterTemplate) ValidateCreate(_ context.Context, t *infrav1.KubevirtClusterTemplate) (admission.Warnings, error) {
-	return nil, invalid("KubevirtClusterTemplate", t, validateClusterTemplate(t))
+func (w KubevirtClusterTemplate) ValidateCreate(ctx context.Context, t *infrav1.KubevirtClusterTemplate) (admission.Warnings, error) {
+	refused, err := clusterTenancy(ctx, w.Policy, t.Namespace, &t.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("KubevirtClusterTemplate", t, append(validateClusterTemplate(t), refused...))
 }
 
 // ValidateUpdate keeps the template immutable, except for the topology
@@ -172,7 +200,10 @@ func validateClusterTemplate(t *infrav1.KubevirtClusterTemplate) field.ErrorList
 // +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachine,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines,versions=v1alpha1,name=validation.kubevirtmachine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // KubevirtMachine defaults and validates KubevirtMachines.
-type KubevirtMachine struct{}
+type KubevirtMachine struct {
+	// Policy is the multi-tenancy policy; nil checks the defaults only.
+	Policy *tenancy.Policy
+}
 
 // Default fills defaults.
 func (KubevirtMachine) Default(_ context.Context, m *infrav1.KubevirtMachine) error {
@@ -181,8 +212,15 @@ func (KubevirtMachine) Default(_ context.Context, m *infrav1.KubevirtMachine) er
 }
 
 // ValidateCreate validates a new KubevirtMachine.
-func (KubevirtMachine) ValidateCreate(_ context.Context, m *infrav1.KubevirtMachine) (admission.Warnings, error) {
-	return nil, invalid("KubevirtMachine", m, validateMachineSpec(&m.Spec, m.Namespace, field.NewPath("spec")))
+func (w KubevirtMachine) ValidateCreate(ctx context.Context, m *infrav1.KubevirtMachine) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	errs := validateMachineSpec(&m.Spec, m.Namespace, spec)
+	errs = append(errs, validateMachineNames(m.Name, &m.Spec)...)
+	refused, err := machineTenancy(ctx, w.Policy, m, &m.Spec, spec)
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("KubevirtMachine", m, append(errs, refused...))
 }
 
 // ValidateUpdate validates a changed KubevirtMachine.
@@ -209,7 +247,10 @@ func (KubevirtMachine) ValidateDelete(context.Context, *infrav1.KubevirtMachine)
 // +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-kubevirtmachinetemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinetemplates,versions=v1alpha1,name=validation.kubevirtmachinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
 
 // KubevirtMachineTemplate defaults and validates KubevirtMachineTemplates.
-type KubevirtMachineTemplate struct{}
+type KubevirtMachineTemplate struct {
+	// Policy is the multi-tenancy policy; nil checks the defaults only.
+	Policy *tenancy.Policy
+}
 
 // Default fills defaults of the templated spec.
 func (KubevirtMachineTemplate) Default(_ context.Context, t *infrav1.KubevirtMachineTemplate) error {
@@ -218,8 +259,12 @@ func (KubevirtMachineTemplate) Default(_ context.Context, t *infrav1.KubevirtMac
 }
 
 // ValidateCreate validates a new KubevirtMachineTemplate.
-func (KubevirtMachineTemplate) ValidateCreate(_ context.Context, t *infrav1.KubevirtMachineTemplate) (admission.Warnings, error) {
-	return nil, invalid("KubevirtMachineTemplate", t, validateMachineTemplate(t))
+func (w KubevirtMachineTemplate) ValidateCreate(ctx context.Context, t *infrav1.KubevirtMachineTemplate) (admission.Warnings, error) {
+	refused, err := machineTenancy(ctx, w.Policy, t, &t.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("KubevirtMachineTemplate", t, append(validateMachineTemplate(t), refused...))
 }
 
 // ValidateUpdate keeps the template immutable, except for the topology

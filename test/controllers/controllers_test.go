@@ -183,12 +183,27 @@ func TestExternalInfraClusters(t *testing.T) {
 		}
 		g.Expect(env.Client.Create(ctx, broken)).To(Succeed())
 
-		ext := createTenant(t, newNamespace(t), "external", func(kc *infrav1.KubevirtCluster) {
+		tenantNS := newNamespace(t)
+		ext := createTenant(t, tenantNS, "external", func(kc *infrav1.KubevirtCluster) {
 			kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "infra", Namespace: ns}
 		}, func(km *infrav1.KubevirtMachine) {
 			km.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "broken", Namespace: ns}
 		})
+		// A Secret of another namespace is used only once an administrator
+		// grants it; the grant is acted on without a wait.
 		g.Eventually(condition(ext.kc, infrav1.InfraClusterAvailableCondition), 30*time.Second).
+			Should(haveReason(metav1.ConditionFalse, infrav1.NotAllowedByPolicyReason))
+		g.Expect(conditions.Get(ext.kc, infrav1.InfraClusterAvailableCondition).Message).To(ContainSubstring("rule infra-secret-namespace"))
+		for _, name := range []string{"infra", "broken"} {
+			grant := &infrav1.KubevirtClusterIdentity{ObjectMeta: metav1.ObjectMeta{GenerateName: "grant-"},
+				Spec: infrav1.KubevirtClusterIdentitySpec{
+					SecretRef:         &infrav1.IdentitySecretReference{Namespace: ns, Name: name},
+					AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{tenantNS}},
+				}}
+			g.Expect(env.Client.Create(ctx, grant)).To(Succeed())
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), grant) })
+		}
+		g.Eventually(condition(ext.kc, infrav1.InfraClusterAvailableCondition), 10*time.Second).
 			Should(haveReason(metav1.ConditionTrue, infrav1.AvailableReason))
 		g.Eventually(condition(ext.km, infrav1.InfraClusterAvailableCondition), 30*time.Second).
 			Should(haveReason(metav1.ConditionFalse, infrav1.InfraClusterSecretInvalidReason))

@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -340,23 +341,50 @@ func TestAdmissionRejectsInvalidObjects(t *testing.T) {
 
 // TestAdmissionAcceptsCommunityManifestsUnchanged applies manifests written
 // for the community KubeVirt provider and checks that each is accepted and
-// that every field it sets reads back with the same value.
+// that every field it sets reads back with the same value. A manifest that
+// puts VMs or networks in a namespace of its own is applied there, as
+// written for; the external-infra one, whose kubeconfig Secret sits in the
+// community provider's namespace, once an administrator has granted it.
 func TestAdmissionAcceptsCommunityManifestsUnchanged(t *testing.T) {
+	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "capk-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
+	if err := env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	writtenFor := map[string]string{
+		"kubevirtmachine-instancetype.yaml":          "tenants",
+		"kubevirtmachinetemplate-containerdisk.yaml": "default",
+		"kubevirtmachinetemplate-persistent.yaml":    "default",
+	}
+	for _, name := range writtenFor {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	grant := &infrav1.KubevirtClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "capk-external-infra"},
+		Spec: infrav1.KubevirtClusterIdentitySpec{
+			SecretRef:         &infrav1.IdentitySecretReference{Namespace: "capk-system", Name: "external-infra-kubeconfig"},
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{ns.Name}},
+			InfraNamespaces:   []string{"tenant-infra"},
+		}}
+	if err := env.Client.Create(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, grant) })
 	for name, u := range capkManifests(t) {
 		t.Run(name, func(t *testing.T) {
 			want := u.DeepCopy()
 			obj := u.DeepCopy()
 			obj.SetNamespace(ns.Name)
-			if err := env.Client.Create(context.Background(), obj); err != nil {
+			if n, ok := writtenFor[name]; ok {
+				obj.SetNamespace(n)
+			}
+			if err := env.Client.Create(ctx, obj); err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
 			got := &unstructured.Unstructured{}
 			got.SetGroupVersionKind(obj.GroupVersionKind())
-			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got); err != nil {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
 				t.Fatal(err)
 			}
 			if ok, path := isSubset(want.Object["spec"], got.Object["spec"], "spec"); !ok {

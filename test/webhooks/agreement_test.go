@@ -122,7 +122,9 @@ var agreementCases = []vmCase{
 	{"a DataVolume template from a registry", withDataVolumeTemplate(func(*kubevirtv1.DataVolumeTemplateSpec) {}), true},
 	{"a DataVolume template from a DataSource", withDataVolumeTemplate(func(t *kubevirtv1.DataVolumeTemplateSpec) {
 		t.Spec.Source = nil
-		t.Spec.SourceRef = &cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "ubuntu", Namespace: ptr.To("golden-images")}
+		// In the VM's namespace: one of another namespace is KubeVirt-valid
+		// but refused by the multi-tenancy policy (guest-clone-source).
+		t.Spec.SourceRef = &cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "ubuntu"}
 	}), true},
 	{"a DataVolume template nothing uses", func(vm *kubevirtv1.VirtualMachineSpec) {
 		withDataVolumeTemplate(func(*kubevirtv1.DataVolumeTemplateSpec) {})(vm)

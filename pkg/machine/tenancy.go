@@ -1,0 +1,39 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package machine
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
+)
+
+// guestAllowed checks, before anything of the VM is created, what the
+// machine's VM would mount, attach and carry against the multi-tenancy
+// policy, as admission did: a webhook can be off, and the identity can
+// have changed since. A refusal is a failed outcome naming the rule.
+func guestAllowed(ctx context.Context, sc *Scope, vmNamespace string) (outcome.Outcome, error) {
+	km := sc.KubevirtMachine
+	refusal, err := tenancy.CheckVM(ctx, sc.Infra().APIReader, tenancy.VM{
+		Spec: &km.Spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Infra().Guest,
+		Namespace: vmNamespace, TenantNamespace: km.Namespace, ClusterName: sc.Cluster.Name, Path: field.NewPath("spec"),
+	})
+	return tenancy.Outcome(refusal, err)
+}
