@@ -100,8 +100,21 @@ func machineTenancy(ctx context.Context, p *tenancy.Policy, obj client.Object, s
 	if kc != nil {
 		networks = kc.Spec.Network.Networks
 	}
-	refusals, _ := tenancy.Guest(spec, networks, infraNS, grant.Guest(), path)
-	return refusals.FieldErrors(), nil
+	refusals, named := tenancy.Guest(spec, networks, infraNS, grant.Guest(), path)
+	clusterName := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if len(refusals) > 0 || grant.SecretRef != nil || clusterName == "" || p == nil || p.Reader == nil {
+		// What an external infra cluster holds, or what a template not
+		// yet of a cluster names, the controller checks before it acts.
+		return refusals.FieldErrors(), nil
+	}
+	refusal, err := tenancy.CheckOwned(ctx, p.Reader, infraNS, obj.GetNamespace(), clusterName, named)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if refusal != nil {
+		return field.ErrorList{refusal.FieldError()}, nil
+	}
+	return nil, nil
 }
 
 // kubevirtClusterOf is the KubevirtCluster of the Cluster an object names
