@@ -44,12 +44,13 @@ type TenantCloudSpec struct {
 	// +kubebuilder:validation:MaxItems=2
 	Components []TenantCloudComponent `json:"components,omitempty"`
 
-	// tokenExpirationSeconds is the lifetime asked of each token, an hour at
-	// the least; the provider replaces it when four fifths of the lifetime
+	// tokenExpirationSeconds is the lifetime asked of each token, from an
+	// hour to a week (604800): a token a tenant cluster leaks stays usable
+	// that long. The provider replaces it when four fifths of the lifetime
 	// the API server granted have passed. Default 86400 (a day).
 	// +optional
 	// +kubebuilder:validation:Minimum=3600
-	// +kubebuilder:validation:Maximum=31536000
+	// +kubebuilder:validation:Maximum=604800
 	TokenExpirationSeconds *int64 `json:"tokenExpirationSeconds,omitempty"`
 
 	// infraServer is the infra API server's URL as the tenant's VMs reach
@@ -68,6 +69,10 @@ func (s TenantCloudSpec) Enabled() bool { return len(s.Components) > 0 }
 // DefaultTenantCloudTokenExpirationSeconds is the token lifetime asked for
 // when tokenExpirationSeconds is unset.
 const DefaultTenantCloudTokenExpirationSeconds = 86400
+
+// MaxTenantCloudTokenExpirationSeconds is the longest token lifetime the
+// provider asks for, whatever an object stored before the limit says.
+const MaxTenantCloudTokenExpirationSeconds = 604800
 
 // TenantCloudStatus reports the credential handed to the tenant cluster.
 type TenantCloudStatus struct {

@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cpservice"
@@ -42,6 +43,10 @@ import (
 // objects may still be there. The Ready condition says what it waits for.
 func (s *Service) Delete(ctx context.Context, kc *infrav1.KubevirtCluster, access infracluster.Access) (outcome.Outcome, error) {
 	var o outcome.Outcome
+	if access.Outcome.Reason == infrav1.NotAllowedByPolicyReason && !createdAnything(kc) {
+		// Refused from the start: nothing was created to delete.
+		return outcome.Ready(clusterv1.DeletionCompletedReason, "the policy refused the cluster; nothing was created for it"), nil
+	}
 	if !access.Reachable() {
 		o = outcome.Wait(infrav1.DeletingReason, "cannot delete the cluster's objects on the infra cluster until it can be used: "+
 			access.Outcome.Message).After(access.Outcome.RequeueAfter)
@@ -59,6 +64,15 @@ func (s *Service) Delete(ctx context.Context, kc *infrav1.KubevirtCluster, acces
 	}
 	outcome.Set(kc, infrav1.ReadyCondition, o)
 	return o, err
+}
+
+// createdAnything reports whether the cluster ever had its infra cluster to
+// work with: each of these is recorded only once it did. A cluster the
+// policy refuses after that (an administrator withdrew the grant) keeps
+// waiting, since what it created may still be there.
+func createdAnything(kc *infrav1.KubevirtCluster) bool {
+	return conditions.Has(kc, infrav1.ControlPlaneEndpointReadyCondition) || conditions.Has(kc, infrav1.NetworkIsolationReadyCondition) ||
+		conditions.Has(kc, infrav1.NetworksReadyCondition) || kc.Status.Network.PerCluster != "" || kc.Status.TenantCloud.ServiceAccount != ""
 }
 
 // deleteObjects deletes in order and reports what it still waits for; ""

@@ -373,6 +373,7 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 	metrics.InstrumentConfig(cfg, target.Secret.String())
 	out := &outage{}
 	cfg.Wrap(c.detectLoss(key, out))
+	cfg.Wrap(withholdForeignBodies)
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("infra cluster %s: %w", key, err)

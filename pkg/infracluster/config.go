@@ -125,6 +125,9 @@ func restConfig(kubeconfig []byte) (*rest.Config, error) {
 		if cluster.CertificateAuthority != "" {
 			return nil, fmt.Errorf("cluster %q reads its CA from a file; use certificate-authority-data", name)
 		}
+		if err := httpsOnly(name, cluster.Server); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {

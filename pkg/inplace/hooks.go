@@ -70,6 +70,14 @@ const UpdateRetry = 5 * time.Second
 // change it cannot cover is left out, so Cluster API rolls the machines
 // as before.
 func (h *Hooks) CanUpdateMachineSet(ctx context.Context, req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse) {
+	if ours, err := decode(req.Current.InfrastructureMachineTemplate, "KubevirtMachineTemplate", "current", &infrav1.KubevirtMachineTemplate{}); err != nil || !ours {
+		answer(&resp.CommonResponse, err, "not a KubevirtMachineTemplate")
+		return
+	}
+	if err := sameMachineSet(ctx, h.Client, &req.Current.MachineSet); err != nil {
+		answer(&resp.CommonResponse, err, "")
+		return
+	}
 	var machines []clusterv1.Machine
 	listed := func() ([]clusterv1.Machine, error) {
 		if machines != nil {
@@ -108,6 +116,15 @@ func answerMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runt
 // KubeadmControlPlane's machines) the same way, as a patch of the current
 // KubevirtMachine.
 func (h *Hooks) CanUpdateMachine(ctx context.Context, req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) {
+	current := &infrav1.KubevirtMachine{}
+	if ours, err := decode(req.Current.InfrastructureMachine, "KubevirtMachine", "current", current); err != nil || !ours {
+		answer(&resp.CommonResponse, err, "not a KubevirtMachine")
+		return
+	}
+	if err := sameMachine(ctx, h.Client, &req.Current.Machine, current.Namespace, current.Name); err != nil {
+		answer(&resp.CommonResponse, err, "")
+		return
+	}
 	answerMachine(req, resp, h.checks(ctx, func() ([]clusterv1.Machine, error) {
 		return []clusterv1.Machine{req.Current.Machine}, nil
 	}))
@@ -270,6 +287,10 @@ func (h *Hooks) UpdateMachine(ctx context.Context, req *runtimehooksv1.UpdateMac
 	ours, err := decode(req.Desired.InfrastructureMachine, "KubevirtMachine", "desired", desired)
 	if err != nil || !ours {
 		answer(&resp.CommonResponse, err, "not a KubevirtMachine")
+		return
+	}
+	if err := sameMachine(ctx, h.Client, &req.Desired.Machine, desired.Namespace, desired.Name); err != nil {
+		answer(&resp.CommonResponse, err, "")
 		return
 	}
 	km := &infrav1.KubevirtMachine{}

@@ -54,10 +54,11 @@ func Serve(mgr ctrl.Manager, infra Infra) error {
 	// the paths instead.
 	srv.Server = registerOnly{mgr.GetWebhookServer()}
 	hooks := &Hooks{Client: mgr.GetClient(), Targets: infra, Claims: infra}
+	turns := make(limiter, MaxConcurrentHookCalls)
 	for _, h := range []server.ExtensionHandler{
-		{Hook: runtimehooksv1.CanUpdateMachine, Name: CanUpdateMachineHandler, HandlerFunc: hooks.CanUpdateMachine},
-		{Hook: runtimehooksv1.CanUpdateMachineSet, Name: CanUpdateMachineSetHandler, HandlerFunc: hooks.CanUpdateMachineSet},
-		{Hook: runtimehooksv1.UpdateMachine, Name: UpdateMachineHandler, HandlerFunc: hooks.UpdateMachine},
+		{Hook: runtimehooksv1.CanUpdateMachine, Name: CanUpdateMachineHandler, HandlerFunc: limited(turns, hooks.CanUpdateMachine)},
+		{Hook: runtimehooksv1.CanUpdateMachineSet, Name: CanUpdateMachineSetHandler, HandlerFunc: limited(turns, hooks.CanUpdateMachineSet)},
+		{Hook: runtimehooksv1.UpdateMachine, Name: UpdateMachineHandler, HandlerFunc: limited(turns, hooks.UpdateMachine)},
 	} {
 		h.TimeoutSeconds = ptr.To[int32](10)
 		h.FailurePolicy = ptr.To(runtimehooksv1.FailurePolicyFail)

@@ -62,6 +62,8 @@ func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error
 			return s.recordVM(km, o), nil
 		}
 	case access.Outcome.Reason == infrav1.KubeVirtNotInstalledReason:
+	case access.Outcome.Reason == infrav1.NotAllowedByPolicyReason && !vmCreated(km):
+		// Refused before its VM was created: nothing to delete.
 	default:
 		return s.recordVM(km, outcome.Wait(infrav1.DeletingReason,
 			"cannot delete the VM until the infra cluster can be used: "+access.Outcome.Message).After(access.Outcome.RequeueAfter)), nil

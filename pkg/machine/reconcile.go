@@ -340,7 +340,7 @@ func (sc *Scope) failureDomain() string {
 func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedName) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	infra := sc.Infra()
-	if refused, err := guestAllowed(ctx, sc, key.Namespace); err != nil || refused.Reason != "" {
+	if refused, err := s.guestAllowed(ctx, sc, key.Namespace); err != nil || refused.Reason != "" {
 		return refused, err
 	}
 	// The import starts before bootstrap data exists: workers get theirs

@@ -29,11 +29,11 @@ import (
 // machine's VM would mount, attach and carry against the multi-tenancy
 // policy, as admission did: a webhook can be off, and the identity can
 // have changed since. A refusal is a failed outcome naming the rule.
-func guestAllowed(ctx context.Context, sc *Scope, vmNamespace string) (outcome.Outcome, error) {
+func (s *Service) guestAllowed(ctx context.Context, sc *Scope, vmNamespace string) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	refusal, err := tenancy.CheckVM(ctx, sc.Infra().APIReader, tenancy.VM{
 		Spec: &km.Spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Infra().Guest,
 		Namespace: vmNamespace, TenantNamespace: km.Namespace, ClusterName: sc.Cluster.Name, Path: field.NewPath("spec"),
 	})
-	return tenancy.Outcome(refusal, err)
+	return tenancy.Outcome(refusal, err, s.recheck())
 }

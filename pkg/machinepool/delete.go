@@ -44,6 +44,10 @@ func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error
 }
 
 func (s *Service) delete(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+	if sc.Access.Outcome.Reason == infrav1.NotAllowedByPolicyReason && sc.Pool.Status.VirtualMachinePool == "" {
+		// Refused before its VirtualMachinePool was created.
+		return outcome.Ready(clusterv1.DeletionCompletedReason, "the policy refused the pool; nothing was created for it"), nil
+	}
 	if !sc.Access.Reachable() {
 		o := sc.Access.Outcome
 		return outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,

@@ -179,7 +179,7 @@ func (s *Service) ensurePool(ctx context.Context, sc *Scope, key types.Namespace
 	if existing == nil && !sc.FinalizerStored {
 		return nil, outcome.Wait(infrav1.PendingReason, "the VirtualMachinePool is created once the pool's finalizer is stored"), nil
 	}
-	if refused, err := guestAllowed(ctx, sc, key.Namespace); err != nil || refused.Reason != "" {
+	if refused, err := s.guestAllowed(ctx, sc, key.Namespace); err != nil || refused.Reason != "" {
 		return existing, refused, err
 	}
 	goldenVolume, wait, err := s.goldenVolume(ctx, sc, key.Namespace)
@@ -340,11 +340,11 @@ func hashOf(p *poolv1.VirtualMachinePool) (string, error) {
 // guestAllowed checks the pool's VM template against the multi-tenancy
 // policy before anything of the pool is created or updated, as admission
 // did: a webhook can be off, and the identity can have changed since.
-func guestAllowed(ctx context.Context, sc *Scope, vmNamespace string) (outcome.Outcome, error) {
+func (s *Service) guestAllowed(ctx context.Context, sc *Scope, vmNamespace string) (outcome.Outcome, error) {
 	refusal, err := tenancy.CheckVM(ctx, sc.Access.Infra.APIReader, tenancy.VM{
 		Spec: &sc.Pool.Spec.Template.Spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Access.Infra.Guest,
 		Namespace: vmNamespace, TenantNamespace: sc.Pool.Namespace, ClusterName: sc.Cluster.Name,
 		Path: field.NewPath("spec", "template", "spec"),
 	})
-	return tenancy.Outcome(refusal, err)
+	return tenancy.Outcome(refusal, err, s.recheck())
 }

@@ -34,7 +34,7 @@ const DefaultLeaderElectionID = "controller-leader-election-capkv"
 func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.Namespace, "namespace", "", "Namespace to watch; empty watches every namespace.")
 	fs.StringSliceVar(&o.InfraSecretNamespaces, "infra-secret-namespaces", nil,
-		"Namespaces, besides an object's own, from which infraClusterSecretRef may read kubeconfig Secrets; empty allows any (as the community provider does).")
+		"Namespaces, besides an object's own, from which kubeconfig Secrets may be read at all; empty leaves it to KubevirtClusterIdentities, which grant each Secret of another namespace (docs/multi-tenancy.md).")
 	fs.StringSliceVar(&o.IsolationDeniedCIDRs, "isolation-denied-cidrs", isolation.DefaultDeniedCIDRs,
 		"Address ranges tenant VMs may not reach (the infra cluster's pod, service and node ranges), for clusters that set no isolation.deniedCIDRs.")
 	fs.StringSliceVar(&o.IsolationIPFamilies, "isolation-ip-families", []string{"IPv4", "IPv6"},

@@ -25,6 +25,7 @@ package tenancy
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -34,20 +35,17 @@ import (
 
 // Rule names, as refusals quote them and docs/multi-tenancy.md lists them.
 const (
-	RuleIdentityNotFound       = "identity-not-found"
-	RuleIdentityNamespace      = "identity-namespace-not-allowed"
-	RuleIdentityWithSecretRef  = "identity-or-secret-ref"
-	RuleInfraNamespace         = "infra-namespace-not-allowed"
-	RuleSecretNamespace        = "infra-secret-namespace"
-	RuleGuestVolumeSource      = "guest-volume-source"
-	RuleGuestObjectNotOwned    = "guest-object-not-owned"
-	RuleGuestNetworkNamespace  = "guest-network-namespace"
-	RuleGuestAnnotation        = "guest-annotation"
-	RuleGuestCloneSource       = "guest-clone-source"
-	RuleDerivedNameTooLong     = "derived-name-too-long"
-	RuleIdentityRefImmutable   = "identity-immutable"
-	RuleInfraServerInsecure    = "infra-server-insecure"
-	RuleTenantCloudTokenLength = "tenant-cloud-token-lifetime"
+	RuleIdentityNotFound      = "identity-not-found"
+	RuleIdentityNamespace     = "identity-namespace-not-allowed"
+	RuleIdentityWithSecretRef = "identity-or-secret-ref"
+	RuleInfraNamespace        = "infra-namespace-not-allowed"
+	RuleSecretNamespace       = "infra-secret-namespace"
+	RuleGuestVolumeSource     = "guest-volume-source"
+	RuleGuestObjectNotOwned   = "guest-object-not-owned"
+	RuleGuestNetworkNamespace = "guest-network-namespace"
+	RuleGuestAnnotation       = "guest-annotation"
+	RuleGuestCloneSource      = "guest-clone-source"
+	RuleDerivedNameTooLong    = "derived-name-too-long"
 )
 
 // Refusal is one thing a tenant asked for that the policy does not allow:
@@ -97,12 +95,13 @@ func refuse(rule string, fld *field.Path, format string, args ...any) *Refusal {
 }
 
 // Outcome is a controller's outcome of a check: failed with
-// NotAllowedByPolicy and the refusal's message, or none.
-func Outcome(refusal *Refusal, err error) (outcome.Outcome, error) {
+// NotAllowedByPolicy and the refusal's message, looked at again after
+// recheck (labelling an object is not watched), or none.
+func Outcome(refusal *Refusal, err error, recheck time.Duration) (outcome.Outcome, error) {
 	if err != nil || refusal == nil {
 		return outcome.Outcome{}, err
 	}
-	return outcome.Fail(infrav1.NotAllowedByPolicyReason, refusal.Error()), nil
+	return outcome.Fail(infrav1.NotAllowedByPolicyReason, refusal.Error()).After(recheck), nil
 }
 
 // AsRefusal returns the refusal err is or wraps, else nil.

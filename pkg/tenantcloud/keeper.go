@@ -127,7 +127,8 @@ func (k *Keeper) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, clu
 	}
 	access := Access{Server: cmp.Or(spec.InfraServer, infra.Server), CAData: infra.CAData, TLSServerName: infra.TLSServerName,
 		Insecure: infra.Insecure, Namespace: infra.Namespace, ServiceAccount: name, ServiceAccountUID: string(sa.UID)}
-	lifetime := time.Duration(ptr.Deref(spec.TokenExpirationSeconds, infrav1.DefaultTenantCloudTokenExpirationSeconds)) * time.Second
+	lifetime := time.Duration(min(ptr.Deref(spec.TokenExpirationSeconds, infrav1.DefaultTenantCloudTokenExpirationSeconds),
+		infrav1.MaxTenantCloudTokenExpirationSeconds)) * time.Second
 	live := &corev1.Secret{}
 	err = tenant.Get(ctx, secretKey, live)
 	switch {

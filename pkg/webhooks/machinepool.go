@@ -59,7 +59,8 @@ func (w KubevirtMachinePool) ValidateCreate(ctx context.Context, p *infrav1.Kube
 func (w KubevirtMachinePool) ValidateUpdate(ctx context.Context, oldP, newP *infrav1.KubevirtMachinePool) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := validatePoolSpec(&newP.Spec, newP.Namespace, spec)
-	if newP.DeletionTimestamp.IsZero() {
+	if !equality.Semantic.DeepEqual(oldP.Spec, newP.Spec) {
+		// As for clusters: metadata and finalizers may always change.
 		refused, err := machineTenancy(ctx, w.Policy, newP, &newP.Spec.Template.Spec, spec.Child("template", "spec"))
 		if err != nil {
 			return nil, err

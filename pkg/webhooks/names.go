@@ -28,7 +28,6 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
@@ -57,15 +56,13 @@ func validateDerivedNames(fld *field.Path, value string, names []derivedName) fi
 
 // validateClusterNames checks the names derived from a KubevirtCluster's:
 // its control-plane Service (a DNS-1035 label: at most 60 characters
-// before "-lb", starting with a letter), NetworkPolicies and tenant cloud
-// ServiceAccount.
+// before "-lb", starting with a letter) and NetworkPolicies.
 func validateClusterNames(name string) field.ErrorList {
 	kc := &infrav1.KubevirtCluster{}
 	kc.Name = name
 	names := []derivedName{
 		{kind: "control-plane Service", name: cpservice.Name(kc), valid: validation.IsDNS1035Label},
 		{kind: "NetworkPolicy", name: isolation.LoadBalancersName(kc), valid: validation.IsDNS1123Subdomain},
-		{kind: "tenant cloud ServiceAccount", name: tenantcloud.Name(name), valid: validation.IsDNS1123Subdomain},
 	}
 	return validateDerivedNames(field.NewPath("metadata", "name"), name, names)
 }

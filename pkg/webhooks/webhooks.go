@@ -133,9 +133,10 @@ func (w KubevirtCluster) ValidateUpdate(ctx context.Context, oldC, newC *infrav1
 	spec := field.NewPath("spec")
 	errs := validateClusterSpec(&newC.Spec, spec)
 	errs = append(errs, validateClusterSpecUpdate(&oldC.Spec, &newC.Spec, spec)...)
-	if newC.DeletionTimestamp.IsZero() {
-		// A cluster being deleted must be able to lose its finalizer
-		// even when the policy changed under it.
+	if !equality.Semantic.DeepEqual(oldC.Spec, newC.Spec) {
+		// Metadata and finalizers may change whatever the policy says
+		// now: a cluster whose grant was withdrawn must still be able to
+		// go.
 		refused, err := clusterTenancy(ctx, w.Policy, newC.Namespace, &newC.Spec, spec)
 		if err != nil {
 			return nil, err

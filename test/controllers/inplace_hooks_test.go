@@ -135,6 +135,25 @@ func TestInPlaceHooksReadTheMachines(t *testing.T) {
 	g.Expect(u.Status).To(Equal(runtimehooksv1.ResponseStatusSuccess))
 	g.Expect(u.RetryAfterSeconds).To(BeEquivalentTo(5), "no word from the provider yet: ask again")
 
+	// Whoever reaches the extension's port can call it: a request whose
+	// Machine is not the stored one, or names another KubevirtMachine,
+	// learns nothing.
+	forged := &runtimehooksv1.UpdateMachineRequest{}
+	forged.Desired.Machine = *machine.DeepCopy()
+	forged.Desired.Machine.UID = "forged"
+	forged.Desired.InfrastructureMachine = rawObject(g, km.DeepCopy(), "KubevirtMachine")
+	forgedResp := &runtimehooksv1.UpdateMachineResponse{}
+	hooks.UpdateMachine(ctx, forged, forgedResp)
+	g.Expect(forgedResp.Status).To(Equal(runtimehooksv1.ResponseStatusFailure))
+	g.Expect(forgedResp.Message).To(ContainSubstring("is not the stored one"))
+	other := km.DeepCopy()
+	other.Name = "someone-elses"
+	forged.Desired.Machine = *machine
+	forged.Desired.InfrastructureMachine = rawObject(g, other, "KubevirtMachine")
+	hooks.UpdateMachine(ctx, forged, forgedResp)
+	g.Expect(forgedResp.Status).To(Equal(runtimehooksv1.ResponseStatusFailure))
+	g.Expect(forgedResp.Message).To(ContainSubstring("does not use KubevirtMachine"))
+
 	setMachineCondition(g, km, metav1.Condition{Type: infrav1.InPlaceUpdatedCondition, Status: metav1.ConditionFalse,
 		Reason: infrav1.InPlaceUpdatingReason, Message: "KubeVirt hot-plugs 2 CPU sockets by a live migration to node infra-2"})
 	u = update()
