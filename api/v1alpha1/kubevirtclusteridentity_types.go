@@ -46,6 +46,7 @@ type KubevirtClusterIdentitySpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	InfraNamespaces []string `json:"infraNamespaces,omitempty"`
 
 	// guest allows the VMs more than what belongs to their own cluster;
@@ -65,6 +66,7 @@ type IdentitySecretReference struct {
 	// namespace of the Secret; empty is the provider's namespace.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
 	Namespace string `json:"namespace,omitempty"`
 }
 
@@ -76,6 +78,7 @@ type AllowedNamespaces struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	List []string `json:"list,omitempty"`
 	// selector matches namespaces by their labels; an empty selector
 	// matches every namespace.
@@ -114,6 +117,7 @@ type GuestAllowances struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	NetworkNamespaces []string `json:"networkNamespaces,omitempty"`
 	// annotations are annotation keys, refused by default because KubeVirt,
 	// Multus or a CNI act on them (a hook sidecar runs an image in the VM's

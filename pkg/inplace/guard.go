@@ -59,30 +59,27 @@ func limited[Req any, Resp runtimehooksv1.ResponseObject](l limiter, f func(cont
 	}
 }
 
-// sameMachine checks that a request's Machine is the one stored, by UID,
-// and that it names the KubevirtMachine the request carries: the
-// extension then answers only about the machine Cluster API asks for,
-// whatever a caller puts in the request.
+// sameMachine checks that a request's Machine is stored and that the
+// stored one uses the KubevirtMachine the request carries: the extension
+// answers only about a machine Cluster API could ask for, whatever a
+// caller puts in the request. Cluster API strips UIDs from its requests,
+// so the names are what can be checked.
 func sameMachine(ctx context.Context, c client.Reader, m *clusterv1.Machine, infraNamespace, infraName string) error {
 	stored := &clusterv1.Machine{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, stored); err != nil {
 		return fmt.Errorf("reading Machine %s/%s: %w", m.Namespace, m.Name, err)
 	}
-	if stored.UID != m.UID || stored.Spec.InfrastructureRef.Name != infraName || m.Namespace != infraNamespace {
-		return fmt.Errorf("the request's Machine %s/%s is not the stored one, or does not use KubevirtMachine %s/%s",
-			m.Namespace, m.Name, infraNamespace, infraName)
+	if stored.Spec.InfrastructureRef.Name != infraName || m.Namespace != infraNamespace {
+		return fmt.Errorf("the stored Machine %s/%s does not use KubevirtMachine %s/%s", m.Namespace, m.Name, infraNamespace, infraName)
 	}
 	return nil
 }
 
-// sameMachineSet checks that a request's MachineSet is the one stored.
-func sameMachineSet(ctx context.Context, c client.Reader, ms *clusterv1.MachineSet) error {
+// storedMachineSet checks that a request's MachineSet is stored.
+func storedMachineSet(ctx context.Context, c client.Reader, ms *clusterv1.MachineSet) error {
 	stored := &clusterv1.MachineSet{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}, stored); err != nil {
 		return fmt.Errorf("reading MachineSet %s/%s: %w", ms.Namespace, ms.Name, err)
-	}
-	if stored.UID != ms.UID {
-		return fmt.Errorf("the request's MachineSet %s/%s is not the stored one", ms.Namespace, ms.Name)
 	}
 	return nil
 }

@@ -50,6 +50,10 @@ type Hooks struct {
 	// Client reads Machines and KubevirtMachines of the management
 	// cluster.
 	Client client.Reader
+	// APIReader reads MachineSets from the API server, to check a
+	// request's against the stored one: the provider watches none. Unset,
+	// Client reads them.
+	APIReader client.Reader
 	// Targets, when set, says whether another infra node could take a
 	// VM's live migration.
 	Targets Targets
@@ -74,7 +78,11 @@ func (h *Hooks) CanUpdateMachineSet(ctx context.Context, req *runtimehooksv1.Can
 		answer(&resp.CommonResponse, err, "not a KubevirtMachineTemplate")
 		return
 	}
-	if err := sameMachineSet(ctx, h.Client, &req.Current.MachineSet); err != nil {
+	reader := h.APIReader
+	if reader == nil {
+		reader = h.Client
+	}
+	if err := storedMachineSet(ctx, reader, &req.Current.MachineSet); err != nil {
 		answer(&resp.CommonResponse, err, "")
 		return
 	}

@@ -53,7 +53,7 @@ func Serve(mgr ctrl.Manager, infra Infra) error {
 	// Cluster API's server brings its own listener; the manager's serves
 	// the paths instead.
 	srv.Server = registerOnly{mgr.GetWebhookServer()}
-	hooks := &Hooks{Client: mgr.GetClient(), Targets: infra, Claims: infra}
+	hooks := &Hooks{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Targets: infra, Claims: infra}
 	turns := make(limiter, MaxConcurrentHookCalls)
 	for _, h := range []server.ExtensionHandler{
 		{Hook: runtimehooksv1.CanUpdateMachine, Name: CanUpdateMachineHandler, HandlerFunc: limited(turns, hooks.CanUpdateMachine)},

@@ -136,16 +136,16 @@ func TestInPlaceHooksReadTheMachines(t *testing.T) {
 	g.Expect(u.RetryAfterSeconds).To(BeEquivalentTo(5), "no word from the provider yet: ask again")
 
 	// Whoever reaches the extension's port can call it: a request whose
-	// Machine is not the stored one, or names another KubevirtMachine,
-	// learns nothing.
+	// Machine is not stored, or does not use the KubevirtMachine it
+	// names, learns nothing.
 	forged := &runtimehooksv1.UpdateMachineRequest{}
 	forged.Desired.Machine = *machine.DeepCopy()
-	forged.Desired.Machine.UID = "forged"
+	forged.Desired.Machine.Name = "made-up"
 	forged.Desired.InfrastructureMachine = rawObject(g, km.DeepCopy(), "KubevirtMachine")
 	forgedResp := &runtimehooksv1.UpdateMachineResponse{}
 	hooks.UpdateMachine(ctx, forged, forgedResp)
 	g.Expect(forgedResp.Status).To(Equal(runtimehooksv1.ResponseStatusFailure))
-	g.Expect(forgedResp.Message).To(ContainSubstring("is not the stored one"))
+	g.Expect(forgedResp.Message).To(ContainSubstring("reading Machine"))
 	other := km.DeepCopy()
 	other.Name = "someone-elses"
 	forged.Desired.Machine = *machine

@@ -46,6 +46,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 var _ = Describe("clusterctl init", func() {
@@ -118,6 +119,9 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 	// namespaces holds the namespace of each cluster BeforeAll applied, by
 	// flavor ("clusterip" for the ClusterIP cluster).
 	namespaces := map[string]string{}
+	// The ClusterIP cluster's tenant has an administrator's grant: an
+	// identity that places its VMs and Service in infraNS.
+	var infraNS, identity string
 	BeforeAll(func() {
 		if w == nil {
 			Skip("needs the sandbox world's clusterctl configuration")
@@ -133,9 +137,13 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 			namespaces[flavor] = ns
 		}
 		ns := newNamespace(ctx, "e2e-clusterip-")
-		out := applyGenerated(ctx, ns, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "ClusterIP"},
-			"generate", "cluster", "cip", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "--worker-machine-count", "1")
+		infraNS = newNamespace(ctx, "e2e-infra-")
+		identity = grantInfraNamespace(ctx, ns, infraNS)
+		out, err := cc.RunWithVariables(ctx, map[string]string{"CAPKV_CONTROL_PLANE_SERVICE_TYPE": "ClusterIP"},
+			"generate", "cluster", "cip", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "--worker-machine-count", "1", "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("type: ClusterIP"))
+		Expect(world.ApplyYAMLWith(ctx, c, []byte(out), withIdentity(identity, false))).To(Succeed())
 		namespaces["clusterip"] = ns
 	})
 
@@ -180,15 +188,37 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 		})
 	}
 
-	It("renders a cluster whose control-plane endpoint is a ClusterIP Service, which reaches Running", func() {
+	It("renders a cluster whose control-plane endpoint is a ClusterIP Service, which reaches Running in the infra namespace its identity grants", func() {
 		ns := namespaces["clusterip"]
 		expectRunning(ctx, ns, "cip")
 		kc := &infrav1.KubevirtCluster{}
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cip"}, kc)).To(Succeed())
 		svc := &corev1.Service{}
-		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cip-lb"}, svc)).To(Succeed())
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: infraNS, Name: "cip-lb"}, svc)).To(Succeed())
 		Expect(kc.Spec.ControlPlaneEndpoint.Host).To(Equal(svc.Spec.ClusterIP), "the endpoint is the Service's ClusterIP")
+		for _, where := range []struct {
+			ns   string
+			want int
+		}{{infraNS, 2}, {ns, 0}} {
+			vms := &kubevirtv1.VirtualMachineList{}
+			Expect(c.List(ctx, vms, client.InNamespace(where.ns), client.MatchingLabels{clusterv1.ClusterNameLabel: "cip"})).To(Succeed())
+			Expect(vms.Items).To(HaveLen(where.want), "VMs of the cluster in namespace %s", where.ns)
+		}
+
+		By("a second tenant naming the same identity is refused at admission, and nothing of its cluster is created")
+		other := newNamespace(ctx, "e2e-other-tenant-")
+		out, err := cc.Run(ctx, "generate", "cluster", "cip", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", other)
+		Expect(err).NotTo(HaveOccurred())
+		err = world.ApplyYAMLWith(ctx, c, []byte(out), withIdentity(identity, true))
+		Expect(err).To(MatchError(ContainSubstring("multi-tenancy rule identity-namespace-not-allowed")))
+		kcs := &infrav1.KubevirtClusterList{}
+		Expect(c.List(ctx, kcs, client.InNamespace(other))).To(Succeed())
+		Expect(kcs.Items).To(BeEmpty())
+
 		deleteCluster(ctx, ns, "cip")
+		vms := &kubevirtv1.VirtualMachineList{}
+		Expect(c.List(ctx, vms, client.InNamespace(infraNS))).To(Succeed())
+		Expect(vms.Items).To(BeEmpty(), "the cluster's VMs in the infra namespace are gone with it")
 	})
 })
 
@@ -393,4 +423,32 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// grantInfraNamespace creates what a platform administrator grants one
+// tenant: a KubevirtClusterIdentity that lets tenantNS place its clusters
+// on the management cluster in infraNS. It returns the identity's name.
+func grantInfraNamespace(ctx context.Context, tenantNS, infraNS string) string {
+	identity := &infrav1.KubevirtClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: tenantNS},
+		Spec: infrav1.KubevirtClusterIdentitySpec{
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{tenantNS}},
+			InfraNamespaces:   []string{infraNS},
+		}}
+	Expect(c.Create(ctx, identity)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(c.Delete(ctx, identity))).To(Succeed()) })
+	return identity.Name
+}
+
+// withIdentity has a generated KubevirtCluster name the identity, and
+// with onlyCluster leaves every other object out.
+func withIdentity(identity string, onlyCluster bool) func(*unstructured.Unstructured) error {
+	return func(u *unstructured.Unstructured) error {
+		if u.GetKind() != "KubevirtCluster" {
+			if onlyCluster {
+				return world.ErrSkipObject
+			}
+			return nil
+		}
+		return unstructured.SetNestedMap(u.Object, map[string]any{"kind": infrav1.KubevirtClusterIdentityKind, "name": identity}, "spec", "identityRef")
+	}
 }
