@@ -239,8 +239,8 @@ func TestInfrastructureComponents(t *testing.T) {
 	if kinds["Namespace"] != 1 {
 		t.Errorf("%d Namespaces, want exactly 1", kinds["Namespace"])
 	}
-	if kinds["CustomResourceDefinition"] != 8 {
-		t.Errorf("%d CRDs, want 8", kinds["CustomResourceDefinition"])
+	if kinds["CustomResourceDefinition"] != 9 {
+		t.Errorf("%d CRDs, want 9", kinds["CustomResourceDefinition"])
 	}
 	for _, k := range []string{"Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Certificate", "Issuer", "Service"} {
 		if kinds[k] == 0 {
