@@ -81,15 +81,6 @@ func (rs Refusals) FieldErrors() field.ErrorList {
 	return errs
 }
 
-// Err is nil without refusals, else the first, which the controllers
-// report (one reason per condition).
-func (rs Refusals) Err() error {
-	if len(rs) == 0 {
-		return nil
-	}
-	return rs[0]
-}
-
 func refuse(rule string, fld *field.Path, format string, args ...any) *Refusal {
 	return &Refusal{Rule: rule, Field: fld, Message: fmt.Sprintf(format, args...)}
 }
