@@ -26,6 +26,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -131,4 +132,29 @@ func tenantClient(t *testing.T, ns string) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestIdentityRefCannotChange: a live cluster cannot move to another
+// identity, not even one granted to its namespace, since what was created
+// under the first would be left behind.
+func TestIdentityRefCannotChange(t *testing.T) {
+	ctx := context.Background()
+	attacker, other := createNamespace(t, "attacker-"), createNamespace(t, "victim-")
+	h := grantIdentities(t, attacker, other)
+	kc := &infrav1.KubevirtCluster{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "moving"}}
+	if err := env.Client.Create(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	tenant := tenantClient(t, attacker)
+	// The controllers write the cluster meanwhile: update the latest.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := tenant.Get(ctx, client.ObjectKeyFromObject(kc), kc); err != nil {
+			return err
+		}
+		kc.Spec.IdentityRef = &infrav1.IdentityReference{Kind: infrav1.KubevirtClusterIdentityKind, Name: h.OwnIdentity}
+		return tenant.Update(ctx, kc)
+	})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.identityRef: Forbidden: cannot be changed") {
+		t.Fatalf("want identityRef refused as immutable, got %v", err)
+	}
 }
