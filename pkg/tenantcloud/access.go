@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,51 +33,80 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
 )
 
-// Name names the ServiceAccount, Role and RoleBinding minted on the infra
+// Name names the ServiceAccount and RoleBinding minted on the infra
 // cluster for a tenant cluster.
 func Name(clusterName string) string { return clusterName + "-tenant-cloud" }
 
-// EnsureAccess keeps, in the infra namespace ns, the ServiceAccount name,
-// the Role of that name granting components what they need, and the
-// binding between them, all marked for owner (ref, when set, as their
-// controller), and returns the ServiceAccount. The Role follows the
-// components; a Role or binding someone changed is put back.
+// EnsureAccess keeps, in the infra namespace ns, the ServiceAccount name
+// and a RoleBinding of that name granting it the shipped ClusterRole of
+// components, both marked for owner (ref, when set, as their controller),
+// and returns the ServiceAccount. The provider holds "bind" on those
+// ClusterRoles, not their verbs. A binding someone changed is put back.
 func EnsureAccess(ctx context.Context, c client.Client, name, ns string, labels map[string]string, owner string, ref *metav1.OwnerReference, components []Component) (*corev1.ServiceAccount, error) {
-	meta := func() metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels} }
+	meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	sa, _, err := owned.Ensure(ctx, c,
-		&corev1.ServiceAccount{ObjectMeta: meta(), AutomountServiceAccountToken: ptr.To(false)}, &corev1.ServiceAccount{},
+		&corev1.ServiceAccount{ObjectMeta: *meta.DeepCopy(), AutomountServiceAccountToken: ptr.To(false)}, &corev1.ServiceAccount{},
 		owner, ref, "ServiceAccount", func(_, _ *corev1.ServiceAccount) bool { return false })
 	if err != nil {
 		return nil, err
 	}
-	role := Role(name, ns, components...)
-	role.ObjectMeta = meta()
-	if _, _, err := owned.Ensure(ctx, c, role, &rbacv1.Role{}, owner, ref, "Role", func(live, want *rbacv1.Role) bool {
-		if equality.Semantic.DeepEqual(live.Rules, want.Rules) {
-			return false
-		}
-		live.Rules = want.Rules
-		return true
-	}); err != nil {
-		return nil, err
-	}
 	binding := &rbacv1.RoleBinding{
-		ObjectMeta: meta(),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		ObjectMeta: *meta.DeepCopy(),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRoleName(components...)},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
 	}
-	if _, _, err := owned.Ensure(ctx, c, binding, &rbacv1.RoleBinding{}, owner, ref, "RoleBinding", func(live, want *rbacv1.RoleBinding) bool {
-		// The role reference cannot change; a binding to another Role is
-		// not one this provider made.
+	return sa, ensureBinding(ctx, c, binding, owner, ref)
+}
+
+// ensureBinding creates want, or corrects the subjects of the live binding
+// of its name. A role reference cannot change, so a binding to another
+// role (the components changed, or a Role minted by a release before the
+// shipped ClusterRoles) is deleted, with such a Role, and made again.
+func ensureBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBinding, owner string, ref *metav1.OwnerReference) error {
+	key := client.ObjectKeyFromObject(want)
+	live := &rbacv1.RoleBinding{}
+	err := c.Get(ctx, key, live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading RoleBinding %s: %w", key, err)
+	case !owned.IsOwnedBy(live, owner):
+		return fmt.Errorf("RoleBinding %s exists but was not created for %s; rename or remove it", key, owner)
+	case live.RoleRef == want.RoleRef:
 		if equality.Semantic.DeepEqual(live.Subjects, want.Subjects) {
-			return false
+			return nil
 		}
 		live.Subjects = want.Subjects
-		return true
-	}); err != nil {
-		return nil, err
+		if err := c.Update(ctx, live); err != nil {
+			return fmt.Errorf("correcting drift of RoleBinding %s: %w", key, err)
+		}
+		return nil
+	default:
+		if err := owned.DeleteLive(ctx, c, live); err != nil {
+			return fmt.Errorf("deleting RoleBinding %s to %s %s: %w", key, live.RoleRef.Kind, live.RoleRef.Name, err)
+		}
+		if live.RoleRef.Kind == "Role" {
+			if _, err := owned.Delete(ctx, c, &rbacv1.Role{}, client.ObjectKey{Namespace: key.Namespace, Name: live.RoleRef.Name}, owner); err != nil {
+				return fmt.Errorf("deleting Role %s/%s: %w", key.Namespace, live.RoleRef.Name, err)
+			}
+		}
 	}
-	return sa, nil
+	// A binding to a missing ClusterRole is allowed and grants nothing: the
+	// tenant's components would fail with no word of why.
+	if err := c.Get(ctx, client.ObjectKey{Name: want.RoleRef.Name}, &rbacv1.ClusterRole{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("ClusterRole %s is not installed on the infra cluster: apply the release's tenant-cloud-roles.yaml there (docs/tenant-cloud.md)", want.RoleRef.Name)
+		}
+		return fmt.Errorf("reading ClusterRole %s: %w", want.RoleRef.Name, err)
+	}
+	owned.Mark(want, owner)
+	if ref != nil {
+		want.SetOwnerReferences([]metav1.OwnerReference{*ref})
+	}
+	if err := c.Create(ctx, want); err != nil {
+		return fmt.Errorf("creating RoleBinding %s: %w", key, err)
+	}
+	return nil
 }
 
 // IssueToken asks the infra API server for a token of sa that expires
@@ -91,8 +121,9 @@ func IssueToken(ctx context.Context, c client.Client, sa *corev1.ServiceAccount,
 	return req.Status.Token, req.Status.ExpirationTimestamp.Time, nil
 }
 
-// DeleteAccess deletes the binding, the Role and the ServiceAccount name
-// in ns where they are owner's, and reports whether all are gone. None has
+// DeleteAccess deletes the binding, a Role an earlier release minted, and
+// the ServiceAccount name in ns where they are owner's, and reports
+// whether all are gone. None has
 // a finalizer, so a second look (c reads directly) finds each gone at
 // once. Deleting the ServiceAccount revokes its tokens.
 func DeleteAccess(ctx context.Context, c client.Client, name, ns, owner string) (bool, error) {

@@ -19,7 +19,8 @@ limitations under the License.
 // infra cluster: exactly the calls their code makes, in the namespace of
 // the cluster's VMs, and nothing cluster-scoped
 // (docs/kubevirt-behaviour.md#infra-permissions-of-the-tenants-cloud-provider-and-csi-driver).
-// It mints that access as a ServiceAccount, a Role, a binding and an
+// It mints that access as a ServiceAccount, a binding to one of the
+// ClusterRoles shipped with the provider (config/tenantcloud) and an
 // expiring token, hands it to the tenant cluster as a kubeconfig Secret,
 // replaces the token before it expires and removes it all again.
 package tenantcloud
@@ -27,9 +28,9 @@ package tenantcloud
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
@@ -107,12 +108,28 @@ func Rules(components ...Component) []rbacv1.PolicyRule {
 	return rules
 }
 
-// Role is the Role named name in the infra namespace ns that grants
-// components what they need there.
-func Role(name, ns string, components ...Component) *rbacv1.Role {
-	return &rbacv1.Role{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Rules:      Rules(components...),
+// ClusterRolePrefix begins the name of every ClusterRole the provider
+// binds: the release's name prefix (config/default) and "tenant-".
+const ClusterRolePrefix = "capkv-tenant-"
+
+// roleSuffix names each component in its ClusterRole's name.
+var roleSuffix = map[Component]string{CloudControllerManager: "ccm", CSIDriver: "csi"}
+
+// ClusterRoleName names the shipped ClusterRole that grants components
+// together what they need (config/tenantcloud/roles), whatever their order
+// or repetition: a binding names a single role.
+func ClusterRoleName(components ...Component) string {
+	var suffixes []string
+	for _, c := range []Component{CloudControllerManager, CSIDriver} {
+		if slices.Contains(components, c) {
+			suffixes = append(suffixes, roleSuffix[c])
+		}
 	}
+	return ClusterRolePrefix + strings.Join(suffixes, "-")
+}
+
+// ComponentSets are the sets of components a cluster may ask for, one
+// shipped ClusterRole each.
+func ComponentSets() [][]Component {
+	return [][]Component{{CloudControllerManager}, {CSIDriver}, {CloudControllerManager, CSIDriver}}
 }

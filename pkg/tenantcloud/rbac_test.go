@@ -105,43 +105,94 @@ func TestRulesAreLeast(t *testing.T) {
 	}
 }
 
-func TestRole(t *testing.T) {
-	r := Role("tenant-cloud", "vms", CSIDriver)
-	if r.Name != "tenant-cloud" || r.Namespace != "vms" || r.Kind != "Role" || len(r.Rules) != len(Rules(CSIDriver)) {
-		t.Errorf("Role = %+v", r)
-	}
-	// Each call builds its own rules: changing one Role leaves the next.
-	r.Rules[0].Verbs[0] = "changed"
-	if Rules(CSIDriver)[0].Verbs[0] == "changed" {
-		t.Error("Rules shares its verb slices between calls")
+func TestClusterRoleName(t *testing.T) {
+	for _, tc := range []struct {
+		components []Component
+		want       string
+	}{
+		{[]Component{CloudControllerManager}, "capkv-tenant-ccm"},
+		{[]Component{CSIDriver}, "capkv-tenant-csi"},
+		{[]Component{CloudControllerManager, CSIDriver}, "capkv-tenant-ccm-csi"},
+		{[]Component{CSIDriver, CloudControllerManager, CSIDriver}, "capkv-tenant-ccm-csi"},
+	} {
+		if got := ClusterRoleName(tc.components...); got != tc.want {
+			t.Errorf("ClusterRoleName(%v) = %s, want %s", tc.components, got, tc.want)
+		}
 	}
 }
 
-// TestProviderHoldsWhatItGrants checks the provider's generated ClusterRole
-// against the Role it creates: Kubernetes lets a Role grant only what its
-// creator holds, and the test world's API servers run the provider as an
-// administrator in most suites, where a gap would not show.
-func TestProviderHoldsWhatItGrants(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+// readYAML decodes the objects of a multi-document YAML file in the
+// repository into T.
+func readYAML[T any](t *testing.T, path ...string) []T {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(append([]string{"..", ".."}, path...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, held); err != nil {
+	var out []T
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
+		var o T
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// TestShippedClusterRoles checks the ClusterRoles the release installs
+// against the calls each set of components makes, and their names (with
+// the release's prefix) against those the provider binds.
+func TestShippedClusterRoles(t *testing.T) {
+	shipped := readYAML[rbacv1.ClusterRole](t, "config", "tenantcloud", "roles", "roles.yaml")
+	kustomization, err := os.ReadFile(filepath.Join("..", "..", "config", "default", "kustomization.yaml"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	holds := func(group, resource, verb string) bool {
-		return slices.ContainsFunc(held.Rules, func(r rbacv1.PolicyRule) bool {
-			return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb)
-		})
+	prefix := strings.TrimSuffix(ClusterRolePrefix, "tenant-")
+	if !strings.Contains(string(kustomization), "\nnamePrefix: "+prefix+"\n") {
+		t.Fatalf("config/default does not prefix names with %s", prefix)
 	}
-	for _, r := range Rules(CloudControllerManager, CSIDriver) {
-		for _, resource := range r.Resources {
-			for _, verb := range r.Verbs {
-				if !holds(r.APIGroups[0], resource, verb) {
-					t.Errorf("the provider's ClusterRole lacks %s on %s/%s, which the tenant cloud Role grants", verb, r.APIGroups[0], resource)
-				}
-			}
+	if len(shipped) != len(ComponentSets()) {
+		t.Errorf("%d ClusterRoles shipped, want one per component set (%d)", len(shipped), len(ComponentSets()))
+	}
+	for _, set := range ComponentSets() {
+		name := strings.TrimPrefix(ClusterRoleName(set...), prefix)
+		i := slices.IndexFunc(shipped, func(r rbacv1.ClusterRole) bool { return r.Name == name })
+		if i < 0 {
+			t.Errorf("no ClusterRole %s shipped for %v", name, set)
+			continue
 		}
+		if got, want := flat(shipped[i].Rules), flat(Rules(set...)); !slices.Equal(got, want) {
+			t.Errorf("ClusterRole %s grants\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// TestProviderBindsWhatItGrants checks the provider's generated ClusterRole:
+// it may bind the shipped roles and nothing else, and it can no longer make
+// a Role of its own, so it need not hold what the tenant gets.
+func TestProviderBindsWhatItGrants(t *testing.T) {
+	held := readYAML[rbacv1.ClusterRole](t, "config", "rbac", "role.yaml")[0]
+	var bindable []string
+	for _, r := range held.Rules {
+		if slices.Contains(r.Verbs, "bind") || slices.Contains(r.Verbs, "escalate") || slices.Contains(r.Verbs, "*") {
+			if !slices.Equal(r.APIGroups, []string{rbacv1.GroupName}) || !slices.Equal(r.Resources, []string{"clusterroles"}) || len(r.ResourceNames) == 0 {
+				t.Errorf("rule %v may bind or escalate beyond the shipped ClusterRoles", r)
+			}
+			bindable = append(bindable, r.ResourceNames...)
+		}
+		if slices.Contains(r.Resources, "roles") && (slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "update")) {
+			t.Errorf("rule %v lets the provider write Roles", r)
+		}
+	}
+	var want []string
+	for _, set := range ComponentSets() {
+		want = append(want, ClusterRoleName(set...))
+	}
+	slices.Sort(bindable)
+	slices.Sort(want)
+	if !slices.Equal(bindable, want) {
+		t.Errorf("the provider may bind %v, want %v", bindable, want)
 	}
 }

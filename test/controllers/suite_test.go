@@ -23,6 +23,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -59,7 +60,13 @@ func startManager(t *testing.T, o manager.Options) *testenv.Manager {
 // off, 2 workers per controller) and stops it when the test ends.
 func startManagerOn(t *testing.T, e *testenv.Env, o manager.Options) *testenv.Manager {
 	t.Helper()
-	m, err := testenv.StartManager(e.Config, o)
+	return startManagerAs(t, e.Config, o)
+}
+
+// startManagerAs starts a manager that authenticates with cfg.
+func startManagerAs(t *testing.T, cfg *rest.Config, o manager.Options) *testenv.Manager {
+	t.Helper()
+	m, err := testenv.StartManager(cfg, o)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if err := m.Stop(); err != nil {

@@ -36,6 +36,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -129,7 +130,9 @@ func TestTenantCloudCredential(t *testing.T) {
 	// The provider's clock runs ahead by skew, so that the test need not
 	// wait out most of a token's lifetime.
 	var skew atomic.Int64
-	startManager(t, manager.Options{WatchFilterValue: "tenantcloud", TenantConnectionRetryInterval: time.Second,
+	// The provider runs with the shipped RBAC: it binds the shipped
+	// ClusterRole without holding its verbs.
+	startManagerAs(t, shippedRBACConfig(t), manager.Options{WatchFilterValue: "tenantcloud", TenantConnectionRetryInterval: time.Second,
 		InProcess: manager.InProcess{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}})
 	ns, other := newNamespace(t), newNamespace(t)
 	tn := createTenant(t, ns, "tenantcloud", func(kc *infrav1.KubevirtCluster) {
@@ -145,11 +148,11 @@ func TestTenantCloudCredential(t *testing.T) {
 	g.Eventually(condition(tn.kc, infrav1.TenantCloudReadyCondition), 30*time.Second).
 		Should(haveReason(metav1.ConditionFalse, infrav1.WaitingForTenantReason))
 	g.Expect(tn.kc.Status.TenantCloud.ServiceAccount).To(Equal(ns + "/" + name))
-	role := &rbacv1.Role{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, role)).To(Succeed())
-	g.Expect(role.Rules).To(Equal(tenantcloud.Rules(tenantcloud.CloudControllerManager, tenantcloud.CSIDriver)))
+	binding := &rbacv1.RoleBinding{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, binding)).To(Succeed())
+	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "capkv-tenant-ccm-csi"}))
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other-cluster-kubeconfig", Namespace: ns}})).To(Succeed())
-	expectLeastAccess(ctx, t, ns, name, other, role.Rules, 26)
+	expectLeastAccess(ctx, t, ns, name, other, tenantcloud.Rules(tenantcloud.CloudControllerManager, tenantcloud.CSIDriver), 26)
 
 	// The tenant cluster becomes reachable as Cluster API makes it so: a
 	// kubeconfig Secret, and the infrastructure marked provisioned.
@@ -195,6 +198,26 @@ func TestTenantCloudCredential(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, tenantSecretKey, s)).To(Succeed())
 		return s.ResourceVersion
 	}, 3*time.Second, 200*time.Millisecond).Should(Equal(first.ResourceVersion))
+
+	// A credential minted by a release before the shipped ClusterRoles, a
+	// Role of its own and a binding to it, is rebound and the Role removed.
+	g.Expect(env.Client.Delete(ctx, binding)).To(Succeed())
+	legacy := []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: tenantcloud.Rules(tenantcloud.CloudControllerManager)},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}}},
+	}
+	for _, o := range legacy {
+		o.SetAnnotations(map[string]string{infrav1.OwnerAnnotation: ns + "/" + tn.kc.Name})
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+	}
+	touch(ctx, g, tn.kc, "rebind")
+	g.Eventually(func(g Gomega) string {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, binding)).To(Succeed())
+		return binding.RoleRef.Kind + " " + binding.RoleRef.Name
+	}, 10*time.Second).Should(Equal("ClusterRole capkv-tenant-ccm-csi"))
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rbacv1.Role{}))).To(BeTrue(), "the old Role is gone")
 
 	// The tenant's components use the kubeconfig as it is: it reaches the
 	// infra namespace, and no further.
@@ -282,25 +305,39 @@ func TestTenantCloudCredentialExternalInfra(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "infra", Namespace: ns},
 		Data:       map[string][]byte{infrav1.InfraClusterSecretKubeconfigKey: env.KubeConfig, infrav1.InfraClusterSecretNamespaceKey: []byte(vmNS)},
 	})).To(Succeed())
+	// An administrator has not installed the shipped ClusterRole on this
+	// infra cluster yet: a binding to it would grant nothing.
+	ccm := &rbacv1.ClusterRole{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "capkv-tenant-ccm"}, ccm)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, ccm)).To(Succeed())
+	restore := func() {
+		_ = env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ccm.Name, Labels: ccm.Labels}, Rules: ccm.Rules})
+	}
+	t.Cleanup(restore)
 	tn := createTenant(t, ns, "tenantcloud-external", func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "infra"}
 		kc.Spec.TenantCloud.Components = []infrav1.TenantCloudComponent{infrav1.TenantCloudControllerManager}
 	}, nil)
 	deleteTenantSecret(ctx, t)
 	connectTenant(ctx, g, tn)
+	g.Eventually(condition(tn.kc, infrav1.TenantCloudReadyCondition), 30*time.Second).
+		Should(haveReason(metav1.ConditionFalse, infrav1.CredentialFailedReason))
+	g.Expect(conditions.Get(tn.kc, infrav1.TenantCloudReadyCondition).Message).To(ContainSubstring(
+		"ClusterRole capkv-tenant-ccm is not installed on the infra cluster"))
+	restore()
 	g.Eventually(condition(tn.kc, infrav1.TenantCloudReadyCondition), 60*time.Second).
 		Should(haveReason(metav1.ConditionTrue, infrav1.CredentialIssuedReason))
 	name := tenantcloud.Name(tn.cluster.Name)
 	g.Expect(tn.kc.Status.TenantCloud.ServiceAccount).To(Equal(vmNS + "/" + name))
 
-	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.RoleBinding{}} {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: vmNS, Name: name}, obj)).To(Succeed())
 		g.Expect(obj.GetOwnerReferences()).To(BeEmpty(), "%T: owner references cannot cross clusters", obj)
 		g.Expect(obj.GetAnnotations()).To(HaveKeyWithValue(infrav1.OwnerAnnotation, ns+"/"+tn.kc.Name))
 	}
-	role := &rbacv1.Role{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: vmNS, Name: name}, role)).To(Succeed())
-	g.Expect(role.Rules).To(Equal(tenantcloud.Rules(tenantcloud.CloudControllerManager)), "the CCM's permissions only")
+	binding := &rbacv1.RoleBinding{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: vmNS, Name: name}, binding)).To(Succeed())
+	g.Expect(binding.RoleRef.Name).To(Equal("capkv-tenant-ccm"), "the CCM's permissions only")
 
 	secret := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, tenantSecretKey, secret)).To(Succeed())

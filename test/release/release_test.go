@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
 	"sigs.k8s.io/yaml"
 
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
@@ -117,16 +118,20 @@ func runMake(vars ...string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
-// components returns infrastructure-components.yaml released as
-// releaseVersion with the manager image releaseImage.
-func components(t *testing.T) []byte {
+// released returns the files named of a release as releaseVersion with
+// the manager image releaseImage.
+func released(t *testing.T, names ...string) [][]byte {
 	t.Helper()
 	dir := releaseManifests(t, "VERSION="+releaseVersion, "IMG="+releaseImage)
-	data, err := os.ReadFile(filepath.Join(dir, "infrastructure-components.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	var out [][]byte
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, data)
 	}
-	return data
+	return out
 }
 
 // imageField matches every image: with a value, in any object.
@@ -197,7 +202,8 @@ func objects(t *testing.T, raw []byte) []*unstructured.Unstructured {
 }
 
 func TestInfrastructureComponents(t *testing.T) {
-	raw := components(t)
+	files := released(t, "infrastructure-components.yaml", "tenant-cloud-roles.yaml")
+	raw := files[0]
 	vars, err := yamlprocessor.NewSimpleProcessor().GetVariableMap(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -236,6 +242,7 @@ func TestInfrastructureComponents(t *testing.T) {
 			checkLeastPrivilege(t, o)
 		}
 	}
+	checkTenantCloudRoles(t, objs, objects(t, files[1]))
 	if kinds["Namespace"] != 1 {
 		t.Errorf("%d Namespaces, want exactly 1", kinds["Namespace"])
 	}
@@ -245,6 +252,38 @@ func TestInfrastructureComponents(t *testing.T) {
 	for _, k := range []string{"Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Certificate", "Issuer", "Service"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in the manifest", k)
+		}
+	}
+}
+
+// checkTenantCloudRoles checks that the components install the
+// ClusterRoles the provider binds for tenant credentials, and that
+// tenant-cloud-roles.yaml, for external infra clusters, holds the same and
+// nothing else.
+func checkTenantCloudRoles(t *testing.T, components, standalone []*unstructured.Unstructured) {
+	t.Helper()
+	rules := func(objs []*unstructured.Unstructured, name string) string {
+		for _, o := range objs {
+			if o.GetKind() == "ClusterRole" && o.GetName() == name {
+				r, _, _ := unstructured.NestedSlice(o.Object, "rules")
+				return fmt.Sprint(r)
+			}
+		}
+		return ""
+	}
+	if len(standalone) != len(tenantcloud.ComponentSets()) {
+		t.Errorf("tenant-cloud-roles.yaml holds %d objects, want %d ClusterRoles", len(standalone), len(tenantcloud.ComponentSets()))
+	}
+	for _, o := range standalone {
+		if o.GetLabels()[providerLabel] != "infrastructure-kubevirt" {
+			t.Errorf("tenant-cloud-roles.yaml: %s %s lacks label %s", o.GetKind(), o.GetName(), providerLabel)
+		}
+	}
+	for _, set := range tenantcloud.ComponentSets() {
+		name := tenantcloud.ClusterRoleName(set...)
+		inComponents, alone := rules(components, name), rules(standalone, name)
+		if inComponents == "" || inComponents != alone {
+			t.Errorf("ClusterRole %s: in the components %q, in tenant-cloud-roles.yaml %q; want the same, present", name, inComponents, alone)
 		}
 	}
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -243,6 +244,9 @@ func Start(o Options) (*Env, error) {
 	cfg.QPS, cfg.Burst = 200, 400
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
+		return nil, errors.Join(err, env.Stop(), services.release(), os.RemoveAll(certsDir))
+	}
+	if err := installTenantCloudRoles(context.Background(), c); err != nil {
 		return nil, errors.Join(err, env.Stop(), services.release(), os.RemoveAll(certsDir))
 	}
 	e := &Env{Environment: env, Config: cfg, Client: c, Scheme: s, ServiceCIDR: services.cidr, PodCIDR: services.podCIDR, services: services, certsDir: certsDir,
