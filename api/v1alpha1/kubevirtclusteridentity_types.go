@@ -73,9 +73,11 @@ type IdentitySecretReference struct {
 // AllowedNamespaces selects management namespaces: those listed by name and
 // those whose labels match the selector.
 type AllowedNamespaces struct {
-	// list names namespaces.
+	// list names namespaces. An empty list is refused: stored, it would
+	// read as {}, which takes every namespace.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`

@@ -26,6 +26,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,5 +157,21 @@ func TestIdentityRefCannotChange(t *testing.T) {
 	})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.identityRef: Forbidden: cannot be changed") {
 		t.Fatalf("want identityRef refused as immutable, got %v", err)
+	}
+}
+
+// TestIdentityEmptyListRefused: an administrator who empties an identity's
+// list, meaning to take every namespace away, must not grant them all; an
+// empty list and an unset one store alike.
+func TestIdentityEmptyListRefused(t *testing.T) {
+	id := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": infrav1.GroupVersion.String(), "kind": infrav1.KubevirtClusterIdentityKind,
+		"metadata": map[string]any{"name": "emptied"},
+		"spec":     map[string]any{"allowedNamespaces": map[string]any{"list": []any{}}},
+	}}
+	err := env.Client.Create(context.Background(), id)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.allowedNamespaces.list") {
+		_ = env.Client.Delete(context.Background(), id)
+		t.Fatalf("want an empty allowedNamespaces.list refused, got %v", err)
 	}
 }
