@@ -62,14 +62,19 @@ type Named struct {
 
 // Guest checks what a machine's VM may mount, attach and carry: the spec
 // a tenant wrote, the cluster's networks, the namespace the VM goes to
-// and what the grant allows beyond the defaults. It returns the refusals
-// and the objects that must be checked for the cluster's label on the
-// infra cluster (CheckOwned), with the VM's own DataVolume templates left
-// out: they are created with it.
-func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNetwork, vmNamespace string,
+// (the tenant's own namespace, or one it may share with others) and what
+// the grant allows beyond the defaults. It returns the refusals and the
+// objects that must be checked for the cluster's label on the infra
+// cluster (CheckOwned), with the VM's own DataVolume templates left out:
+// they are created with it.
+func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNetwork, vmNamespace, tenantNamespace string,
 	allow infrav1.GuestAllowances, fld *field.Path) (Refusals, []Named) {
-	var rs Refusals
 	vmt := fld.Child("virtualMachineTemplate")
+	rs := templateKeys(&spec.VirtualMachineTemplate, vmt)
+	named := rootDiskObjects(spec.RootDisk, fld.Child("rootDisk"))
+	if vmNamespace != tenantNamespace {
+		named = append(named, sharedCloneSources(spec, vmNamespace, fld)...)
+	}
 	rs = append(rs, annotations(spec.VirtualMachineTemplate.ObjectMeta.Annotations, allow, vmt.Child("metadata", "annotations"))...)
 	networkAllowed := append([]string{vmNamespace}, allow.NetworkNamespaces...)
 	for i, n := range spec.Networks {
@@ -82,10 +87,14 @@ func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNe
 	own := map[string]bool{}
 	for i, t := range vm.DataVolumeTemplates {
 		own[t.Name] = true
-		rs = append(rs, cloneSource(t, vmNamespace, vmt.Child("spec", "dataVolumeTemplates").Index(i))...)
+		p := vmt.Child("spec", "dataVolumeTemplates").Index(i)
+		rs = append(rs, cloneSource(t, vmNamespace, p)...)
+		r, n := importObjects(t.Spec.Source, p.Child("spec", "source"))
+		rs = append(rs, r...)
+		named = append(named, n...)
 	}
 	if vm.Template == nil {
-		return rs, nil
+		return rs, withoutAllowed(named, allow)
 	}
 	vmi := vmt.Child("spec", "template")
 	rs = append(rs, annotations(vm.Template.ObjectMeta.Annotations, allow, vmi.Child("metadata", "annotations"))...)
@@ -94,7 +103,6 @@ func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNe
 			rs = append(rs, Network(n.Multus.NetworkName, networkAllowed, vmi.Child("spec", "networks").Index(i).Child("multus", "networkName"))...)
 		}
 	}
-	var named []Named
 	for i, v := range vm.Template.Spec.Volumes {
 		p := vmi.Child("spec", "volumes").Index(i)
 		r, n := volume(v, allow, own, p)
@@ -110,10 +118,16 @@ func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNe
 			named = append(named, Named{KindSecret, u.Source.Secret.SecretName, p.Child("userPassword", "source", "secret", "secretName")})
 		}
 	}
+	return rs, withoutAllowed(named, allow)
+}
+
+// withoutAllowed is named, or nothing when the grant allows unlabelled
+// objects.
+func withoutAllowed(named []Named, allow infrav1.GuestAllowances) []Named {
 	if allow.UnlabelledObjects {
-		named = nil
+		return nil
 	}
-	return rs, named
+	return named
 }
 
 // volume checks one volume's source: the kinds refused unless allowed, and
@@ -149,6 +163,9 @@ func volume(v kubevirtv1.Volume, allow infrav1.GuestAllowances, own map[string]b
 		return nil, []Named{{KindClaim, v.MemoryDump.ClaimName, p.Child("memoryDump", "claimName")}}
 	case v.DataVolume != nil && !own[v.DataVolume.Name]:
 		return nil, []Named{{KindDataVolume, v.DataVolume.Name, p.Child("dataVolume", "name")}}
+	case v.ContainerDisk != nil && v.ContainerDisk.ImagePullSecret != "":
+		// The kubelet sends its credentials to the registry the tenant names.
+		return nil, []Named{{KindSecret, v.ContainerDisk.ImagePullSecret, p.Child("containerDisk", "imagePullSecret")}}
 	case v.CloudInitNoCloud != nil:
 		return nil, cloudInitSecrets(v.CloudInitNoCloud.UserDataSecretRef, v.CloudInitNoCloud.NetworkDataSecretRef, p.Child("cloudInitNoCloud"))
 	case v.CloudInitConfigDrive != nil:

@@ -37,6 +37,8 @@ var namedKinds = map[string]schema.GroupVersionKind{
 	KindConfigMap:  corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 	KindClaim:      corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
 	KindDataVolume: {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"},
+	KindDataSource: {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataSource"},
+	KindSnapshot:   {Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
 }
 
 // CheckOwned refuses a named object of the VM's infra namespace that does
@@ -88,7 +90,7 @@ type VM struct {
 // CheckVM returns the first refusal of the VM (the controllers report one
 // reason), reading the objects it names with reader.
 func CheckVM(ctx context.Context, reader client.Reader, vm VM) (*Refusal, error) {
-	refusals, named := Guest(vm.Spec, vm.ClusterNetworks, vm.Namespace, vm.Allow, vm.Path)
+	refusals, named := Guest(vm.Spec, vm.ClusterNetworks, vm.Namespace, vm.TenantNamespace, vm.Allow, vm.Path)
 	if len(refusals) > 0 {
 		return refusals[0], nil
 	}

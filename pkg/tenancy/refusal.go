@@ -45,6 +45,8 @@ const (
 	RuleGuestNetworkNamespace = "guest-network-namespace"
 	RuleGuestAnnotation       = "guest-annotation"
 	RuleGuestCloneSource      = "guest-clone-source"
+	RuleGuestReservedKey      = "guest-reserved-key"
+	RuleGuestImportImage      = "guest-import-image"
 	RuleDerivedNameTooLong    = "derived-name-too-long"
 )
 

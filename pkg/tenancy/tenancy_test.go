@@ -17,6 +17,7 @@ limitations under the License.
 package tenancy
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"testing"
@@ -54,6 +55,9 @@ func TestGuest(t *testing.T) {
 		allow    infrav1.GuestAllowances
 		rule     string // the first refusal's rule; empty: none
 		named    []string
+		// vmNamespace is where the VM goes; empty: the tenant's own,
+		// tenant-a.
+		vmNamespace string
 	}{
 		{name: "nothing named", spec: vmWith(func(*infrav1.KubevirtMachineSpec) {})},
 		{name: "service account token", spec: vmWith(volumes(kubevirtv1.VolumeSource{ServiceAccount: &kubevirtv1.ServiceAccountVolumeSource{ServiceAccountName: "default"}})),
@@ -67,7 +71,8 @@ func TestGuest(t *testing.T) {
 			kubevirtv1.VolumeSource{ConfigMap: &kubevirtv1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
 			kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "pvc"}}},
 			kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserDataSecretRef: &corev1.LocalObjectReference{Name: "ud"}}},
-		)), named: []string{"Secret s", "ConfigMap cm", "PersistentVolumeClaim pvc", "Secret ud"}},
+			kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "evil.example/disk", ImagePullSecret: "pull"}},
+		)), named: []string{"Secret s", "ConfigMap cm", "PersistentVolumeClaim pvc", "Secret ud", "Secret pull"}},
 		{name: "unlabelled objects allowed", spec: vmWith(volumes(kubevirtv1.VolumeSource{Secret: &kubevirtv1.SecretVolumeSource{SecretName: "s"}})),
 			allow: infrav1.GuestAllowances{UnlabelledObjects: true}},
 		{name: "own data volume template is not named", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
@@ -86,6 +91,42 @@ func TestGuest(t *testing.T) {
 		{name: "clone from its own namespace", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
 			dv := kubevirtv1.DataVolumeTemplateSpec{Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "tenant-a", Name: "disk"}}}}
 			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dv}
+		})},
+		{name: "golden-image label on a DataVolume template", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			dv := kubevirtv1.DataVolumeTemplateSpec{}
+			dv.Labels = map[string]string{"capkv.io/golden-image": "true"}
+			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dv}
+		}), rule: RuleGuestReservedKey},
+		{name: "pool label on the VM", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			s.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{infrav1.KubevirtMachinePoolLabel: "victim"}
+		}), rule: RuleGuestReservedKey},
+		{name: "owner annotation on the instance", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			s.VirtualMachineTemplate.Spec.Template.ObjectMeta.Annotations = map[string]string{infrav1.OwnerAnnotation: "tenant-b/m"}
+		}), rule: RuleGuestReservedKey},
+		{name: "other capkv.io subdomains pass", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			s.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"cni.capkv.io/name": "flannel"}
+		})},
+		{name: "import credentials are named", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			s.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{HTTP: &infrav1.HTTPImageSource{URL: "https://x", SecretRef: "creds", CertConfigMap: "ca"}}}
+			dv := kubevirtv1.DataVolumeTemplateSpec{Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{
+				HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "https://x", SecretRef: "dv-creds", SecretExtraHeaders: []string{"hdr"}}}}}
+			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dv}
+		}), named: []string{"Secret creds", "ConfigMap ca", "Secret dv-creds", "Secret hdr"}},
+		{name: "vddk init image", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			dv := kubevirtv1.DataVolumeTemplateSpec{Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{
+				VDDK: &cdiv1.DataVolumeSourceVDDK{InitImageURL: "evil/image"}}}}
+			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dv}
+		}), rule: RuleGuestImportImage},
+		{name: "clones in a shared namespace are named", vmNamespace: "shared", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			s.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{PVC: &infrav1.ImageVolumeRef{Name: "seed"}}}
+			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{
+				{Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Name: "victim-root"}}}},
+				{Spec: cdiv1.DataVolumeSpec{SourceRef: &cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "img"}}},
+				{Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Snapshot: &cdiv1.DataVolumeSourceSnapshot{Namespace: "shared", Name: "snap"}}}},
+			}
+		}), named: []string{"PersistentVolumeClaim seed", "PersistentVolumeClaim victim-root", "DataSource img", "VolumeSnapshot snap"}},
+		{name: "clones in its own namespace are its administrator's images", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			s.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{DataSource: &infrav1.ImageVolumeRef{Name: "ubuntu"}}}
 		})},
 		{name: "hook sidecar annotation", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
 			s.VirtualMachineTemplate.Spec.Template.ObjectMeta.Annotations = map[string]string{"hooks.kubevirt.io/hookSidecars": `[{"image":"evil"}]`}
@@ -115,7 +156,7 @@ func TestGuest(t *testing.T) {
 		})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, named := Guest(tc.spec, tc.networks, "tenant-a", tc.allow, field.NewPath("spec"))
+			rs, named := Guest(tc.spec, tc.networks, cmp.Or(tc.vmNamespace, "tenant-a"), "tenant-a", tc.allow, field.NewPath("spec"))
 			switch {
 			case tc.rule == "" && len(rs) > 0:
 				t.Fatalf("refused: %v", rs[0])

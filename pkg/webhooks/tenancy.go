@@ -100,7 +100,7 @@ func machineTenancy(ctx context.Context, p *tenancy.Policy, obj client.Object, s
 	if kc != nil {
 		networks = kc.Spec.Network.Networks
 	}
-	refusals, named := tenancy.Guest(spec, networks, infraNS, grant.Guest(), path)
+	refusals, named := tenancy.Guest(spec, networks, infraNS, obj.GetNamespace(), grant.Guest(), path)
 	clusterName := obj.GetLabels()[clusterv1.ClusterNameLabel]
 	if len(refusals) > 0 || grant.SecretRef != nil || clusterName == "" || p == nil || p.Reader == nil {
 		// What an external infra cluster holds, or what a template not

@@ -97,8 +97,8 @@ func TestHostileTenantStoppedByControllers(t *testing.T) {
 		})
 	}
 
-	// Nothing exists where the attacker may not place anything; no VM was
-	// created at all.
+	// Nothing exists where the attacker may not place anything; no VM or
+	// import was created at all.
 	for _, ns := range []string{other, "kube-system", "default"} {
 		for _, list := range []client.ObjectList{&kubevirtv1.VirtualMachineList{}, &corev1.ServiceList{}, &cdiv1.DataVolumeList{}, &corev1.SecretList{}} {
 			g.Expect(env.Client.List(ctx, list, client.InNamespace(ns), client.HasLabels{"cluster.x-k8s.io/cluster-name"})).To(Succeed())
@@ -109,6 +109,9 @@ func TestHostileTenantStoppedByControllers(t *testing.T) {
 		vms := &kubevirtv1.VirtualMachineList{}
 		g.Expect(env.Client.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
 		g.Expect(vms.Items).To(BeEmpty(), "a VM was created in %s", ns)
+		dvs := &cdiv1.DataVolumeList{}
+		g.Expect(env.Client.List(ctx, dvs, client.InNamespace(ns))).To(Succeed())
+		g.Expect(dvs.Items).To(BeEmpty(), "a DataVolume (a golden image's import) was created in %s", ns)
 	}
 }
 
