@@ -66,6 +66,16 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 		return outcome.Outcome{}, false, nil
 	}
 	if patch != nil {
+		// The new labels and annotations reach KubeVirt, Multus and the
+		// CNI as the VM's did: the policy checks them again, as it did at
+		// creation.
+		// Changing the spec back wakes the machine; the VM keeps running.
+		if o, err := s.guestAllowed(ctx, sc, r.vm.Namespace); err != nil || o.Reason != "" {
+			if err == nil {
+				outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, o)
+			}
+			return outcome.Outcome{}, false, err
+		}
 		err = sc.Infra().Client.Patch(ctx, r.vm, client.RawPatch(types.MergePatchType, patch))
 		if refused(err) {
 			// virt-api refuses what KubeVirt cannot do, such as growth

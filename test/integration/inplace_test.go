@@ -87,6 +87,18 @@ func TestInPlaceUpdateGrowsTheVM(t *testing.T) {
 	g.Expect(afterVMI.Status.Memory.GuestRequested.String()).To(Equal("2Gi"))
 	g.Expect(afterVMI.Status.NodeName).NotTo(Equal(vmi.Status.NodeName), "KubeVirt hot-plugged through a live migration")
 	g.Expect(get(t, tc.c, km).Status.Ready).To(BeTrue(), "the machine stayed ready")
+
+	// The policy is checked again before the VM is changed (the webhooks
+	// are off here): an annotation Multus would act on is not applied.
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := get(t, tc.c, km)
+		cur.Annotations = map[string]string{clusterv1.UpdateInProgressAnnotation: ""}
+		cur.Spec.VirtualMachineTemplate.ObjectMeta.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": "kube-system/host"}
+		return tc.c.Update(context.Background(), cur)
+	})).To(Succeed())
+	eventually(t, tc.reason(km, infrav1.InPlaceUpdatedCondition)).Should(Equal(infrav1.NotAllowedByPolicyReason))
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, after)).To(Succeed())
+	g.Expect(after.Annotations).NotTo(HaveKey("k8s.v1.cni.cncf.io/networks"))
 }
 
 // TestInPlaceUpdateOfAnUnmigratableVMFails grows a VM that cannot live
