@@ -44,6 +44,14 @@ func TestExternalInfraCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ext := externalWorld(t)
+	// The world itself: KubeVirt, its nodes and their simulator belong to
+	// the second API server only.
+	g.Expect(ext.Infra).NotTo(BeIdenticalTo(ext.Env))
+	g.Expect(ext.Infra.Config.Host).NotTo(Equal(ext.Env.Config.Host))
+	nodes := &corev1.NodeList{}
+	g.Expect(ext.Env.Client.List(ctx, nodes)).To(Succeed())
+	g.Expect(nodes.Items).To(BeEmpty(), "infra nodes belong to the infra cluster only")
+	g.Expect(ext.SimMetricsURL).To(HavePrefix("http://127.0.0.1:"))
 	stop, err := startProvider(ext, &writeCounter{})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(stop)

@@ -48,6 +48,7 @@ func TestRealCDIControlPlane(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	t.Run("every kind is served", func(t *testing.T) { checkServesEveryKind(t, env) })
 	ctx := context.Background()
 	if err := env.StartCDI(ctx); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -64,16 +65,33 @@ func TestUpgrade(t *testing.T) {
 	RunSpecs(t, "CAPKV clusterctl upgrade")
 }
 
+// previousDir holds the previous release and its manager binary.
+var previousDir string
+
 var _ = BeforeSuite(func() {
-	var err error
-	setup, err = suite.Start(suite.Options{Version: currentVersion})
-	Expect(err).NotTo(HaveOccurred())
-	w, cc, mgmt = setup.World, setup.Clusterctl, setup.Managements[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
 	defer cancel()
-	// The previous release, built from its commit, is installed first.
-	previous, binary, err := clusterctl.BuildRelease(ctx, previousCommit, previousVersion, cc.Dir+"/previous")
+	// The previous release, built from its commit, is installed first; it
+	// builds while the world starts, which mostly waits.
+	var err error
+	previousDir, err = os.MkdirTemp("", "capkv-previous-release-")
 	Expect(err).NotTo(HaveOccurred())
+	type built struct {
+		release clusterctl.Release
+		binary  string
+		err     error
+	}
+	done := make(chan built, 1)
+	go func() {
+		r, binary, err := clusterctl.BuildRelease(ctx, previousCommit, previousVersion, previousDir)
+		done <- built{r, binary, err}
+	}()
+	setup, err = suite.Start(suite.Options{Version: currentVersion})
+	b := <-done
+	Expect(err).NotTo(HaveOccurred())
+	Expect(b.err).NotTo(HaveOccurred())
+	w, cc, mgmt = setup.World, setup.Clusterctl, setup.Managements[0]
+	previous, binary := b.release, b.binary
 	Expect(cc.AddRelease(previous)).To(Succeed())
 	cc.Binaries = map[string]string{clusterctl.ImageOf(previousVersion): binary}
 	_, err = setup.Init(ctx, previousVersion)
@@ -82,7 +100,10 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
-	Expect(setup.Stop()).To(Succeed())
+	if setup != nil {
+		Expect(setup.Stop()).To(Succeed())
+	}
+	Expect(os.RemoveAll(previousDir)).To(Succeed())
 })
 
 var _ = Describe("clusterctl upgrade", Ordered, func() {

@@ -19,11 +19,9 @@ package world_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,8 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 // echoBackend routes every load balancer port to one TCP server that greets
@@ -139,29 +135,4 @@ func TestSimulatorMetrics(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return string(body)
 	}, 10*time.Second).Should(ContainSubstring(`capkv_sim_events_total{event="guest_boot_failures"}`))
-}
-
-// TestExternalInfraCluster starts a world whose KubeVirt runs on a second
-// API server, and checks a VM runs there and not on the management cluster.
-func TestExternalInfraCluster(t *testing.T) {
-	g := NewWithT(t)
-	ext, err := world.Start(world.Options{ExternalInfra: true})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { g.Expect(ext.Stop()).To(Succeed()) }()
-	g.Expect(ext.Infra).NotTo(BeIdenticalTo(ext.Env))
-	ctx := context.Background()
-	v := vm("default", "remote", nil)
-	g.Expect(ext.Infra.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(func() kubevirtv1.VirtualMachineInstancePhase {
-		vmi := &kubevirtv1.VirtualMachineInstance{}
-		if err := ext.Infra.Client.Get(ctx, client.ObjectKeyFromObject(v), vmi); err != nil {
-			return ""
-		}
-		return vmi.Status.Phase
-	}, 60*time.Second).Should(Equal(kubevirtv1.Running))
-	nodes := &corev1.NodeList{}
-	g.Expect(ext.Env.Client.List(ctx, nodes)).To(Succeed())
-	g.Expect(nodes.Items).To(BeEmpty(), "infra nodes belong to the infra cluster only")
-	g.Expect(fmt.Sprint(ext.Infra.Config.Host)).NotTo(Equal(ext.Env.Config.Host))
-	g.Expect(strings.HasPrefix(ext.SimMetricsURL, "http://127.0.0.1:")).To(BeTrue())
 }
