@@ -61,33 +61,8 @@ var _ = Describe("clusterctl move of a cluster with pool addresses", Ordered, fu
 	var ns string
 	var before map[string]string
 
-	BeforeAll(func() {
-		ns = newTenantNamespace(ctx, "e2e-move-ipam-")
-		nad := &unstructured.Unstructured{}
-		nad.SetAPIVersion("k8s.cni.cncf.io/v1")
-		nad.SetKind("NetworkAttachmentDefinition")
-		nad.SetNamespace(ns)
-		nad.SetName("tenant-vlan")
-		Expect(unstructured.SetNestedField(nad.Object, `{"cniVersion":"0.3.1","type":"bridge","bridge":"br-tenant","vlan":50,"ipam":{}}`, "spec", "config")).To(Succeed())
-		Expect(w.Infra.Client.Create(ctx, nad)).To(Succeed())
-		out, err := cc.Run(ctx, "generate", "cluster", "pooled", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns,
-			"--flavor", "external-infra", "--worker-machine-count", "1")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(strings.Count(out, "      virtualMachineBootstrapCheck:\n")).To(Equal(2))
-		out = strings.ReplaceAll(out, "      virtualMachineBootstrapCheck:\n", poolAddressesYAML)
-		// The cluster's own pool, labelled to move with it (docs/ipam.md):
-		// an IPAddress is owned by its pool too, and clusterctl moves an
-		// object only with all its owners.
-		pool := &unstructured.Unstructured{}
-		pool.SetAPIVersion("ipam.cluster.x-k8s.io/v1alpha2")
-		pool.SetKind("InClusterIPPool")
-		pool.SetNamespace(ns)
-		pool.SetName("nodes")
-		pool.SetLabels(map[string]string{clusterctlMoveLabel: ""})
-		Expect(unstructured.SetNestedField(pool.Object, map[string]any{"addresses": []any{"192.168.50.10-192.168.50.19"}, "prefix": int64(24)}, "spec")).To(Succeed())
-		Expect(from.Client.Create(ctx, pool)).To(Succeed())
-		Expect(world.ApplyYAML(ctx, from.Client, []byte(out))).To(Succeed())
-	})
+	// BeforeSuite applied the cluster, beside the other spec's.
+	BeforeAll(func() { ns = pooledNS })
 
 	It("keeps every machine's address through the move", func() {
 		expectMachinesWithNodes(ctx, from.Client, ns, 2)
@@ -156,4 +131,36 @@ func claimedAddresses(ctx context.Context, c client.Client, ns string) map[strin
 		}
 	}
 	return out
+}
+
+// applyPooledCluster applies, in a namespace of its own on the first
+// management cluster, the cluster whose machines take their addresses from
+// a pool of its own, and returns the namespace.
+func applyPooledCluster(ctx context.Context) string {
+	ns := newTenantNamespace(ctx, "e2e-move-ipam-")
+	nad := &unstructured.Unstructured{}
+	nad.SetAPIVersion("k8s.cni.cncf.io/v1")
+	nad.SetKind("NetworkAttachmentDefinition")
+	nad.SetNamespace(ns)
+	nad.SetName("tenant-vlan")
+	Expect(unstructured.SetNestedField(nad.Object, `{"cniVersion":"0.3.1","type":"bridge","bridge":"br-tenant","vlan":50,"ipam":{}}`, "spec", "config")).To(Succeed())
+	Expect(w.Infra.Client.Create(ctx, nad)).To(Succeed())
+	out, err := cc.Run(ctx, "generate", "cluster", "pooled", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns,
+		"--flavor", "external-infra", "--worker-machine-count", "1")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(strings.Count(out, "      virtualMachineBootstrapCheck:\n")).To(Equal(2))
+	out = strings.ReplaceAll(out, "      virtualMachineBootstrapCheck:\n", poolAddressesYAML)
+	// The cluster's own pool, labelled to move with it (docs/ipam.md):
+	// an IPAddress is owned by its pool too, and clusterctl moves an
+	// object only with all its owners.
+	pool := &unstructured.Unstructured{}
+	pool.SetAPIVersion("ipam.cluster.x-k8s.io/v1alpha2")
+	pool.SetKind("InClusterIPPool")
+	pool.SetNamespace(ns)
+	pool.SetName("nodes")
+	pool.SetLabels(map[string]string{clusterctlMoveLabel: ""})
+	Expect(unstructured.SetNestedField(pool.Object, map[string]any{"addresses": []any{"192.168.50.10-192.168.50.19"}, "prefix": int64(24)}, "spec")).To(Succeed())
+	Expect(from.Client.Create(ctx, pool)).To(Succeed())
+	Expect(world.ApplyYAML(ctx, from.Client, []byte(out))).To(Succeed())
+	return ns
 }

@@ -43,13 +43,8 @@ var _ = Describe("clusterctl move", Ordered, func() {
 	ctx := context.Background()
 	var ns string
 
-	BeforeAll(func() {
-		ns = newTenantNamespace(ctx, "e2e-move-")
-		out, err := cc.Run(ctx, "generate", "cluster", "moved", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns,
-			"--flavor", "external-infra", "--worker-machine-count", "1")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(world.ApplyYAML(ctx, from.Client, []byte(out))).To(Succeed())
-	})
+	// BeforeSuite applied the cluster, beside the other spec's.
+	BeforeAll(func() { ns = movedNS })
 
 	It("moves a running tenant cluster to the second management cluster: nothing recreated, the second provider adopts it", func() {
 		expectMachinesWithNodes(ctx, from.Client, ns, 2)
@@ -121,6 +116,18 @@ var _ = Describe("clusterctl move", Ordered, func() {
 // management cluster, with the infra kubeconfig Secret the external-infra
 // flavor names by default, and a namespace of the same name on the shared
 // infra cluster, where the tenant's VMs live. It returns the name.
+// applyMovedCluster applies, in a namespace of its own on the first
+// management cluster, the external-infra cluster the first spec moves,
+// and returns the namespace.
+func applyMovedCluster(ctx context.Context) string {
+	ns := newTenantNamespace(ctx, "e2e-move-")
+	out, err := cc.Run(ctx, "generate", "cluster", "moved", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns,
+		"--flavor", "external-infra", "--worker-machine-count", "1")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(world.ApplyYAML(ctx, from.Client, []byte(out))).To(Succeed())
+	return ns
+}
+
 func newTenantNamespace(ctx context.Context, prefix string) string {
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
 	Expect(from.Client.Create(ctx, namespace)).To(Succeed())

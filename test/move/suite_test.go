@@ -41,6 +41,8 @@ var (
 	from, to clusterctl.Management
 	cc       *clusterctl.Clusterctl
 	timeout  = 5 * time.Minute
+	// movedNS and pooledNS hold the clusters of the two specs.
+	movedNS, pooledNS string
 )
 
 func TestMove(t *testing.T) {
@@ -58,6 +60,10 @@ var _ = BeforeSuite(func() {
 	// The provider runs on both, each with its own pods.
 	_, err = setup.Init(ctx, suite.ReleaseVersion)
 	Expect(err).NotTo(HaveOccurred())
+	// Both specs' clusters come up side by side: each spec moves only its
+	// own namespace, and bringing them up one after the other cost a
+	// cluster's start.
+	movedNS, pooledNS = applyMovedCluster(ctx), applyPooledCluster(ctx)
 })
 
 var _ = AfterSuite(func() {
