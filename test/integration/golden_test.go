@@ -119,8 +119,11 @@ func TestGoldenImagesOnePerImage(t *testing.T) {
 		{"snapshot clones where the driver takes snapshots", world.SnapshotClass, sim.SmartClones, "snapshot"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			// Each kind in a namespace of its own, counted there, all at
-			// once.
+			// Each kind in a namespace of its own, counted there. With
+			// one processor per test process (testenv) the testing
+			// package runs parallel tests one at a time unless given
+			// -test.parallel; all four at once made the CPU-bound run
+			// slower (docs/testing.md).
 			t.Parallel()
 			g := NewWithT(t)
 			tc := newTenantCluster(t, nil)

@@ -17,11 +17,9 @@ limitations under the License.
 package testenv
 
 import (
-	"flag"
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -40,24 +38,12 @@ import (
 // limit is one core runs so too (the Go runtime follows the cgroup limit).
 const ProcsEnv = "GOMAXPROCS"
 
-// ParallelTests is how many tests marked t.Parallel run at once, unless
-// -test.parallel says otherwise. The testing package takes the default
-// from GOMAXPROCS when it registers its flags, after init, so one
-// processor would run them one at a time; they mostly wait on their
-// world, like the golden-image test's four storage kinds.
-const ParallelTests = 4
-
 func init() {
 	if !testing.Testing() || os.Getenv(ProcsEnv) != "" {
 		return
 	}
 	runtime.GOMAXPROCS(1)
 	_ = os.Setenv(ProcsEnv, "1")
-	// Registering the flags now lets the default change; the command
-	// line, parsed later, still wins. testing.Init does nothing when
-	// called again.
-	testing.Init()
-	_ = flag.Set("test.parallel", strconv.Itoa(ParallelTests))
 }
 
 // BuildEnv is the environment for a go build that a test runs: this
