@@ -35,15 +35,18 @@ const maxStatusBody = 64 << 10
 const withheldBody = "the server answered with something other than a Kubernetes Status; its body is withheld"
 
 // withholdForeignBodies wraps the transport of an external infra cluster,
-// whose kubeconfig a tenant may write: an error response that is not a
-// Kubernetes Status has its body replaced before client-go quotes it into
+// whose kubeconfig a tenant may write: a response client-go reports as an
+// error, whose body is not a Kubernetes Status, has its body replaced before client-go quotes it into
 // an error, and so into a condition or an Event. Otherwise a kubeconfig
 // pointed at any service the provider can reach would read that service's
 // answers back to the tenant.
 func withholdForeignBodies(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
-		if err != nil || resp.StatusCode < http.StatusBadRequest {
+		// client-go takes 200 to 206 as success and decodes an object
+		// from them; any other code (207 to 299 and redirects too) is an
+		// error whose text quotes the body.
+		if err != nil || (resp.StatusCode >= http.StatusOK && resp.StatusCode <= http.StatusPartialContent) {
 			return resp, err
 		}
 		body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))

@@ -35,6 +35,8 @@ func TestWithholdForeignBodies(t *testing.T) {
 		{name: "JSON that is not a Status", contentType: "application/json", body: `{"secret":"hunter2"}`, code: 500, want: withheldBody},
 		{name: "a Kubernetes Status", contentType: "application/json", body: status, code: 403, want: status},
 		{name: "a success", contentType: "text/plain", body: "ok", code: 200, want: "ok"},
+		{name: "a redirect not followed", contentType: "text/html", body: "<a href=/admin>moved, token=hunter2</a>", code: 300, want: withheldBody},
+		{name: "a 2xx client-go takes for an error", contentType: "text/xml", body: "<multistatus>root/hunter2</multistatus>", code: 207, want: withheldBody},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

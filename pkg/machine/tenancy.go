@@ -34,6 +34,7 @@ func (s *Service) guestAllowed(ctx context.Context, sc *Scope, vmNamespace strin
 	refusal, err := tenancy.CheckVM(ctx, sc.Infra().APIReader, tenancy.VM{
 		Spec: &km.Spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Infra().Guest,
 		Namespace: vmNamespace, TenantNamespace: km.Namespace, ClusterName: sc.Cluster.Name, Path: field.NewPath("spec"),
+		Shared: tenancy.Shared(vmNamespace, km.Namespace, sc.Infra().External, sc.Infra().Secret.Namespace),
 	})
 	return tenancy.Outcome(refusal, err, s.recheck())
 }

@@ -344,7 +344,8 @@ func (s *Service) guestAllowed(ctx context.Context, sc *Scope, vmNamespace strin
 	refusal, err := tenancy.CheckVM(ctx, sc.Access.Infra.APIReader, tenancy.VM{
 		Spec: &sc.Pool.Spec.Template.Spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Access.Infra.Guest,
 		Namespace: vmNamespace, TenantNamespace: sc.Pool.Namespace, ClusterName: sc.Cluster.Name,
-		Path: field.NewPath("spec", "template", "spec"),
+		Shared: tenancy.Shared(vmNamespace, sc.Pool.Namespace, sc.Access.Infra.External, sc.Access.Infra.Secret.Namespace),
+		Path:   field.NewPath("spec", "template", "spec"),
 	})
 	return tenancy.Outcome(refusal, err, s.recheck())
 }

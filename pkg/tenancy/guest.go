@@ -61,18 +61,18 @@ type Named struct {
 }
 
 // Guest checks what a machine's VM may mount, attach and carry: the spec
-// a tenant wrote, the cluster's networks, the namespace the VM goes to
-// (the tenant's own namespace, or one it may share with others) and what
-// the grant allows beyond the defaults. It returns the refusals and the
+// a tenant wrote, the cluster's networks, the namespace the VM goes to,
+// whether that namespace may hold others' objects (Shared) and what the
+// grant allows beyond the defaults. It returns the refusals and the
 // objects that must be checked for the cluster's label on the infra
 // cluster (CheckOwned), with the VM's own DataVolume templates left out:
 // they are created with it.
-func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNetwork, vmNamespace, tenantNamespace string,
+func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNetwork, vmNamespace string, shared bool,
 	allow infrav1.GuestAllowances, fld *field.Path) (Refusals, []Named) {
 	vmt := fld.Child("virtualMachineTemplate")
 	rs := templateKeys(&spec.VirtualMachineTemplate, vmt)
 	named := rootDiskObjects(spec.RootDisk, fld.Child("rootDisk"))
-	if vmNamespace != tenantNamespace {
+	if shared {
 		named = append(named, sharedCloneSources(spec, vmNamespace, fld)...)
 	}
 	rs = append(rs, annotations(spec.VirtualMachineTemplate.ObjectMeta.Annotations, allow, vmt.Child("metadata", "annotations"))...)
@@ -88,7 +88,11 @@ func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNe
 	for i, t := range vm.DataVolumeTemplates {
 		own[t.Name] = true
 		p := vmt.Child("spec", "dataVolumeTemplates").Index(i)
+		// CDI copies a DataVolume's annotations onto its claim and from
+		// there onto the importer's and cloner's pods, Multus's among them.
+		rs = append(rs, annotations(t.Annotations, allow, p.Child("metadata", "annotations"))...)
 		rs = append(rs, cloneSource(t, vmNamespace, p)...)
+		rs = append(rs, claimDataSource(t, p.Child("spec"))...)
 		r, n := importObjects(t.Spec.Source, p.Child("spec", "source"))
 		rs = append(rs, r...)
 		named = append(named, n...)
@@ -235,6 +239,31 @@ func cloneSource(t kubevirtv1.DataVolumeTemplateSpec, vmNamespace string, p *fie
 	}
 	return Refusals{refuse(RuleGuestCloneSource, fld,
 		"a disk may be cloned only from the VM's namespace %s, not from %s; use rootDisk for images every cluster shares", vmNamespace, ns)}
+}
+
+// claimDataSource refuses a DataVolume template whose claim is filled
+// through spec.pvc or spec.storage's dataSource or dataSourceRef: a clone
+// of any claim or snapshot, of any namespace with dataSourceRef, or a
+// populator, all outside the checks on source and sourceRef.
+func claimDataSource(t kubevirtv1.DataVolumeTemplateSpec, p *field.Path) Refusals {
+	var rs Refusals
+	check := func(ds *corev1.TypedLocalObjectReference, dsr *corev1.TypedObjectReference, p *field.Path) {
+		if ds != nil {
+			rs = append(rs, refuse(RuleGuestCloneSource, p.Child("dataSource"),
+				"a DataVolume template fills its disk through source or sourceRef, which the policy checks"))
+		}
+		if dsr != nil {
+			rs = append(rs, refuse(RuleGuestCloneSource, p.Child("dataSourceRef"),
+				"a DataVolume template fills its disk through source or sourceRef, which the policy checks"))
+		}
+	}
+	if c := t.Spec.PVC; c != nil {
+		check(c.DataSource, c.DataSourceRef, p.Child("pvc"))
+	}
+	if st := t.Spec.Storage; st != nil {
+		check(st.DataSource, st.DataSourceRef, p.Child("storage"))
+	}
+	return rs
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -72,8 +72,9 @@ func templateKeys(vmt *infrav1.VirtualMachineTemplateSpec, p *field.Path) Refusa
 // importObjects are the Secrets and ConfigMaps an import reads in the
 // VM's namespace: CDI's importer sends a Secret's keys to the server the
 // tenant names, as credentials or headers, so another cluster's Secret
-// would leave the infra cluster. A vddk import's init image runs in the
-// namespace and is refused.
+// would leave the infra cluster. Imports with the infra's own rights are
+// refused: a vddk init image runs in the namespace, a registry node pull
+// and an image stream use the infra's registry credentials.
 func importObjects(s *cdiv1.DataVolumeSource, p *field.Path) (Refusals, []Named) {
 	if s == nil {
 		return nil, nil
@@ -100,6 +101,14 @@ func importObjects(s *cdiv1.DataVolumeSource, p *field.Path) (Refusals, []Named)
 	case s.Registry != nil:
 		add(KindSecret, deref(s.Registry.SecretRef), p.Child("registry", "secretRef"))
 		add(KindConfigMap, deref(s.Registry.CertConfigMap), p.Child("registry", "certConfigMap"))
+		if m := s.Registry.PullMethod; m != nil && *m == cdiv1.RegistryPullNode {
+			return Refusals{refuse(RuleGuestImportImage, p.Child("registry", "pullMethod"),
+				"a node pull fetches the image with the infra node's own registry credentials; use pod")}, named
+		}
+		if s.Registry.ImageStream != nil {
+			return Refusals{refuse(RuleGuestImportImage, p.Child("registry", "imageStream"),
+				"an image stream resolves images with the infra cluster's credentials; name the image by url")}, named
+		}
 	case s.S3 != nil:
 		add(KindSecret, s.S3.SecretRef, p.Child("s3", "secretRef"))
 		add(KindConfigMap, s.S3.CertConfigMap, p.Child("s3", "certConfigMap"))

@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,16 +44,15 @@ var namedKinds = map[string]schema.GroupVersionKind{
 
 // CheckOwned refuses a named object of the VM's infra namespace that does
 // not carry the cluster's name label (cluster.x-k8s.io/cluster-name): it
-// belongs to another cluster or to nobody the tenant speaks for. In an
-// infra namespace other than the tenant's own, which tenants may share,
-// the object must also name the tenant's namespace in
-// capkv.io/kubevirt-machine-namespace: cluster names repeat across
-// tenants. It reads only the objects' metadata, never a Secret's data; a
+// belongs to another cluster or to nobody the tenant speaks for. In a
+// shared infra namespace (Shared) the object must also name the tenant's
+// namespace in capkv.io/kubevirt-machine-namespace: cluster names repeat
+// across tenants. It reads only the objects' metadata, never a Secret's data; a
 // missing object is refused too, as KubeVirt would start the VM once
 // someone created it.
-func CheckOwned(ctx context.Context, reader client.Reader, vmNamespace, tenantNamespace, clusterName string, named []Named) (*Refusal, error) {
+func CheckOwned(ctx context.Context, reader client.Reader, vmNamespace, tenantNamespace, clusterName string, shared bool, named []Named) (*Refusal, error) {
 	want := fmt.Sprintf("%s=%s", clusterv1.ClusterNameLabel, clusterName)
-	if vmNamespace != tenantNamespace {
+	if shared {
 		want += fmt.Sprintf(" and %s=%s", infrav1.KubevirtMachineNamespaceLabel, tenantNamespace)
 	}
 	for _, n := range named {
@@ -60,13 +60,15 @@ func CheckOwned(ctx context.Context, reader client.Reader, vmNamespace, tenantNa
 		obj.SetGroupVersionKind(namedKinds[n.Kind])
 		err := reader.Get(ctx, types.NamespacedName{Namespace: vmNamespace, Name: n.Name}, obj)
 		switch {
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+			// A kind the infra cluster does not serve (no snapshot CRDs)
+			// names nothing that could be the cluster's.
 			return refuse(RuleGuestObjectNotOwned, n.Field, "%s %s/%s does not exist; a VM may use only what is labelled %s",
 				n.Kind, vmNamespace, n.Name, want), nil
 		case err != nil:
 			return nil, fmt.Errorf("reading %s %s/%s: %w", n.Kind, vmNamespace, n.Name, err)
 		case obj.Labels[clusterv1.ClusterNameLabel] != clusterName,
-			vmNamespace != tenantNamespace && obj.Labels[infrav1.KubevirtMachineNamespaceLabel] != tenantNamespace:
+			shared && obj.Labels[infrav1.KubevirtMachineNamespaceLabel] != tenantNamespace:
 			return refuse(RuleGuestObjectNotOwned, n.Field,
 				"%s %s/%s is not labelled %s: a VM may use only its own cluster's objects, unless a KubevirtClusterIdentity's spec.guest.unlabelledObjects allows others",
 				n.Kind, vmNamespace, n.Name, want), nil
@@ -84,15 +86,29 @@ type VM struct {
 	// Namespace is the VM's infra namespace, TenantNamespace the
 	// management namespace of the object asking for it.
 	Namespace, TenantNamespace, ClusterName string
-	Path                                    *field.Path
+	// Shared says the infra namespace may hold others' objects (Shared).
+	Shared bool
+	Path   *field.Path
+}
+
+// Shared reports whether an infra namespace may hold other tenants'
+// objects: on the management cluster, any but the tenant's own namespace;
+// on an external infra cluster, any reached with an administrator's
+// kubeconfig (secretNamespace, the provider's or another). One the
+// tenant's own kubeconfig reaches is bounded by the rights it carries.
+func Shared(vmNamespace, tenantNamespace string, external bool, secretNamespace string) bool {
+	if external {
+		return secretNamespace != tenantNamespace
+	}
+	return vmNamespace != tenantNamespace
 }
 
 // CheckVM returns the first refusal of the VM (the controllers report one
 // reason), reading the objects it names with reader.
 func CheckVM(ctx context.Context, reader client.Reader, vm VM) (*Refusal, error) {
-	refusals, named := Guest(vm.Spec, vm.ClusterNetworks, vm.Namespace, vm.TenantNamespace, vm.Allow, vm.Path)
+	refusals, named := Guest(vm.Spec, vm.ClusterNetworks, vm.Namespace, vm.Shared, vm.Allow, vm.Path)
 	if len(refusals) > 0 {
 		return refusals[0], nil
 	}
-	return CheckOwned(ctx, reader, vm.Namespace, vm.TenantNamespace, vm.ClusterName, named)
+	return CheckOwned(ctx, reader, vm.Namespace, vm.TenantNamespace, vm.ClusterName, vm.Shared, named)
 }

@@ -117,6 +117,21 @@ func TestGuest(t *testing.T) {
 				VDDK: &cdiv1.DataVolumeSourceVDDK{InitImageURL: "evil/image"}}}}
 			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dv}
 		}), rule: RuleGuestImportImage},
+		{name: "Multus annotation on a DataVolume template", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			dv := kubevirtv1.DataVolumeTemplateSpec{}
+			dv.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": "kube-system/host"}
+			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dv}
+		}), rule: RuleGuestAnnotation},
+		{name: "a claim cloned through storage.dataSourceRef", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			dv := kubevirtv1.DataVolumeTemplateSpec{Spec: cdiv1.DataVolumeSpec{Storage: &cdiv1.StorageSpec{
+				DataSourceRef: &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: "victim-root"}}}}
+			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dv}
+		}), rule: RuleGuestCloneSource},
+		{name: "a registry node pull", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			dv := kubevirtv1.DataVolumeTemplateSpec{Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{
+				Registry: &cdiv1.DataVolumeSourceRegistry{URL: ptr.To("docker://private/image"), PullMethod: ptr.To(cdiv1.RegistryPullNode)}}}}
+			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dv}
+		}), rule: RuleGuestImportImage},
 		{name: "clones in a shared namespace are named", vmNamespace: "shared", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
 			s.RootDisk = &infrav1.RootDiskSpec{Image: infrav1.ImageSource{PVC: &infrav1.ImageVolumeRef{Name: "seed"}}}
 			s.VirtualMachineTemplate.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{
@@ -156,7 +171,8 @@ func TestGuest(t *testing.T) {
 		})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, named := Guest(tc.spec, tc.networks, cmp.Or(tc.vmNamespace, "tenant-a"), "tenant-a", tc.allow, field.NewPath("spec"))
+			vmNamespace := cmp.Or(tc.vmNamespace, "tenant-a")
+			rs, named := Guest(tc.spec, tc.networks, vmNamespace, Shared(vmNamespace, "tenant-a", false, ""), tc.allow, field.NewPath("spec"))
 			switch {
 			case tc.rule == "" && len(rs) > 0:
 				t.Fatalf("refused: %v", rs[0])
@@ -175,6 +191,25 @@ func TestGuest(t *testing.T) {
 				t.Fatalf("named %v, want %v", got, tc.named)
 			}
 		})
+	}
+}
+
+func TestShared(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		vmNS     string
+		external bool
+		secretNS string
+		want     bool
+	}{
+		{name: "its own namespace on the management cluster", vmNS: "tenant-a"},
+		{name: "another namespace on the management cluster", vmNS: "vms", want: true},
+		{name: "an administrator's external infra cluster, even a namespace of its name", vmNS: "tenant-a", external: true, secretNS: "capkv-system", want: true},
+		{name: "the tenant's own external infra cluster", vmNS: "vms", external: true, secretNS: "tenant-a"},
+	} {
+		if got := Shared(tc.vmNS, "tenant-a", tc.external, tc.secretNS); got != tc.want {
+			t.Errorf("%s: Shared = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -66,6 +66,22 @@ func ensureBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBindin
 	key := client.ObjectKeyFromObject(want)
 	live := &rbacv1.RoleBinding{}
 	err := c.Get(ctx, key, live)
+	if err == nil && live.RoleRef == want.RoleRef && owned.IsOwnedBy(live, owner) &&
+		equality.Semantic.DeepEqual(live.Subjects, want.Subjects) {
+		return nil
+	}
+	// A binding to a missing ClusterRole is allowed and grants nothing: the
+	// tenant's components would fail with no word of why. Looked for
+	// before a binding to another role is deleted, so that a working
+	// credential is not taken away for one that cannot work.
+	if err == nil || apierrors.IsNotFound(err) {
+		if err := c.Get(ctx, client.ObjectKey{Name: want.RoleRef.Name}, &rbacv1.ClusterRole{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("ClusterRole %s is not installed on the infra cluster: apply the release's tenant-cloud-roles.yaml there (docs/tenant-cloud.md)", want.RoleRef.Name)
+			}
+			return fmt.Errorf("reading ClusterRole %s: %w", want.RoleRef.Name, err)
+		}
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -73,9 +89,6 @@ func ensureBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBindin
 	case !owned.IsOwnedBy(live, owner):
 		return fmt.Errorf("RoleBinding %s exists but was not created for %s; rename or remove it", key, owner)
 	case live.RoleRef == want.RoleRef:
-		if equality.Semantic.DeepEqual(live.Subjects, want.Subjects) {
-			return nil
-		}
 		live.Subjects = want.Subjects
 		if err := c.Update(ctx, live); err != nil {
 			return fmt.Errorf("correcting drift of RoleBinding %s: %w", key, err)
@@ -90,14 +103,6 @@ func ensureBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBindin
 				return fmt.Errorf("deleting Role %s/%s: %w", key.Namespace, live.RoleRef.Name, err)
 			}
 		}
-	}
-	// A binding to a missing ClusterRole is allowed and grants nothing: the
-	// tenant's components would fail with no word of why.
-	if err := c.Get(ctx, client.ObjectKey{Name: want.RoleRef.Name}, &rbacv1.ClusterRole{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("ClusterRole %s is not installed on the infra cluster: apply the release's tenant-cloud-roles.yaml there (docs/tenant-cloud.md)", want.RoleRef.Name)
-		}
-		return fmt.Errorf("reading ClusterRole %s: %w", want.RoleRef.Name, err)
 	}
 	owned.Mark(want, owner)
 	if ref != nil {

@@ -100,14 +100,19 @@ func machineTenancy(ctx context.Context, p *tenancy.Policy, obj client.Object, s
 	if kc != nil {
 		networks = kc.Spec.Network.Networks
 	}
-	refusals, named := tenancy.Guest(spec, networks, infraNS, obj.GetNamespace(), grant.Guest(), path)
+	secretNS := ""
+	if grant.SecretRef != nil {
+		secretNS = grant.SecretRef.Namespace
+	}
+	shared := tenancy.Shared(infraNS, obj.GetNamespace(), grant.SecretRef != nil, secretNS)
+	refusals, named := tenancy.Guest(spec, networks, infraNS, shared, grant.Guest(), path)
 	clusterName := obj.GetLabels()[clusterv1.ClusterNameLabel]
 	if len(refusals) > 0 || grant.SecretRef != nil || clusterName == "" || p == nil || p.Reader == nil {
 		// What an external infra cluster holds, or what a template not
 		// yet of a cluster names, the controller checks before it acts.
 		return refusals.FieldErrors(), nil
 	}
-	refusal, err := tenancy.CheckOwned(ctx, p.Reader, infraNS, obj.GetNamespace(), clusterName, named)
+	refusal, err := tenancy.CheckOwned(ctx, p.Reader, infraNS, obj.GetNamespace(), clusterName, shared, named)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

@@ -224,8 +224,9 @@ func (w KubevirtMachine) ValidateCreate(ctx context.Context, m *infrav1.Kubevirt
 	return nil, invalid("KubevirtMachine", m, append(errs, refused...))
 }
 
-// ValidateUpdate validates a changed KubevirtMachine.
-func (KubevirtMachine) ValidateUpdate(ctx context.Context, oldM, newM *infrav1.KubevirtMachine) (admission.Warnings, error) {
+// ValidateUpdate validates a changed KubevirtMachine; a changed spec (an
+// in-place update) is checked against the multi-tenancy policy again.
+func (w KubevirtMachine) ValidateUpdate(ctx context.Context, oldM, newM *infrav1.KubevirtMachine) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := validateMachineSpec(&newM.Spec, newM.Namespace, spec)
 	// Cluster API writes an in-place update with its annotation, and
@@ -236,6 +237,13 @@ func (KubevirtMachine) ValidateUpdate(ctx context.Context, oldM, newM *infrav1.K
 		inPlace = true
 	}
 	errs = append(errs, validateMachineSpecUpdate(&oldM.Spec, &newM.Spec, inPlace, spec)...)
+	if !equality.Semantic.DeepEqual(oldM.Spec, newM.Spec) {
+		refused, err := machineTenancy(ctx, w.Policy, newM, &newM.Spec, spec)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, refused...)
+	}
 	return nil, invalid("KubevirtMachine", newM, errs)
 }
 

@@ -81,6 +81,22 @@ func touch(ctx context.Context, g Gomega, kc *infrav1.KubevirtCluster, value str
 	g.Expect(env.Client.Patch(ctx, kc, patch)).To(Succeed())
 }
 
+// uninstallClusterRole deletes the shipped ClusterRole name, as on an
+// infra cluster where an administrator has not applied it, and returns what
+// puts it back; the test's end puts it back too, for the tests after.
+func uninstallClusterRole(ctx context.Context, t *testing.T, name string) func() {
+	t.Helper()
+	g := NewWithT(t)
+	role := &rbacv1.ClusterRole{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, role)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, role)).To(Succeed())
+	restore := func() {
+		_ = env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Labels: role.Labels}, Rules: role.Rules})
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
 // deleteTenantSecret removes the tenant's Secret when the test ends: the
 // tests share this API server as their tenant cluster.
 func deleteTenantSecret(ctx context.Context, t *testing.T) {
@@ -212,6 +228,14 @@ func TestTenantCloudCredential(t *testing.T) {
 		o.SetAnnotations(map[string]string{infrav1.OwnerAnnotation: ns + "/" + tn.kc.Name})
 		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
 	}
+	// Until the shipped ClusterRole is there, the working binding stays.
+	restoreBoth := uninstallClusterRole(ctx, t, "capkv-tenant-ccm-csi")
+	touch(ctx, g, tn.kc, "missing-role")
+	g.Eventually(condition(tn.kc, infrav1.TenantCloudReadyCondition), 10*time.Second).
+		Should(haveReason(metav1.ConditionFalse, infrav1.CredentialFailedReason))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, binding)).To(Succeed())
+	g.Expect(binding.RoleRef.Kind).To(Equal("Role"), "the old binding is kept while the new one cannot work")
+	restoreBoth()
 	touch(ctx, g, tn.kc, "rebind")
 	g.Eventually(func(g Gomega) string {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, binding)).To(Succeed())
@@ -307,13 +331,7 @@ func TestTenantCloudCredentialExternalInfra(t *testing.T) {
 	})).To(Succeed())
 	// An administrator has not installed the shipped ClusterRole on this
 	// infra cluster yet: a binding to it would grant nothing.
-	ccm := &rbacv1.ClusterRole{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "capkv-tenant-ccm"}, ccm)).To(Succeed())
-	g.Expect(env.Client.Delete(ctx, ccm)).To(Succeed())
-	restore := func() {
-		_ = env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ccm.Name, Labels: ccm.Labels}, Rules: ccm.Rules})
-	}
-	t.Cleanup(restore)
+	restore := uninstallClusterRole(ctx, t, "capkv-tenant-ccm")
 	tn := createTenant(t, ns, "tenantcloud-external", func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.InfraClusterSecretRef = &corev1.ObjectReference{Kind: "Secret", Name: "infra"}
 		kc.Spec.TenantCloud.Components = []infrav1.TenantCloudComponent{infrav1.TenantCloudControllerManager}

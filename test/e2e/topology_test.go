@@ -163,7 +163,7 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 			case "ClusterClass":
 				renameTemplateRefs(u.Object, v2)
 			case "KubevirtMachineTemplate":
-				if err := unstructured.SetNestedStringMap(u.Object, map[string]string{"capkv.io/class": "kubevirt" + v2},
+				if err := unstructured.SetNestedStringMap(u.Object, map[string]string{"example.com/class": "kubevirt" + v2},
 					"spec", "template", "spec", "virtualMachineTemplate", "metadata", "labels"); err != nil {
 					return err
 				}
@@ -182,7 +182,7 @@ var _ = Describe("ClusterClass kubevirt", Ordered, func() {
 		for _, km := range kubevirtMachines(ctx, ns) {
 			vm := &kubevirtv1.VirtualMachine{}
 			Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vm)).To(Succeed())
-			Expect(vm.Labels).To(HaveKeyWithValue("capkv.io/class", "kubevirt"+v2), "VM %s is built from the second class", vm.Name)
+			Expect(vm.Labels).To(HaveKeyWithValue("example.com/class", "kubevirt"+v2), "VM %s is built from the second class", vm.Name)
 		}
 		Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
 		expectRunning(ctx, ns, name)

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
@@ -83,12 +84,14 @@ func TestHostileTenantRefusedAtAdmission(t *testing.T) {
 func grantIdentities(t *testing.T, attacker, other string) fixture.Hostile {
 	t.Helper()
 	ctx := context.Background()
-	h := fixture.Hostile{Other: other, OtherIdentity: other + "-only", OwnIdentity: attacker + "-own"}
+	h := fixture.Hostile{Other: other, OtherIdentity: other + "-only", OwnIdentity: attacker + "-own", SharedIdentity: attacker + "-shared"}
 	for _, id := range []*infrav1.KubevirtClusterIdentity{
 		{ObjectMeta: metav1.ObjectMeta{Name: h.OtherIdentity}, Spec: infrav1.KubevirtClusterIdentitySpec{
 			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{other}}, InfraNamespaces: []string{other}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: h.OwnIdentity}, Spec: infrav1.KubevirtClusterIdentitySpec{
 			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{attacker}}, InfraNamespaces: []string{attacker}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: h.SharedIdentity}, Spec: infrav1.KubevirtClusterIdentitySpec{
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{attacker}}, InfraNamespaces: []string{other}}},
 	} {
 		if err := env.Client.Create(ctx, id); err != nil {
 			t.Fatal(err)
@@ -173,5 +176,25 @@ func TestIdentityEmptyListRefused(t *testing.T) {
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.allowedNamespaces.list") {
 		_ = env.Client.Delete(context.Background(), id)
 		t.Fatalf("want an empty allowedNamespaces.list refused, got %v", err)
+	}
+}
+
+// TestInPlaceUpdateRefusedAtAdmission: an in-place update, which gives the
+// running VM the spec's new annotations, is checked like a new machine.
+func TestInPlaceUpdateRefusedAtAdmission(t *testing.T) {
+	ctx := context.Background()
+	attacker := createNamespace(t, "attacker-")
+	tenant := tenantClient(t, attacker)
+	km := &infrav1.KubevirtMachine{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "grown",
+		Labels: map[string]string{clusterv1.ClusterNameLabel: fixture.ClusterName}},
+		Spec: infrav1.KubevirtMachineSpec{VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{Spec: validVMSpec()}}}
+	if err := tenant.Create(ctx, km); err != nil {
+		t.Fatal(err)
+	}
+	km.Annotations = map[string]string{clusterv1.UpdateInProgressAnnotation: ""}
+	km.Spec.VirtualMachineTemplate.ObjectMeta.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": "kube-system/host"}
+	err := tenant.Update(ctx, km)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "rule "+tenancy.RuleGuestAnnotation) {
+		t.Fatalf("want the in-place update refused by rule %s, got %v", tenancy.RuleGuestAnnotation, err)
 	}
 }
