@@ -129,6 +129,12 @@ type GuestAllowances struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=317
 	Annotations []string `json:"annotations,omitempty"`
+	// tenantCloud lets clusters ask for a tenant cloud credential in the
+	// identity's infra namespaces although they count as shared: the
+	// credential reaches every Service, VM and DataVolume of its namespace,
+	// so set it only where each namespace serves one team.
+	// +optional
+	TenantCloud bool `json:"tenantCloud,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -400,7 +400,7 @@ func (c *Clients) start(key string, target *Target, hash [32]byte) (*entry, erro
 		}
 	}()
 	return &entry{
-		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key,
+		infra: &Infra{Client: cl, APIReader: direct, Cache: ca, Namespace: target.Namespace, External: true, Key: key, Secret: target.Secret,
 			Server: target.Config.Host, CAData: target.Config.CAData,
 			TLSServerName: target.Config.ServerName, Insecure: target.Config.Insecure},
 		hash: hash, cancel: cancel, apis: &rememberedAPIs{discovery: d, ttl: apisRecheck}, users: sets.New[User](),

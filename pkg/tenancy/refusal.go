@@ -47,6 +47,7 @@ const (
 	RuleGuestCloneSource      = "guest-clone-source"
 	RuleGuestReservedKey      = "guest-reserved-key"
 	RuleGuestImportImage      = "guest-import-image"
+	RuleTenantCloudShared     = "tenant-cloud-shared-namespace"
 	RuleDerivedNameTooLong    = "derived-name-too-long"
 )
 

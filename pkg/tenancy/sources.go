@@ -60,3 +60,17 @@ func NetworksOf(kc *infrav1.KubevirtCluster) []infrav1.MultusNetwork {
 	}
 	return kc.Spec.Network.Networks
 }
+
+// TenantCloud refuses a tenant cloud credential (docs/tenant-cloud.md) for
+// a cluster whose infra namespace is shared (Shared): the credential
+// reaches every Service, VM and DataVolume of the namespace, other
+// tenants' too.
+// The grant's guest.tenantCloud says the namespace serves one team.
+func TenantCloud(spec infrav1.TenantCloudSpec, shared bool, allow infrav1.GuestAllowances, infraNamespace string, fld *field.Path) *Refusal {
+	if !spec.Enabled() || !shared || allow.TenantCloud {
+		return nil
+	}
+	return refuse(RuleTenantCloudShared, fld,
+		"infra namespace %s may hold other tenants' objects, and a tenant credential reaches all of its Services, VMs and DataVolumes; an administrator who gives it to one team only sets spec.guest.tenantCloud in its KubevirtClusterIdentity",
+		infraNamespace)
+}

@@ -213,6 +213,24 @@ func TestShared(t *testing.T) {
 	}
 }
 
+func TestTenantCloud(t *testing.T) {
+	on := infrav1.TenantCloudSpec{Components: []infrav1.TenantCloudComponent{infrav1.TenantCloudControllerManager}}
+	fld := field.NewPath("spec", "tenantCloud", "components")
+	none := infrav1.GuestAllowances{}
+	if r := TenantCloud(on, true, none, "shared", fld); r == nil || r.Rule != RuleTenantCloudShared || !strings.Contains(r.Error(), "shared") {
+		t.Errorf("a credential in a shared namespace: %v", r)
+	}
+	if r := TenantCloud(on, true, infrav1.GuestAllowances{TenantCloud: true}, "team-a-vms", fld); r != nil {
+		t.Errorf("a credential an identity allows refused: %v", r)
+	}
+	if r := TenantCloud(on, false, none, "tenant-a", fld); r != nil {
+		t.Errorf("a credential in the tenant's own namespace refused: %v", r)
+	}
+	if r := TenantCloud(infrav1.TenantCloudSpec{}, true, none, "shared", fld); r != nil {
+		t.Errorf("no credential asked for, refused: %v", r)
+	}
+}
+
 func TestDecideWithoutIdentity(t *testing.T) {
 	p := &Policy{ProviderNamespace: "capkv-system"}
 	own := Request{Field: field.NewPath("spec", "x")}

@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -36,6 +37,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // Annotations of the tenant's Secret: when its token expires and is
@@ -93,6 +95,14 @@ func (k *Keeper) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, clu
 	spec := kc.Spec.TenantCloud
 	if !spec.Enabled() {
 		return k.disable(ctx, kc, cluster, infra)
+	}
+	shared := tenancy.Shared(infra.Namespace, kc.Namespace, infra.External, infra.Secret.Namespace)
+	if r := tenancy.TenantCloud(spec, shared, infra.Guest, infra.Namespace, field.NewPath("spec", "tenantCloud", "components")); r != nil {
+		// A credential minted before the namespace was shared goes.
+		if _, err := k.disable(ctx, kc, cluster, infra); err != nil {
+			return outcome.Fail(infrav1.CredentialFailedReason, err.Error()), err
+		}
+		return outcome.Fail(infrav1.NotAllowedByPolicyReason, r.Error()), nil
 	}
 	owner, name := owned.Key(kc), Name(cluster)
 	infraClient := direct(infra)

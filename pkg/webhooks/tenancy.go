@@ -80,7 +80,19 @@ func clusterTenancy(ctx context.Context, p *tenancy.Policy, ns string, spec *inf
 	for _, n := range spec.Network.Networks {
 		rs = append(rs, tenancy.Network(n.NetworkAttachmentDefinition, allowed, path.Child("network", "networks").Key(n.Name))...)
 	}
+	if r := tenancy.TenantCloud(spec.TenantCloud, sharedFor(grant, infraNS, ns), grant.Guest(), infraNS, path.Child("tenantCloud", "components")); r != nil {
+		rs = append(rs, r)
+	}
 	return rs.FieldErrors(), nil
+}
+
+// sharedFor says whether the infra namespace a grant gives an object of
+// namespace ns may hold others' objects (tenancy.Shared).
+func sharedFor(grant *tenancy.Grant, infraNS, ns string) bool {
+	if grant.SecretRef == nil {
+		return tenancy.Shared(infraNS, ns, false, "")
+	}
+	return tenancy.Shared(infraNS, ns, true, grant.SecretRef.Namespace)
 }
 
 // machineTenancy checks a KubevirtMachine spec at path against the policy:
@@ -100,11 +112,7 @@ func machineTenancy(ctx context.Context, p *tenancy.Policy, obj client.Object, s
 	if kc != nil {
 		networks = kc.Spec.Network.Networks
 	}
-	secretNS := ""
-	if grant.SecretRef != nil {
-		secretNS = grant.SecretRef.Namespace
-	}
-	shared := tenancy.Shared(infraNS, obj.GetNamespace(), grant.SecretRef != nil, secretNS)
+	shared := sharedFor(grant, infraNS, obj.GetNamespace())
 	refusals, named := tenancy.Guest(spec, networks, infraNS, shared, grant.Guest(), path)
 	clusterName := obj.GetLabels()[clusterv1.ClusterNameLabel]
 	if len(refusals) > 0 || grant.SecretRef != nil || clusterName == "" || p == nil || p.Reader == nil {

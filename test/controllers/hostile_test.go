@@ -61,17 +61,18 @@ func TestHostileTenantStoppedByControllers(t *testing.T) {
 	})
 
 	other := newNamespace(t)
-	h := fixture.Hostile{Other: other, OtherIdentity: other + "-only", OwnIdentity: other + "-attacker", SharedIdentity: other + "-shared"}
+	h := fixture.Hostile{Other: other, OtherIdentity: other + "-only", OwnIdentity: other + "-attacker",
+		SharedIdentity: other + "-shared", Shared: newNamespace(t)}
 	for _, id := range []*infrav1.KubevirtClusterIdentity{
 		{ObjectMeta: metav1.ObjectMeta{Name: h.OtherIdentity}, Spec: infrav1.KubevirtClusterIdentitySpec{
 			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{other}}, InfraNamespaces: []string{other}}},
 		// The attacker's namespaces, by label; their VMs stay at home.
 		{ObjectMeta: metav1.ObjectMeta{Name: h.OwnIdentity}, Spec: infrav1.KubevirtClusterIdentitySpec{
 			AllowedNamespaces: &infrav1.AllowedNamespaces{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{hostileLabel: other}}}}},
-		// The other tenant's namespace shared with the attackers.
+		// A namespace the attackers share.
 		{ObjectMeta: metav1.ObjectMeta{Name: h.SharedIdentity}, Spec: infrav1.KubevirtClusterIdentitySpec{
 			AllowedNamespaces: &infrav1.AllowedNamespaces{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{hostileLabel: other}}},
-			InfraNamespaces:   []string{other}}},
+			InfraNamespaces:   []string{h.Shared}}},
 	} {
 		g.Expect(env.Client.Create(ctx, id)).To(Succeed())
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), id) })

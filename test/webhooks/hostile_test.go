@@ -84,14 +84,15 @@ func TestHostileTenantRefusedAtAdmission(t *testing.T) {
 func grantIdentities(t *testing.T, attacker, other string) fixture.Hostile {
 	t.Helper()
 	ctx := context.Background()
-	h := fixture.Hostile{Other: other, OtherIdentity: other + "-only", OwnIdentity: attacker + "-own", SharedIdentity: attacker + "-shared"}
+	h := fixture.Hostile{Other: other, OtherIdentity: other + "-only", OwnIdentity: attacker + "-own",
+		SharedIdentity: attacker + "-shared", Shared: createNamespace(t, "shared-")}
 	for _, id := range []*infrav1.KubevirtClusterIdentity{
 		{ObjectMeta: metav1.ObjectMeta{Name: h.OtherIdentity}, Spec: infrav1.KubevirtClusterIdentitySpec{
 			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{other}}, InfraNamespaces: []string{other}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: h.OwnIdentity}, Spec: infrav1.KubevirtClusterIdentitySpec{
 			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{attacker}}, InfraNamespaces: []string{attacker}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: h.SharedIdentity}, Spec: infrav1.KubevirtClusterIdentitySpec{
-			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{attacker}}, InfraNamespaces: []string{other}}},
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{attacker}}, InfraNamespaces: []string{h.Shared}}},
 	} {
 		if err := env.Client.Create(ctx, id); err != nil {
 			t.Fatal(err)
