@@ -107,7 +107,7 @@ func DataVolume(rd *infrav1.RootDiskSpec, ns string) *cdiv1.DataVolume {
 			Annotations: map[string]string{immediateBinding: "true", keepAfterCompletion: "false", SourceAnnotation: Describe(&rd.Image)},
 		},
 		Spec: cdiv1.DataVolumeSpec{
-			Source: importSource(&rd.Image),
+			Source: ImportSource(&rd.Image),
 			Storage: &cdiv1.StorageSpec{
 				StorageClassName: rd.StorageClassName,
 				AccessModes:      rd.AccessModes,
@@ -144,7 +144,10 @@ func Describe(img *infrav1.ImageSource) string {
 	return ""
 }
 
-func importSource(img *infrav1.ImageSource) *cdiv1.DataVolumeSource {
+// ImportSource is the CDI source that imports img (http or registry),
+// nil for a clone source: what CDI's importer is handed, credentials
+// included, for a golden volume or a per-VM import.
+func ImportSource(img *infrav1.ImageSource) *cdiv1.DataVolumeSource {
 	switch {
 	case img.HTTP != nil:
 		return &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{
@@ -190,7 +193,7 @@ func RootDiskTemplate(rd *infrav1.RootDiskSpec, ns string, goldenVolume *types.N
 		dsNS := orDefault(img.DataSource.Namespace, ns)
 		t.Spec.SourceRef = &cdiv1.DataVolumeSourceRef{Kind: cdiv1.DataVolumeDataSource, Namespace: &dsNS, Name: img.DataSource.Name}
 	default:
-		t.Spec.Source = importSource(img)
+		t.Spec.Source = ImportSource(img)
 	}
 	return t, nil
 }

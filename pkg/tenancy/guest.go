@@ -70,8 +70,8 @@ type Named struct {
 func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNetwork, vmNamespace string, shared bool,
 	allow infrav1.GuestAllowances, fld *field.Path) (Refusals, []Named) {
 	vmt := fld.Child("virtualMachineTemplate")
-	rs := templateKeys(&spec.VirtualMachineTemplate, vmt)
-	named := rootDiskObjects(spec.RootDisk, fld.Child("rootDisk"))
+	rs, named := rootDiskImport(spec.RootDisk, fld.Child("rootDisk"))
+	rs = append(rs, templateKeys(&spec.VirtualMachineTemplate, vmt)...)
 	if shared {
 		named = append(named, sharedCloneSources(spec, vmNamespace, fld)...)
 	}

@@ -20,9 +20,11 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 )
 
 // More kinds a VM's disks may name: what CDI clones from.
@@ -85,12 +87,6 @@ func importObjects(s *cdiv1.DataVolumeSource, p *field.Path) (Refusals, []Named)
 			named = append(named, Named{kind, name, fld})
 		}
 	}
-	deref := func(s *string) string {
-		if s == nil {
-			return ""
-		}
-		return *s
-	}
 	switch {
 	case s.HTTP != nil:
 		add(KindSecret, s.HTTP.SecretRef, p.Child("http", "secretRef"))
@@ -99,8 +95,8 @@ func importObjects(s *cdiv1.DataVolumeSource, p *field.Path) (Refusals, []Named)
 			add(KindSecret, name, p.Child("http", "secretExtraHeaders").Index(i))
 		}
 	case s.Registry != nil:
-		add(KindSecret, deref(s.Registry.SecretRef), p.Child("registry", "secretRef"))
-		add(KindConfigMap, deref(s.Registry.CertConfigMap), p.Child("registry", "certConfigMap"))
+		add(KindSecret, ptr.Deref(s.Registry.SecretRef, ""), p.Child("registry", "secretRef"))
+		add(KindConfigMap, ptr.Deref(s.Registry.CertConfigMap, ""), p.Child("registry", "certConfigMap"))
 		if m := s.Registry.PullMethod; m != nil && *m == cdiv1.RegistryPullNode {
 			return Refusals{refuse(RuleGuestImportImage, p.Child("registry", "pullMethod"),
 				"a node pull fetches the image with the infra node's own registry credentials; use pod")}, named
@@ -128,31 +124,13 @@ func importObjects(s *cdiv1.DataVolumeSource, p *field.Path) (Refusals, []Named)
 	return nil, named
 }
 
-// rootDiskObjects are the Secrets and ConfigMaps the root disk's import
-// reads in the VM's namespace.
-func rootDiskObjects(rd *infrav1.RootDiskSpec, p *field.Path) []Named {
+// rootDiskImport checks the root disk's import as CDI's importer gets it
+// (golden.ImportSource), a golden volume's or the VM's own.
+func rootDiskImport(rd *infrav1.RootDiskSpec, p *field.Path) (Refusals, []Named) {
 	if rd == nil {
-		return nil
+		return nil, nil
 	}
-	var named []Named
-	img, ip := rd.Image, p.Child("image")
-	if h := img.HTTP; h != nil {
-		if h.SecretRef != "" {
-			named = append(named, Named{KindSecret, h.SecretRef, ip.Child("http", "secretRef")})
-		}
-		if h.CertConfigMap != "" {
-			named = append(named, Named{KindConfigMap, h.CertConfigMap, ip.Child("http", "certConfigMap")})
-		}
-	}
-	if r := img.Registry; r != nil {
-		if r.SecretRef != "" {
-			named = append(named, Named{KindSecret, r.SecretRef, ip.Child("registry", "secretRef")})
-		}
-		if r.CertConfigMap != "" {
-			named = append(named, Named{KindConfigMap, r.CertConfigMap, ip.Child("registry", "certConfigMap")})
-		}
-	}
-	return named
+	return importObjects(golden.ImportSource(&rd.Image), p.Child("image"))
 }
 
 // sharedCloneSources are the claims, snapshots and data sources a VM's
