@@ -12,7 +12,7 @@ export TIMINGS_DIR=${TIMINGS_DIR:-$root/out/timings}
 rm -rf "$TIMINGS_DIR"; mkdir -p "$TIMINGS_DIR"
 start=$(date +%s)
 export TIMINGS_START=$start
-trap 'status=$?; "$root/hack/timings.sh"; echo ">> make test took $(( $(date +%s) - start ))s"; exit $status' EXIT
+trap 'status=$?; "$root/hack/timings.sh" $(( $(date +%s) - start )); exit $status' EXIT
 
 step() { local name=$1; shift; echo ">> $name"; "$root/hack/timed.sh" step "$name" "$@"; }
 
@@ -21,6 +21,9 @@ step() { local name=$1; shift; echo ">> $name"; "$root/hack/timed.sh" step "$nam
 downloads=$!
 step tools hack/build-tools.sh
 wait $downloads || { cat "$TIMINGS_DIR/download.log" >&2; exit 1; }
+# How fast this machine is, for the timing table (docs/testing.md, "Machine
+# speed"): measured while nothing else runs.
+step calibrate bash -c 'cd test && go run ./cmd/calibrate > "$TIMINGS_DIR/calibration"'
 step verify-gen make --no-print-directory verify-gen
 step verify-boilerplate make --no-print-directory verify-boilerplate
 step build make --no-print-directory build

@@ -5,6 +5,11 @@
 # (from make test's start); rows under 5 s fold into one.
 # CPU above wall means both cores worked; the budget per package is in
 # docs/testing.md.
+#
+# Usage: hack/timings.sh [SECONDS]: with make test's wall seconds, it also
+# prints them scaled to the speed of the machine the budget was set on, from
+# this machine's calibration (test/cmd/calibrate; docs/testing.md, "Machine
+# speed").
 set -euo pipefail
 dir=${TIMINGS_DIR:-$(cd "$(dirname "$0")/.." && pwd)/out/timings}
 for kind in step package shard tool; do
@@ -16,3 +21,15 @@ for kind in step package shard tool; do
     END { if (n) printf "   %-44s %6d %6d\n", "(" n " more, under 5 s each)", sw, sc
           printf "   %-44s %6d %6d\n", "(sum)", w, c }'
 done
+# The calibration's CPU seconds on the machine the budget was set on
+# (docs/testing.md, "Machine speed").
+reference=4.4
+total=${1:-}
+[[ -n "$total" ]] || exit 0
+if [[ -s "$dir/calibration" ]]; then
+  speed=$(cat "$dir/calibration")
+  echo ">> machine: calibration ${speed} CPU s, the budget's machine ${reference}: $(echo "scale=2; $speed / $reference" | bc)x its time"
+  echo ">> make test took ${total}s ($(echo "$total * $reference / $speed" | bc) s at the budget machine's speed)"
+else
+  echo ">> make test took ${total}s"
+fi
