@@ -35,9 +35,9 @@ IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 export GOGC ?= 400
 
 TEST_TIMEOUT ?= 60m
-# How many test packages run at once (go test -p). Each runs a world of
-# several servers: more than 2 starves them on 2 cores.
-TEST_PARALLEL ?= 2
+# How many test packages run at once once the two long suites have ended
+# (hack/test-module.sh); each runs a world of several servers.
+TEST_PARALLEL ?= 3
 FUZZ_TIME ?= 60s
 
 ##@ General

@@ -36,13 +36,7 @@ step release make --no-print-directory release
 test_ldflags="-s -w"
 step unit-tests go test -count=1 -ldflags "$test_ldflags" -exec "$root/hack/timed-test.sh" ./...
 cd test
-# go test runs the packages in the order it is given them, as slots free up:
-# the longest first, so that the two long suites start together and the
-# short packages fill the slots they leave (a package listed late that
-# takes long would run alone at the end). ./... adds every other package.
-# go test links a package's binary when a slot frees up for it (about 25 s
-# each); linking them all beside the long suites, and a third package at
-# once after them, made a run slower and dearer (docs/testing.md).
-packages=(./integration ./e2e ./move ./world ./upgrade ./monitoring ./controllers ./testenv ./webhooks ./release ./...)
-step test-module env KUBE_BIN_DIR="$root/bin" go test -p "${TEST_PARALLEL:-2}" -timeout "${TEST_TIMEOUT:-60m}" \
-  -count=1 -ldflags "$test_ldflags" -exec "$root/hack/timed-test.sh" "${packages[@]}"
+# The long suites first, the other packages in the slots they leave
+# (hack/test-module.sh).
+step test-module env KUBE_BIN_DIR="$root/bin" TEST_LDFLAGS="$test_ldflags" TAIL_SLOTS="${TEST_PARALLEL:-3}" \
+  TEST_TIMEOUT="${TEST_TIMEOUT:-60m}" "$root/hack/test-module.sh"
