@@ -4,8 +4,8 @@
 #   1. the two long suites (integration and e2e, two worlds each) link and
 #      start together;
 #   2. as each long suite ends, the other packages link and run in the
-#      slots it leaves, longest first: none beside both, TAIL_SLOTS - 1
-#      (2) beside one, TAIL_SLOTS (3) once neither runs.
+#      slots it leaves, longest first: none beside both, TEST_PARALLEL - 1
+#      (2) beside one, TEST_PARALLEL (3) once neither runs.
 #
 # `go test -p 2` ran the other packages two at a time after the suites:
 # about 480 s at a little over one core, as each waits on its world; three
@@ -19,7 +19,7 @@
 # out/test-logs/<package>.log and is printed when it fails. The exit status
 # is 1 when any package failed.
 #
-# Environment: TEST_TIMEOUT (each binary's -test.timeout; 60m), TAIL_SLOTS,
+# Environment: TEST_TIMEOUT (each binary's -test.timeout; 60m), TEST_PARALLEL,
 # TEST_LDFLAGS (the binaries' link flags), KUBE_BIN_DIR (passed on).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +31,7 @@ tail=(move world upgrade monitoring controllers testenv webhooks release cmd/ben
 while read -r pkg; do
   [[ " ${long[*]} ${tail[*]} " == *" $pkg "* ]] || tail+=("$pkg")
 done < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' ./... | sed "s#^$PWD/##")
-slots=${TAIL_SLOTS:-3}
+slots=${TEST_PARALLEL:-3}
 bin=$root/out/test-bin logs=$root/out/test-logs
 rm -rf "$bin" "$logs"; mkdir -p "$bin" "$logs"
 ldflags=${TEST_LDFLAGS:-}

@@ -2,8 +2,8 @@
 # make test: every check CI runs before lint, each step timed, and the timing
 # table (hack/timings.sh) printed at the end, passed or failed.
 #
-# Environment: TEST_TIMEOUT (go test -timeout of the test module),
-# TEST_PARALLEL (how many test packages run at once; go test -p),
+# Environment: TEST_TIMEOUT (-test.timeout of each test module binary),
+# TEST_PARALLEL (test packages at once after the long suites; hack/test-module.sh),
 # TIMINGS_DIR (where the timings go; out/timings).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,5 +38,4 @@ step unit-tests go test -count=1 -ldflags "$test_ldflags" -exec "$root/hack/time
 cd test
 # The long suites first, the other packages in the slots they leave
 # (hack/test-module.sh).
-step test-module env KUBE_BIN_DIR="$root/bin" TEST_LDFLAGS="$test_ldflags" TAIL_SLOTS="${TEST_PARALLEL:-3}" \
-  TEST_TIMEOUT="${TEST_TIMEOUT:-60m}" "$root/hack/test-module.sh"
+step test-module env KUBE_BIN_DIR="$root/bin" TEST_LDFLAGS="$test_ldflags" "$root/hack/test-module.sh"
