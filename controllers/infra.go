@@ -52,7 +52,12 @@ func openInfra(ctx context.Context, clients *infracluster.Clients, recorder even
 
 // setReadySummary sets Ready from the given conditions, those present, with
 // Cluster API's default merge strategy and its generic Ready, NotReady and
-// ReadyUnknown reasons.
+// ReadyUnknown reasons. A True Ready carries no message, as Cluster API's
+// own conditions in their normal state do: Cluster API mirrors it into the
+// Cluster's and Machine's conditions, whose summaries (and its e2e
+// framework's VerifyClusterAvailable and VerifyMachinesReady) read any
+// message there as something to look at. The conditions summarized keep
+// their messages for clusterctl describe --show-conditions all.
 func setReadySummary(obj outcome.Object, types []string) {
 	strategy := conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(
 		conditions.ComputeReasonFunc(conditions.GetDefaultComputeMergeReasonFunc(
@@ -69,6 +74,11 @@ func setReadySummary(obj outcome.Object, types []string) {
 	if err := conditions.SetSummaryCondition(obj, obj, infrav1.ReadyCondition, conditions.ForConditionTypes(present), strategy); err != nil {
 		conditions.Set(obj, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionUnknown,
 			Reason: infrav1.InternalErrorReason, Message: "summarizing conditions: " + err.Error()})
+		return
+	}
+	if ready := conditions.Get(obj, infrav1.ReadyCondition); ready.Status == metav1.ConditionTrue && ready.Message != "" {
+		ready.Message = ""
+		conditions.Set(obj, *ready)
 	}
 }
 

@@ -19,6 +19,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -201,13 +203,18 @@ func (s *Service) keepUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.Vi
 	return s.ensureUserDataSecret(ctx, sc, data, vm)
 }
 
-// adoptUserData makes the VM own its user data Secret where it does not yet.
+// adoptUserData makes the VM own its user data Secret where it does not
+// yet, and brings a reference to the VM at another API version (a restore
+// from a backup, an upgrade of KubeVirt) or to an earlier VM of the same
+// name back to this one: the garbage collector resolves the owner by its
+// API version and UID.
 func (s *Service) adoptUserData(ctx context.Context, sc *Scope, secret client.Object, vm *kubevirtv1.VirtualMachine) error {
-	if ownedBy(secret, vm.UID) {
+	want := vmOwnerReference(vm)
+	if util.HasExactOwnerRef(secret.GetOwnerReferences(), want) {
 		return nil
 	}
 	before := secret.DeepCopyObject().(client.Object)
-	secret.SetOwnerReferences(append(secret.GetOwnerReferences(), vmOwnerReference(vm)))
+	secret.SetOwnerReferences(util.EnsureOwnerRef(slices.Clone(secret.GetOwnerReferences()), want))
 	// The copy may come from the cache: a stale one must not replace
 	// owners added since, so the patch carries its resourceVersion.
 	if err := sc.Infra().Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
