@@ -28,10 +28,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	poolv1 "kubevirt.io/api/pool/v1beta1"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
@@ -85,7 +87,8 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData, pool *poolv1.VirtualMachinePool) (o outcome.Outcome, rerr error) {
 	p := sc.Pool
 	key := client.ObjectKeyFromObject(p)
-	if r := s.memo.get(key); pool.UID != "" && r.data == data && r.writtenFor == pool.UID {
+	infra := sc.Access.Infra
+	if r := s.memo.get(key); pool.UID != "" && r.data == data && r.writtenFor == pool.UID && ownerKept(ctx, infra, pool) {
 		return outcome.Ready("", ""), nil
 	}
 	defer func() {
@@ -105,12 +108,8 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 		Data: bootstrapdata.SecretData(data.userData, data.NetworkData),
 	}
 	if pool.UID != "" {
-		// No blockOwnerDeletion: it would need the finalizers subresource
-		// of pools, which clusters enforcing owner references check.
-		want.OwnerReferences = []metav1.OwnerReference{{APIVersion: poolv1.SchemeGroupVersion.String(), Kind: "VirtualMachinePool",
-			Name: pool.Name, UID: pool.UID, BlockOwnerDeletion: ptr.To(false)}}
+		want.OwnerReferences = []metav1.OwnerReference{poolOwnerReference(pool)}
 	}
-	infra := sc.Access.Infra
 	existing := &corev1.Secret{}
 	err := infra.APIReader.Get(ctx, client.ObjectKeyFromObject(want), existing)
 	if apierrors.IsNotFound(err) {
@@ -125,18 +124,46 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	if existing.Annotations[infrav1.PoolOwnerAnnotation] != want.Annotations[infrav1.PoolOwnerAnnotation] {
 		return bootstrapdata.NameConflict(client.ObjectKeyFromObject(want), "KubevirtMachinePool"), nil
 	}
-	if maps.EqualFunc(existing.Data, want.Data, bytes.Equal) && (pool.UID == "" || len(existing.OwnerReferences) > 0) {
+	if maps.EqualFunc(existing.Data, want.Data, bytes.Equal) && (pool.UID == "" || util.HasExactOwnerRef(existing.OwnerReferences, want.OwnerReferences[0])) {
 		return outcome.Ready("", ""), nil
 	}
 	before := existing.DeepCopy()
 	existing.Data = want.Data
-	if len(existing.OwnerReferences) == 0 {
-		existing.OwnerReferences = want.OwnerReferences
+	if pool.UID != "" {
+		existing.OwnerReferences = util.EnsureOwnerRef(existing.OwnerReferences, want.OwnerReferences[0])
 	}
 	if err := infra.Client.Patch(ctx, existing, client.MergeFrom(before)); err != nil {
 		return outcome.Outcome{}, fmt.Errorf("updating user data Secret %s: %w", client.ObjectKeyFromObject(want), err)
 	}
 	return outcome.Ready("", ""), nil
+}
+
+// poolOwnerReference makes the VirtualMachinePool own its user data. No
+// blockOwnerDeletion: it would need the finalizers subresource of pools,
+// which clusters enforcing owner references check.
+func poolOwnerReference(pool *poolv1.VirtualMachinePool) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: poolv1.SchemeGroupVersion.String(), Kind: "VirtualMachinePool",
+		Name: pool.Name, UID: pool.UID, BlockOwnerDeletion: ptr.To(false)}
+}
+
+// ownerKept tells whether the pool's user data Secret, written before,
+// still carries the pool's owner reference as written: a restore from a
+// backup, or anyone, may have removed it or moved it to another API
+// version, and the garbage collector resolves owners by version. On the
+// management cluster the manager's cache of Secret metadata answers for
+// free (its watch brings the change here); an external infra cluster's
+// Secret is not read again for it, as the memo is there to spare that read.
+func ownerKept(ctx context.Context, infra *infracluster.Infra, pool *poolv1.VirtualMachinePool) bool {
+	if infra.External {
+		return true
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	key := types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name + infrav1.UserDataSecretSuffix}
+	if err := infra.Cache.Get(ctx, key, meta); err != nil {
+		return false
+	}
+	return util.HasExactOwnerRef(meta.OwnerReferences, poolOwnerReference(pool))
 }
 
 // userDataConflict reports a Secret of the pool's user data name that is

@@ -20,10 +20,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	capie2e "sigs.k8s.io/cluster-api/test/e2e"
 	"sigs.k8s.io/cluster-api/test/framework"
 	capiclusterctl "sigs.k8s.io/cluster-api/test/framework/clusterctl"
@@ -103,16 +107,82 @@ func capiConfig() *capiclusterctl.E2EConfig {
 
 var _ = Describe("Cluster API's quick start", func() {
 	ctx := context.Background()
+	// The default flavor's own checks (clusterctl_test.go runs every
+	// other flavor's), then the resilience checks.
+	quickStart(ctx, nil, func(proxy framework.ClusterProxy, ns, name string) {
+		_, kms := expectRunningDescribed(ctx, ns, name)
+		Expect(kms).To(HaveLen(2), "a control-plane machine and a worker")
+		validateOwnership(ctx, proxy, ns, name, false)
+	})
+})
+
+// The topology flavor names ClusterClass kubevirt, which clusterctl adds
+// to what it renders, as it does for a user.
+var _ = Describe("Cluster API's quick start with ClusterClass", func() {
+	ctx := context.Background()
+	quickStart(ctx, ptr.To("topology"), func(proxy framework.ClusterProxy, ns, name string) {
+		validateOwnership(ctx, proxy, ns, name, true)
+	})
+})
+
+// quickStart runs QuickStartSpec with flavor (nil: the default), then
+// post on the running cluster.
+func quickStart(ctx context.Context, flavor *string, post func(proxy framework.ClusterProxy, ns, name string)) {
 	capie2e.QuickStartSpec(ctx, func() capie2e.QuickStartSpecInput {
 		h := capiSpecs()
 		return capie2e.QuickStartSpecInput{
+			E2EConfig:               h.config,
+			ClusterctlConfigPath:    cc.Config,
+			BootstrapClusterProxy:   h.proxy,
+			ArtifactFolder:          h.artifacts,
+			Flavor:                  flavor,
+			PostMachinesProvisioned: post,
+		}
+	})
+}
+
+// Deleting a cluster goes in Cluster API's order, each phase held by a
+// finalizer the spec adds and then removes: the workers' Machines (with
+// their MachineDeployment and MachineSet), then the control plane's (with
+// the KubeadmControlPlane), then the KubevirtCluster, which the provider
+// deletes only once both are gone, and the Cluster last.
+var _ = Describe("Cluster API's cluster deletion", func() {
+	ctx := context.Background()
+	capie2e.ClusterDeletionSpec(ctx, func() capie2e.ClusterDeletionSpecInput {
+		h := capiSpecs()
+		return capie2e.ClusterDeletionSpecInput{
 			E2EConfig:             h.config,
 			ClusterctlConfigPath:  cc.Config,
 			BootstrapClusterProxy: h.proxy,
 			ArtifactFolder:        h.artifacts,
-			PostMachinesProvisioned: func(proxy framework.ClusterProxy, ns, name string) {
-				validateOwnership(ctx, proxy, ns, name, false)
+			ClusterDeletionPhases: []capie2e.ClusterDeletionPhase{
+				{
+					ObjectFilter: func(ref corev1.ObjectReference, owners []metav1.OwnerReference) bool {
+						return ref.Kind == "MachineDeployment" || ref.Kind == "MachineSet" ||
+							ref.Kind == "Machine" && ownedByKind(owners, "MachineSet")
+					},
+					BlockingObjectFilter: isKind("Machine"),
+				},
+				{
+					ObjectFilter: func(ref corev1.ObjectReference, owners []metav1.OwnerReference) bool {
+						return ref.Kind == "KubeadmControlPlane" || ref.Kind == "Machine" && ownedByKind(owners, "KubeadmControlPlane")
+					},
+					BlockingObjectFilter: isKind("Machine"),
+				},
+				{
+					ObjectFilter:         isKind("KubevirtCluster"),
+					BlockingObjectFilter: isKind("KubevirtCluster"),
+				},
 			},
 		}
 	})
 })
+
+// isKind filters the objects of a deletion phase by kind.
+func isKind(kind string) func(corev1.ObjectReference, []metav1.OwnerReference) bool {
+	return func(ref corev1.ObjectReference, _ []metav1.OwnerReference) bool { return ref.Kind == kind }
+}
+
+func ownedByKind(owners []metav1.OwnerReference, kind string) bool {
+	return slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.Kind == kind })
+}

@@ -172,18 +172,9 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 		It(fmt.Sprintf("renders the %s flavor with only its defaults, and the cluster reaches Running", flavor), func() {
 			ns := namespaces[flavor]
 			expectRunning(ctx, ns, "defaults")
-			By("every Node is Ready: the flavor's ClusterResourceSet installed the CNI")
-			expectCNIApplied(ctx, ns, "defaults")
-			By("clusterctl describe shows the provider's conditions of the running cluster")
-			kc := kubevirtClusterOf(ctx, ns, "defaults")
-			out, err := cc.Run(ctx, "describe", "cluster", "defaults", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
-			Expect(err).NotTo(HaveOccurred())
-			expectDescribed(out, "KubevirtCluster "+ns+"/"+kc.Name, kc.Status.Conditions, infrav1.InfraClusterAvailableCondition, infrav1.ControlPlaneEndpointReadyCondition)
-			kms := &infrav1.KubevirtMachineList{}
-			Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
-			Expect(kms.Items).To(HaveLen(1))
-			expectDescribed(out, "KubevirtMachine "+ns+"/"+kms.Items[0].Name, kms.Items[0].Status.Conditions, infrav1.VirtualMachineReadyCondition)
-			checkFlavor(ctx, flavor, kc, &kms.Items[0])
+			kc, kms := expectRunningDescribed(ctx, ns, "defaults")
+			Expect(kms).To(HaveLen(1))
+			checkFlavor(ctx, flavor, kc, &kms[0])
 			deleteCluster(ctx, ns, "defaults")
 		})
 	}
@@ -362,12 +353,37 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 	return false
 }
 
+// expectRunningDescribed checks, on a running cluster, that its Nodes are
+// Ready because the flavor's ClusterResourceSet installed the CNI, and that
+// clusterctl describe shows the provider's conditions on the KubevirtCluster
+// and every KubevirtMachine. It returns them.
+func expectRunningDescribed(ctx context.Context, ns, name string) (*infrav1.KubevirtCluster, []infrav1.KubevirtMachine) {
+	GinkgoHelper()
+	By("every Node is Ready: the flavor's ClusterResourceSet installed the CNI")
+	expectCNIApplied(ctx, ns, name)
+	By("clusterctl describe shows the provider's conditions of the running cluster")
+	kc := kubevirtClusterOf(ctx, ns, name)
+	out, err := cc.Run(ctx, "describe", "cluster", name, "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
+	Expect(err).NotTo(HaveOccurred())
+	expectDescribed(out, "KubevirtCluster "+ns+"/"+kc.Name, kc.Status.Conditions, infrav1.InfraClusterAvailableCondition, infrav1.ControlPlaneEndpointReadyCondition)
+	kms := &infrav1.KubevirtMachineList{}
+	Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
+	for _, km := range kms.Items {
+		expectDescribed(out, "KubevirtMachine "+ns+"/"+km.Name, km.Status.Conditions, infrav1.VirtualMachineReadyCondition)
+	}
+	return kc, kms.Items
+}
+
 // runnableFlavors are the flavors whose cluster the generate-cluster specs
 // run from their defaults alone. The machinepool and multus-ipam flavors
 // have their own ordered specs (machinepool_test.go, ipam_test.go), which
-// start from the defaults and go on with the same cluster.
+// start from the defaults and go on with the same cluster; the default
+// flavor's cluster is Cluster API's quick start's (clusterapi_test.go),
+// which checks the same of it.
 func runnableFlavors() []string {
-	return slices.DeleteFunc(flavors(), func(flavor string) bool { return flavor == "machinepool" || flavor == "multus-ipam" })
+	return slices.DeleteFunc(flavors(), func(flavor string) bool {
+		return flavor == "machinepool" || flavor == "multus-ipam" || flavor == "default"
+	})
 }
 
 // flavors are the flavors of templates/flavors/, one overlay directory

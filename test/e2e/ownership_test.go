@@ -18,12 +18,14 @@ package e2e
 
 import (
 	"context"
+	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	poolv1 "kubevirt.io/api/pool/v1beta1"
 	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -32,6 +34,7 @@ import (
 	"sigs.k8s.io/cluster-api/test/framework"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
 )
 
 // The owner references and finalizers every object of a cluster must
@@ -54,16 +57,35 @@ func owner(gv, kind string, controller bool) metav1.OwnerReference {
 }
 
 var (
-	clusterOwnerRef        = owner(clusterv1.GroupVersion.String(), "Cluster", false)
-	clusterControllerRef   = owner(clusterv1.GroupVersion.String(), "Cluster", true)
-	clusterClassOwnerRef   = owner(clusterv1.GroupVersion.String(), "ClusterClass", false)
-	machineControllerRef   = owner(clusterv1.GroupVersion.String(), "Machine", true)
-	machinePoolController  = owner(clusterv1.GroupVersion.String(), "MachinePool", true)
-	kcpControllerRef       = owner(controlplanev1.GroupVersion.String(), "KubeadmControlPlane", true)
-	kubeadmConfigCtrlRef   = owner(bootstrapv1.GroupVersion.String(), "KubeadmConfig", true)
-	crsOwnerRef            = owner(addonsv1.GroupVersion.String(), "ClusterResourceSet", false)
-	virtualMachineOwnerRef = owner(kubevirtv1.SchemeGroupVersion.String(), "VirtualMachine", false)
+	clusterOwnerRef             = owner(clusterv1.GroupVersion.String(), "Cluster", false)
+	clusterControllerRef        = owner(clusterv1.GroupVersion.String(), "Cluster", true)
+	clusterClassOwnerRef        = owner(clusterv1.GroupVersion.String(), "ClusterClass", false)
+	machineControllerRef        = owner(clusterv1.GroupVersion.String(), "Machine", true)
+	machinePoolController       = owner(clusterv1.GroupVersion.String(), "MachinePool", true)
+	kcpControllerRef            = owner(controlplanev1.GroupVersion.String(), "KubeadmControlPlane", true)
+	kubeadmConfigCtrlRef        = owner(bootstrapv1.GroupVersion.String(), "KubeadmConfig", true)
+	crsOwnerRef                 = owner(addonsv1.GroupVersion.String(), "ClusterResourceSet", false)
+	virtualMachineOwnerRef      = owner(kubevirtv1.SchemeGroupVersion.String(), "VirtualMachine", false)
+	vmPoolOwnerRef              = owner(poolv1.SchemeGroupVersion.String(), "VirtualMachinePool", false)
+	kubevirtMachinePoolOwnerRef = owner(infrav1.GroupVersion.String(), "KubevirtMachinePool", false)
 )
+
+// kubeadmBootstrapOwners is framework.KubeadmBootstrapOwnerReferenceAssertions
+// with one more case: the KubeadmConfig a MachinePool of a cluster without
+// topology names is the user's, controlled by the MachinePool alone (the
+// framework expects the Cluster too, which the topology controller adds to
+// the configs it creates).
+func kubeadmBootstrapOwners() map[string]assertOwners {
+	assertions := maps.Clone(framework.KubeadmBootstrapOwnerReferenceAssertions)
+	upstream := assertions["KubeadmConfig"]
+	assertions["KubeadmConfig"] = func(obj types.NamespacedName, owners []metav1.OwnerReference) error {
+		if framework.HasExactOwners(owners, machinePoolController) == nil {
+			return nil
+		}
+		return upstream(obj, owners)
+	}
+	return assertions
+}
 
 // kubevirtOwnerAssertions are this provider's kinds. A KubevirtCluster of a
 // ClusterClass cluster is controlled by its Cluster, as every object the
@@ -80,14 +102,19 @@ func kubevirtOwnerAssertions(topology bool) map[string]assertOwners {
 		"KubevirtClusterTemplate": func(_ types.NamespacedName, owners []metav1.OwnerReference) error {
 			return framework.HasExactOwners(owners, clusterClassOwnerRef)
 		},
+		// A MachinePool's instance is also owned by its KubevirtMachinePool.
 		"KubevirtMachine": func(_ types.NamespacedName, owners []metav1.OwnerReference) error {
-			return framework.HasExactOwners(owners, machineControllerRef)
+			return framework.HasOneOfExactOwners(owners, []metav1.OwnerReference{machineControllerRef},
+				[]metav1.OwnerReference{machineControllerRef, kubevirtMachinePoolOwnerRef})
 		},
 		"KubevirtMachineTemplate": func(_ types.NamespacedName, owners []metav1.OwnerReference) error {
 			return framework.HasOneOfExactOwners(owners, []metav1.OwnerReference{clusterOwnerRef}, []metav1.OwnerReference{clusterClassOwnerRef})
 		},
+		// Controlled by its MachinePool alone, which Cluster API's
+		// MachinePool controller sets (Cluster API's DevMachinePool also
+		// has its Cluster, which its own controller adds).
 		"KubevirtMachinePool": func(_ types.NamespacedName, owners []metav1.OwnerReference) error {
-			return framework.HasExactOwners(owners, machinePoolController, clusterOwnerRef)
+			return framework.HasExactOwners(owners, machinePoolController)
 		},
 		"KubevirtRemediationTemplate": func(_ types.NamespacedName, owners []metav1.OwnerReference) error {
 			return framework.HasOneOfExactOwners(owners, []metav1.OwnerReference{}, []metav1.OwnerReference{clusterClassOwnerRef})
@@ -100,12 +127,14 @@ func kubevirtOwnerAssertions(topology bool) map[string]assertOwners {
 
 // secretAndConfigMapOwners replaces framework.KubernetesReferenceAssertions,
 // which knows only Kubeadm's Secrets: a cluster of ours also holds the
-// user data Secret of each machine, owned by its VirtualMachine, so that
-// it goes with the VM on whichever cluster the VM runs.
+// user data Secret of each machine, owned by its VirtualMachine, and of
+// each MachinePool, owned by its VirtualMachinePool, so that they go with
+// what boots from them on whichever cluster that runs.
 var secretAndConfigMapOwners = map[string]assertOwners{
 	"Secret": func(_ types.NamespacedName, owners []metav1.OwnerReference) error {
 		return framework.HasOneOfExactOwners(owners, []metav1.OwnerReference{kcpControllerRef},
-			[]metav1.OwnerReference{kubeadmConfigCtrlRef}, []metav1.OwnerReference{virtualMachineOwnerRef})
+			[]metav1.OwnerReference{kubeadmConfigCtrlRef}, []metav1.OwnerReference{virtualMachineOwnerRef},
+			[]metav1.OwnerReference{vmPoolOwnerRef})
 	},
 	"ConfigMap": func(_ types.NamespacedName, owners []metav1.OwnerReference) error {
 		return framework.HasExactOwners(owners, crsOwnerRef)
@@ -116,6 +145,9 @@ var secretAndConfigMapOwners = map[string]assertOwners{
 var kubevirtFinalizers = map[string]func(types.NamespacedName) []string{
 	"KubevirtCluster": func(types.NamespacedName) []string { return []string{infrav1.ClusterFinalizer} },
 	"KubevirtMachine": func(types.NamespacedName) []string { return []string{infrav1.MachineFinalizer} },
+	"KubevirtMachinePool": func(types.NamespacedName) []string {
+		return []string{controllers.MachinePoolFinalizer}
+	},
 }
 
 // inNamespace limits the owner graph to the cluster's namespace: clusterctl's
@@ -133,7 +165,7 @@ func inNamespace(ns string) clusterctlcluster.GetOwnerGraphFilterFunction {
 func validateOwnership(ctx context.Context, proxy framework.ClusterProxy, ns, name string, topology bool) {
 	owners := []map[string]assertOwners{
 		framework.CoreOwnerReferenceAssertion, framework.ExpOwnerReferenceAssertions,
-		framework.KubeadmBootstrapOwnerReferenceAssertions, framework.KubeadmControlPlaneOwnerReferenceAssertions(topology),
+		kubeadmBootstrapOwners(), framework.KubeadmControlPlaneOwnerReferenceAssertions(topology),
 		kubevirtOwnerAssertions(topology), secretAndConfigMapOwners,
 	}
 	filter := inNamespace(ns)

@@ -1,0 +1,93 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	capie2e "sigs.k8s.io/cluster-api/test/e2e"
+	"sigs.k8s.io/cluster-api/test/framework"
+	capiclusterctl "sigs.k8s.io/cluster-api/test/framework/clusterctl"
+)
+
+// Cluster API's specs of workers (clusterapi_test.go has the harness):
+// they run in the e2e suite's second shard, the quick starts in its first.
+
+var _ = Describe("Cluster API's MachineDeployment scale", func() {
+	ctx := context.Background()
+	capie2e.MachineDeploymentScaleSpec(ctx, func() capie2e.MachineDeploymentScaleSpecInput {
+		h := capiSpecs()
+		return capie2e.MachineDeploymentScaleSpecInput{
+			E2EConfig:             h.config,
+			ClusterctlConfigPath:  cc.Config,
+			BootstrapClusterProxy: h.proxy,
+			ArtifactFolder:        h.artifacts,
+		}
+	})
+})
+
+// QuickStartSpec waits for no MachinePool (it passes no interval for
+// them), so the resilience checks of a MachinePool's cluster run here, with
+// the framework's own steps around them.
+var _ = Describe("Cluster API's resilience checks on a MachinePool cluster", func() {
+	ctx := context.Background()
+	const specName = "machine-pool-resilience"
+	var (
+		h             capiHarness
+		namespace     *corev1.Namespace
+		cancelWatches context.CancelFunc
+		result        *capiclusterctl.ApplyClusterTemplateAndWaitResult
+	)
+	BeforeEach(func() {
+		h = capiSpecs()
+		namespace, cancelWatches = framework.SetupSpecNamespace(ctx, specName, h.proxy, h.artifacts, nil)
+		result = new(capiclusterctl.ApplyClusterTemplateAndWaitResult)
+	})
+	It("rebuilds the owner references and finalizers of a cluster with a MachinePool", func() {
+		name := "mp-resilience"
+		capiclusterctl.ApplyClusterTemplateAndWait(ctx, capiclusterctl.ApplyClusterTemplateAndWaitInput{
+			ClusterProxy: h.proxy,
+			ConfigCluster: capiclusterctl.ConfigClusterInput{
+				LogFolder:                filepath.Join(h.artifacts, "clusters", h.proxy.GetName()),
+				ClusterctlConfigPath:     cc.Config,
+				KubeconfigPath:           h.proxy.GetKubeconfigPath(),
+				InfrastructureProvider:   capiclusterctl.DefaultInfrastructureProvider,
+				Flavor:                   "machinepool",
+				Namespace:                namespace.Name,
+				ClusterName:              name,
+				KubernetesVersion:        capiKubernetesVersion,
+				ControlPlaneMachineCount: ptr.To[int64](1),
+				WorkerMachineCount:       ptr.To[int64](1),
+			},
+			WaitForClusterIntervals:      h.config.GetIntervals(specName, "wait-cluster"),
+			WaitForControlPlaneIntervals: h.config.GetIntervals(specName, "wait-control-plane"),
+			WaitForMachineDeployments:    h.config.GetIntervals(specName, "wait-worker-nodes"),
+			WaitForMachinePools:          h.config.GetIntervals(specName, "wait-machine-pool-nodes"),
+			PostMachinesProvisioned: func() {
+				validateOwnership(ctx, h.proxy, namespace.Name, name, false)
+			},
+		}, result)
+	})
+	AfterEach(func() {
+		framework.DumpSpecResourcesAndCleanup(ctx, specName, h.proxy, cc.Config, h.artifacts, namespace, cancelWatches,
+			result.Cluster, h.config.GetIntervals, false)
+	})
+})
