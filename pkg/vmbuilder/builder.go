@@ -20,6 +20,8 @@ limitations under the License.
 package vmbuilder
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"maps"
 	"slices"
@@ -209,8 +211,25 @@ func addDisks(vm *kubevirtv1.VirtualMachine, in Input) error {
 // DataVolumeName is the name of the DataVolume made from the VM's template
 // named template: prefixed with the VM name, since every machine of a
 // MachineDeployment shares the template and DataVolume names must be unique
-// in a namespace.
-func DataVolumeName(vmName, template string) string { return vmName + "-" + template }
+// in a namespace. CDI takes only DNS-1123 labels (63 characters), and
+// Cluster API names a topology cluster's workers <cluster>-<pool>-<5>-<5>-<5>,
+// so a VM name that leaves no room for the template's keeps its first part
+// and a hash of the whole instead: unique, and the same on every reconcile.
+// A name that fits is kept as it is, so existing DataVolumes keep theirs.
+func DataVolumeName(vmName, template string) string {
+	name := vmName + "-" + template
+	if len(name) <= validation.DNS1123LabelMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(vmName))
+	hash := hex.EncodeToString(sum[:4])
+	keep := validation.DNS1123LabelMaxLength - len(hash) - len(template) - 2
+	if keep < 1 {
+		// The template's name alone is too long; admission refuses it.
+		return name
+	}
+	return strings.TrimRight(vmName[:keep], "-.") + "-" + hash + "-" + template
+}
 
 // prefixDataVolumes renames the DataVolume templates and the volumes that
 // use them.

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -307,5 +308,38 @@ func TestBuildRootAndDataDisks(t *testing.T) {
 		if d.Name == "data" && d.Disk.Bus != kubevirtv1.DiskBusSCSI {
 			t.Errorf("hotplug disk on bus %s", d.Disk.Bus)
 		}
+	}
+}
+
+func TestDataVolumeName(t *testing.T) {
+	// A topology worker of Cluster API's upgrade spec: 57 characters.
+	long := "k8s-upgrade-and-conformance-51y181-md-0-gx4mr-kqldp-2dztc"
+	tests := []struct {
+		name, vm, template, want string
+	}{
+		{name: "fits: kept as it was", vm: "md-0-abc", template: "rootdisk", want: "md-0-abc-rootdisk"},
+		{name: "exactly 63 characters: kept", vm: strings.Repeat("a", 54), template: "rootdisk", want: strings.Repeat("a", 54) + "-rootdisk"},
+		{name: "too long: the first part, a hash of the whole (sha256), the template, in 63", vm: long, template: "rootdisk",
+			want: "k8s-upgrade-and-conformance-51y181-md-0-gx4mr-05452069-rootdisk"},
+		{name: "another name of the same first part: another hash", vm: long[:len(long)-1] + "x", template: "rootdisk"},
+		{name: "a cut that would end in a dash loses it", vm: strings.Repeat("a", 45) + "-" + strings.Repeat("b", 20), template: "rootdisk"},
+		{name: "a template name longer than any label: left for admission to refuse", vm: "vm", template: strings.Repeat("d", 70),
+			want: "vm-" + strings.Repeat("d", 70)},
+	}
+	seen := map[string]string{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := DataVolumeName(tt.vm, tt.template)
+			if tt.want != "" && got != tt.want {
+				t.Fatalf("DataVolumeName(%q, %q) = %q, want %q", tt.vm, tt.template, got, tt.want)
+			}
+			if len(tt.template) < 50 && len(validation.IsDNS1123Label(got)) > 0 {
+				t.Fatalf("DataVolumeName(%q, %q) = %q, not a DNS-1123 label: %v", tt.vm, tt.template, got, validation.IsDNS1123Label(got))
+			}
+			if other, ok := seen[got]; ok {
+				t.Fatalf("VM names %q and %q share DataVolume name %q", other, tt.vm, got)
+			}
+			seen[got] = tt.vm
+		})
 	}
 }

@@ -100,6 +100,10 @@ func capiConfig() *capiclusterctl.E2EConfig {
 		ManagementClusterName: "management",
 		Variables: map[string]string{
 			capie2e.KubernetesVersion: capiKubernetesVersion,
+			// The upgrade spec's versions: the flavors' default and the
+			// next minor, whose images the world's registry holds.
+			capie2e.KubernetesVersionUpgradeFrom: capiKubernetesVersion,
+			capie2e.KubernetesVersionUpgradeTo:   "v1.35.0",
 		},
 		Intervals: intervals,
 	}
@@ -140,6 +144,25 @@ func quickStart(ctx context.Context, flavor *string, post func(proxy framework.C
 		}
 	})
 }
+
+// A Kubernetes minor upgrade through the topology: the control plane, then
+// the workers, every Node on the new version, the tenant's kube-proxy on
+// its image. Conformance is skipped: kubetest runs in a container engine.
+var _ = Describe("Cluster API's cluster upgrade", func() {
+	ctx := context.Background()
+	capie2e.ClusterUpgradeConformanceSpec(ctx, func() capie2e.ClusterUpgradeConformanceSpecInput {
+		h := capiSpecs()
+		return capie2e.ClusterUpgradeConformanceSpecInput{
+			E2EConfig:             h.config,
+			ClusterctlConfigPath:  cc.Config,
+			BootstrapClusterProxy: h.proxy,
+			ArtifactFolder:        h.artifacts,
+			SkipConformanceTests:  true,
+			Flavor:                ptr.To("topology"),
+			WorkerMachineCount:    ptr.To[int64](1),
+		}
+	})
+})
 
 // Deleting a cluster goes in Cluster API's order, each phase held by a
 // finalizer the spec adds and then removes: the workers' Machines (with

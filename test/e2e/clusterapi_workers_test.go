@@ -29,7 +29,7 @@ import (
 )
 
 // Cluster API's specs of workers (clusterapi_test.go has the harness):
-// they run in the e2e suite's second shard, the quick starts in its first.
+// they run in the e2e suite's second shard, the others in its first.
 
 var _ = Describe("Cluster API's MachineDeployment scale", func() {
 	ctx := context.Background()
