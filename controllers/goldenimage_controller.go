@@ -48,9 +48,14 @@ type GoldenRequest struct {
 }
 
 // GoldenImageReconciler deletes golden volumes a retention period after
-// their last user (a KubevirtMachine or KubevirtMachineTemplate naming them
-// in status.goldenImage) is gone. Only volumes the provider made carry the
-// golden label; admin-provided PVCs and DataSources are never touched.
+// their last user is gone: a KubevirtMachine, KubevirtMachineTemplate or
+// KubevirtMachinePool naming them in status.goldenImage, or a root disk
+// DataVolume on the infra cluster cloned from them. The root disks count
+// because the infra cluster may be shared: after clusterctl move, or
+// beside another management cluster, machines this one no longer sees
+// still run on disks cloned from the volume, and their provider names it.
+// Only volumes the provider made carry the golden label; admin-provided
+// PVCs and DataSources are never touched.
 type GoldenImageReconciler struct {
 	Client  client.Client
 	Clients *infracluster.Clients
@@ -102,6 +107,9 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 		return ctrl.Result{}, nil
 	}
 	users, err := r.users(ctx, req)
+	if err == nil && users == 0 {
+		users, err = clonesOf(ctx, infra.Client, req.NamespacedName)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -125,6 +133,34 @@ func (r *GoldenImageReconciler) users(ctx context.Context, req GoldenRequest) (i
 		return 0, err
 	}
 	return len(kms.Items) + len(templates.Items) + len(pools.Items), nil
+}
+
+// clonesOf counts the DataVolumes of the golden volume's namespace cloned
+// from it, from the infra cluster's cache.
+func clonesOf(ctx context.Context, c client.Client, volume types.NamespacedName) (int, error) {
+	dvs := &cdiv1.DataVolumeList{}
+	if err := c.List(ctx, dvs, client.InNamespace(volume.Namespace)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range dvs.Items {
+		if source := cloneSource(&dvs.Items[i]); source != nil && *source == volume {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// cloneSource is the PVC a DataVolume is cloned from, nil for any other.
+func cloneSource(dv *cdiv1.DataVolume) *types.NamespacedName {
+	if dv.Spec.Source == nil || dv.Spec.Source.PVC == nil {
+		return nil
+	}
+	ns := dv.Spec.Source.PVC.Namespace
+	if ns == "" {
+		ns = dv.Namespace
+	}
+	return &types.NamespacedName{Namespace: ns, Name: dv.Spec.Source.PVC.Name}
 }
 
 // SetupWithManager registers the controller: KubevirtMachines and templates
@@ -152,15 +188,25 @@ func (r *GoldenImageReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	r.controller = c
 	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
 		return r.controller.Watch(source.TypedKind[client.Object, GoldenRequest](infra.Cache, &cdiv1.DataVolume{},
-			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, dv client.Object) []GoldenRequest {
-				return []GoldenRequest{{InfraSecret: infra.Secret, NamespacedName: client.ObjectKeyFromObject(dv)}}
-			}), isGolden))
+			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []GoldenRequest {
+				// A clone's change wakes the volume it was cloned from
+				// (one that is not golden is left at once).
+				if source := cloneSource(o.(*cdiv1.DataVolume)); source != nil {
+					return []GoldenRequest{{InfraSecret: infra.Secret, NamespacedName: *source}}
+				}
+				return []GoldenRequest{{InfraSecret: infra.Secret, NamespacedName: client.ObjectKeyFromObject(o)}}
+			}), goldenOrClone))
 	})
 	return nil
 }
 
 var isGolden = predicate.NewTypedPredicateFuncs[client.Object](func(o client.Object) bool {
 	return o.GetLabels()[golden.Label] == "true"
+})
+
+var goldenOrClone = predicate.NewTypedPredicateFuncs[client.Object](func(o client.Object) bool {
+	dv, ok := o.(*cdiv1.DataVolume)
+	return o.GetLabels()[golden.Label] == "true" || ok && cloneSource(dv) != nil
 })
 
 func requestOf(s *infrav1.GoldenImageStatus) []GoldenRequest {
