@@ -100,7 +100,7 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	}()
 	want := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: pool.Name + infrav1.UserDataSecretSuffix, Namespace: pool.Namespace,
+			Name: userDataKey(client.ObjectKeyFromObject(pool)).Name, Namespace: pool.Namespace,
 			Labels:      map[string]string{infrav1.ClusterNameLabel: sc.Cluster.Name},
 			Annotations: map[string]string{infrav1.PoolOwnerAnnotation: vmbuilder.OwnerOf(p.Namespace, p.Name)},
 		},
@@ -138,6 +138,11 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	return outcome.Ready("", ""), nil
 }
 
+// userDataKey is the name of the user data Secret beside a pool.
+func userDataKey(pool types.NamespacedName) types.NamespacedName {
+	return types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name + infrav1.UserDataSecretSuffix}
+}
+
 // poolOwnerReference makes the VirtualMachinePool own its user data. No
 // blockOwnerDeletion: it would need the finalizers subresource of pools,
 // which clusters enforcing owner references check.
@@ -159,8 +164,7 @@ func ownerKept(ctx context.Context, infra *infracluster.Infra, pool *poolv1.Virt
 	}
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	key := types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name + infrav1.UserDataSecretSuffix}
-	if err := infra.Cache.Get(ctx, key, meta); err != nil {
+	if err := infra.Cache.Get(ctx, userDataKey(client.ObjectKeyFromObject(pool)), meta); err != nil {
 		return false
 	}
 	return util.HasExactOwnerRef(meta.OwnerReferences, poolOwnerReference(pool))
@@ -170,7 +174,7 @@ func ownerKept(ctx context.Context, infra *infracluster.Infra, pool *poolv1.Virt
 // not the pool's.
 func (s *Service) userDataConflict(ctx context.Context, sc *Scope, pool types.NamespacedName) (outcome.Outcome, error) {
 	existing := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name + infrav1.UserDataSecretSuffix}
+	key := userDataKey(pool)
 	err := sc.Access.Infra.APIReader.Get(ctx, key, existing)
 	if apierrors.IsNotFound(err) {
 		return outcome.Ready("", ""), nil
