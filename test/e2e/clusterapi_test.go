@@ -27,12 +27,16 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capie2e "sigs.k8s.io/cluster-api/test/e2e"
 	"sigs.k8s.io/cluster-api/test/framework"
 	capiclusterctl "sigs.k8s.io/cluster-api/test/framework/clusterctl"
 
+	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 // Cluster API's own end-to-end specs (sigs.k8s.io/cluster-api/test/e2e),
@@ -208,4 +212,55 @@ func isKind(kind string) func(corev1.ObjectReference, []metav1.OwnerReference) b
 
 func ownedByKind(owners []metav1.OwnerReference, kind string) bool {
 	return slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.Kind == kind })
+}
+
+// ScaleSpec, turned down from ten clusters of four machines to what two
+// cores hold beside the other specs: three clusters of a control-plane
+// machine and a worker, created side by side from one ClusterClass, then
+// deleted side by side. Its upgrade step is skipped: the upgrade spec above
+// runs it.
+var _ = Describe("Cluster API's scale", func() {
+	ctx := context.Background()
+	capie2e.ScaleSpec(ctx, func() capie2e.ScaleSpecInput {
+		h := capiSpecs()
+		return capie2e.ScaleSpecInput{
+			E2EConfig:                       h.config,
+			ClusterctlConfigPath:            cc.Config,
+			BootstrapClusterProxy:           h.proxy,
+			ArtifactFolder:                  h.artifacts,
+			Flavor:                          ptr.To("topology"),
+			ClusterClassName:                "kubevirt",
+			ClusterCount:                    ptr.To[int64](3),
+			Concurrency:                     ptr.To[int64](3),
+			ControlPlaneMachineCount:        ptr.To[int64](1),
+			MachineDeploymentCount:          ptr.To[int64](1),
+			WorkerPerMachineDeploymentCount: ptr.To[int64](1),
+			SkipUpgrade:                     true,
+			FailFast:                        true,
+			PostNamespaceCreated:            namespaceCNI(ctx),
+		}
+	})
+})
+
+// namespaceCNI installs the flavor's CNI for every flannel cluster of a
+// namespace. ScaleSpec renders the flavor once, for a placeholder cluster
+// name, and keeps everything but the Cluster as the class's objects: the
+// flavor's ClusterResourceSet then selects the placeholder's name, which no
+// cluster has. This is the namespace-wide ClusterResourceSet docs/cni.md
+// describes: the flavor's, selecting by the CNI label alone.
+func namespaceCNI(ctx context.Context) func(framework.ClusterProxy, string) {
+	return func(proxy framework.ClusterProxy, ns string) {
+		generated, err := cc.Run(ctx, "generate", "cluster", "cni", "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--flavor", "topology")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(world.ApplyYAMLWith(ctx, proxy.GetClient(), []byte(generated), func(u *unstructured.Unstructured) error {
+			switch u.GetKind() {
+			case "ClusterResourceSet":
+				unstructured.RemoveNestedField(u.Object, "spec", "clusterSelector", "matchLabels", clusterv1.ClusterNameLabel)
+				return nil
+			case "ConfigMap":
+				return nil
+			}
+			return world.ErrSkipObject
+		})).To(Succeed())
+	}
 }

@@ -40,10 +40,9 @@ const shardEnv = "E2E_SHARD"
 // themselves apart: the demo fails an infra node, the ClusterClass spec
 // counts the simulator's imports. On 2026-11-29 the first shard took 735 s
 // and the second 656 s; the CNI specs (61 s) then moved to the second. Of
-// Cluster API's specs, the quick starts, deletion and upgrade (about 330 s)
-// run in the first, the worker specs (about 200 s) in the second. Of
-// Cluster API's specs, the two quick starts (about 170 s) run in the first,
-// the worker specs (about 190 s) in the second.
+// Cluster API's specs, the quick starts, deletion, upgrade and scale
+// (about 380 s) run in the first, the worker and ClusterClass changes specs
+// (about 320 s) in the second.
 var firstShardFiles = []string{"demo_test.go", "topology_test.go", "ipam_test.go", "inplace_test.go", "clusterapi_test.go"}
 
 // shardConfig narrows the suite to the shard this process runs. It tells
