@@ -99,6 +99,8 @@ manifests: ## Generate CRDs, RBAC and webhook manifests.
 # overlay, rendered after the lines of its header.txt into
 # templates/cluster-template-NAME.yaml (cluster-template.yaml for default);
 # a cluster-template*.yaml without an overlay is removed (docs/flavors.md).
+# The e2e suite's test flavors, overlays of those, render the same way into
+# test/e2e/testdata/templates (docs/testing.md); they are not released.
 # render-flavors is kustomize build writing the objects' YAML as built, so
 # that the comments of the overlays reach the flavors.
 .PHONY: flavors
@@ -106,13 +108,14 @@ flavors: ## Render templates/cluster-template*.yaml from their kustomize overlay
 	@hack/build-tools.sh kustomize
 	@echo ">> kustomize: templates/flavors/ into templates/cluster-template*.yaml"
 	$(RENDER_FLAVORS) templates/flavors templates
+	$(RENDER_FLAVORS) test/e2e/testdata/flavors test/e2e/testdata/templates
 
 .PHONY: verify-gen
 verify-gen: ## Fail when generated files differ from what the generators write.
 	@before=$$(mktemp); after=$$(mktemp); \
-	find api config test/crds templates -type f | sort | xargs sha256sum > $$before; \
+	find api config test/crds test/e2e/testdata/templates templates -type f | sort | xargs sha256sum > $$before; \
 	$(MAKE) --no-print-directory generate >/dev/null; \
-	find api config test/crds templates -type f | sort | xargs sha256sum > $$after; \
+	find api config test/crds test/e2e/testdata/templates templates -type f | sort | xargs sha256sum > $$after; \
 	if ! diff -u $$before $$after; then \
 		echo "generated files were stale; 'make generate' has now rewritten them: review and commit"; rm -f $$before $$after; exit 1; fi; \
 	rm -f $$before $$after

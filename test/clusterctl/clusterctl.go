@@ -155,6 +155,33 @@ func (cc *Clusterctl) AddRelease(r Release) error {
 	return nil
 }
 
+// AddTestFlavors puts flavors that are not released (the e2e suite's
+// test/e2e/testdata/templates/cluster-template-*.yaml) into the
+// repository's release version, each followed by the CNI's
+// ClusterResourceSet as make release-manifests appends it to the released
+// ones.
+func (cc *Clusterctl) AddTestFlavors(version, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "cluster-template-*.yaml"))
+	if err != nil {
+		return err
+	}
+	cni, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "templates", "addons", "cni-flannel.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f) //nolint:gosec // the suite's own test flavors
+		if err != nil {
+			return err
+		}
+		data = append(append(data, "---\n"...), cni...)
+		if err := os.WriteFile(filepath.Join(cc.Repository, ProviderLabel, version, filepath.Base(f)), data, 0o600); err != nil { //nolint:gosec // the test's own repository directory
+			return err
+		}
+	}
+	return nil
+}
+
 // Run runs clusterctl with args and the configuration, and returns its
 // standard output. An error carries the standard error too.
 func (cc *Clusterctl) Run(ctx context.Context, args ...string) (string, error) {

@@ -68,6 +68,7 @@ func capiSpecs() capiHarness {
 	capiOnce.Do(func() {
 		artifacts := filepath.Join(testenv.RepoRoot(), "out", "test-logs", "capi-e2e"+os.Getenv(shardEnv))
 		Expect(os.RemoveAll(artifacts)).To(Succeed())
+		Expect(cc.AddTestFlavors(suite.ReleaseVersion, filepath.Join("testdata", "templates"))).To(Succeed())
 		capi = capiHarness{
 			proxy:     framework.NewClusterProxy("management", mgmt.Kubeconfig, testenv.NewScheme()),
 			config:    capiConfig(),
@@ -264,3 +265,22 @@ func namespaceCNI(ctx context.Context) func(framework.ClusterProxy, string) {
 		})).To(Succeed())
 	}
 }
+
+// In-place changes to a control plane's and a MachineDeployment's machine
+// fields (labels, annotations, timeouts) and taints, propagated to the
+// Machines and their Nodes without replacing a machine. The kcp-md-taints
+// test flavor (testdata/flavors) starts the machines with the spec's two
+// taints.
+var _ = Describe("Cluster API's KubeadmControlPlane and MachineDeployment rollout", func() {
+	ctx := context.Background()
+	capie2e.KCPAndMachineDeploymentRolloutSpec(ctx, func() capie2e.KCPAndMachineDeploymentRolloutSpecInput {
+		h := capiSpecs()
+		return capie2e.KCPAndMachineDeploymentRolloutSpecInput{
+			E2EConfig:             h.config,
+			ClusterctlConfigPath:  cc.Config,
+			BootstrapClusterProxy: h.proxy,
+			ArtifactFolder:        h.artifacts,
+			Flavor:                "kcp-md-taints",
+		}
+	})
+})

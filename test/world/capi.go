@@ -106,17 +106,19 @@ const connectionRetryInterval = 2 * time.Second
 // of the process (Cluster API gives no way to release them), so every
 // start after the first, a further management cluster's or a later
 // world's (the benchmark starts two), carries a suffix. The feature gates
-// are those a user of the topology and ignition flavors and of in-place
-// updates turns on (CLUSTER_TOPOLOGY, EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION,
-// EXP_RUNTIME_SDK and EXP_IN_PLACE_UPDATES before clusterctl init); the
-// kubeadm webhooks check the Ignition one, and the Runtime SDK's
-// controllers call extensions through the world's runtimeClient.
+// are those a user of the topology and ignition flavors, of in-place
+// updates and of machine taints turns on (CLUSTER_TOPOLOGY,
+// EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION, EXP_RUNTIME_SDK,
+// EXP_IN_PLACE_UPDATES and EXP_MACHINE_TAINT_PROPAGATION before clusterctl
+// init); the kubeadm webhooks check the Ignition one, the Runtime SDK's
+// controllers call extensions through the world's runtimeClient, and
+// Cluster API's rollout specs set taints on Machines.
 func startCAPI(env *testenv.Env) (*capiManagers, error) {
 	suffix := ""
 	if n := capiStarts.Add(1); n > 1 {
 		suffix = fmt.Sprintf("-%d", n)
 	}
-	if err := feature.MutableGates.Set("ClusterTopology=true,KubeadmBootstrapFormatIgnition=true,RuntimeSDK=true,InPlaceUpdates=true"); err != nil {
+	if err := feature.MutableGates.Set("ClusterTopology=true,KubeadmBootstrapFormatIgnition=true,RuntimeSDK=true,InPlaceUpdates=true,MachineTaintPropagation=true"); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
