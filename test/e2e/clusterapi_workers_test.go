@@ -44,6 +44,24 @@ var _ = Describe("Cluster API's MachineDeployment scale", func() {
 	})
 })
 
+// A worker whose Node reports the md-remediation test flavor's condition
+// False is replaced by its MachineDeployment, through the flavor's
+// MachineHealthCheck. The spec writes the condition with a merge patch of
+// the Node's status subresource, which the world serves
+// (test/world/nodestatus.go).
+var _ = Describe("Cluster API's MachineDeployment remediation", func() {
+	ctx := context.Background()
+	capie2e.MachineDeploymentRemediationSpec(ctx, func() capie2e.MachineDeploymentRemediationSpecInput {
+		h := capiSpecs()
+		return capie2e.MachineDeploymentRemediationSpecInput{
+			E2EConfig:             h.config,
+			ClusterctlConfigPath:  cc.Config,
+			BootstrapClusterProxy: h.proxy,
+			ArtifactFolder:        h.artifacts,
+		}
+	})
+})
+
 // QuickStartSpec waits for no MachinePool (it passes no interval for
 // them), so the resilience checks of a MachinePool's cluster run here, with
 // the framework's own steps around them.
