@@ -84,17 +84,18 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 
 	spec := &t.Spec.Template.Spec
 	vmSpec := &spec.VirtualMachineTemplate.Spec
-	if !golden.Needed(spec.RootDisk) {
+	keepsGolden := golden.Needed(spec.RootDisk) && !golden.ClassBlueprint(t.OwnerReferences)
+	if !keepsGolden {
 		t.Status.GoldenImage = nil
 	}
 	var src capacity.Sources
-	if golden.Needed(spec.RootDisk) || selectsInstancetypeOrPreference(vmSpec) {
+	if keepsGolden || selectsInstancetypeOrPreference(vmSpec) {
 		infraSrc, err := r.infraSource(ctx, t)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		access := r.Clients.Open(ctx, infraSrc, t.Namespace, tenancy.MachineRequest(spec, field.NewPath("spec", "template", "spec")), user)
-		if golden.Needed(spec.RootDisk) && access.Infra != nil {
+		if keepsGolden && access.Infra != nil {
 			// The template keeps its golden volume in use, so scaling a
 			// MachineDeployment up again does not download the image again.
 			// An infra cluster that cannot be resolved now keeps the last

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -66,6 +67,24 @@ const RootDiskName = "rootdisk"
 func Needed(rd *infrav1.RootDiskSpec) bool {
 	return rd != nil && (rd.Image.HTTP != nil || rd.Image.Registry != nil) && rd.CloneStrategy != infrav1.CloneStrategyPerVMImport
 }
+
+// ClassBlueprint reports whether a template with these owners belongs to
+// a ClusterClass. Cluster API copies such a template, patched, for each
+// cluster and never makes a machine from it, so it keeps no golden volume
+// in use: its image before the class's patches (the class's default
+// version, say) may be one no cluster runs any more.
+func ClassBlueprint(owners []metav1.OwnerReference) bool {
+	for _, o := range owners {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err == nil && gv.Group == clusterGroup && o.Kind == "ClusterClass" {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterGroup is Cluster API's core API group.
+const clusterGroup = "cluster.x-k8s.io"
 
 // key is what identifies a golden volume besides its namespace.
 type key struct {

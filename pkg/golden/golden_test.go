@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -116,5 +117,25 @@ func TestRootDiskTemplate(t *testing.T) {
 		rd.Image = infrav1.ImageSource{PVC: &infrav1.ImageVolumeRef{Name: "seed"}}
 	})) {
 		t.Error("admin PVCs need no golden volume")
+	}
+}
+
+func TestClassBlueprint(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		owners []metav1.OwnerReference
+		want   bool
+	}{
+		{name: "no owner", want: false},
+		{name: "a ClusterClass", owners: []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "ClusterClass", Name: "kubevirt"}}, want: true},
+		{name: "a ClusterClass at an older version", owners: []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "ClusterClass", Name: "kubevirt"}}, want: true},
+		{name: "a Cluster (a topology's copy)", owners: []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "blue"}}, want: false},
+		{name: "a ClusterClass of another group", owners: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "ClusterClass", Name: "x"}}, want: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ClassBlueprint(tt.owners); got != tt.want {
+				t.Errorf("ClassBlueprint() = %t, want %t", got, tt.want)
+			}
+		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -82,6 +83,10 @@ func capiSpecs() capiHarness {
 // flavors' default, whose image the world's registry holds.
 const capiKubernetesVersion = "v1.34.1"
 
+// capiKubernetesUpgradeTo is the upgrade spec's next version, whose image
+// the world's registry holds too.
+const capiKubernetesUpgradeTo = "v1.35.0"
+
 // capiConfig is the specs' e2e configuration, written here instead of in a
 // YAML file: clusterctl init ran already, so it names no providers to
 // install, only the variables and the intervals. A wait the specs ask for
@@ -108,7 +113,7 @@ func capiConfig() *capiclusterctl.E2EConfig {
 			// The upgrade spec's versions: the flavors' default and the
 			// next minor, whose images the world's registry holds.
 			capie2e.KubernetesVersionUpgradeFrom: capiKubernetesVersion,
-			capie2e.KubernetesVersionUpgradeTo:   "v1.35.0",
+			capie2e.KubernetesVersionUpgradeTo:   capiKubernetesUpgradeTo,
 		},
 		Intervals: intervals,
 	}
@@ -153,8 +158,25 @@ func quickStart(ctx context.Context, flavor *string, post func(proxy framework.C
 // A Kubernetes minor upgrade through the topology: the control plane, then
 // the workers, every Node on the new version, the tenant's kube-proxy on
 // its image. Conformance is skipped: kubetest runs in a container engine.
+// Then the provider's own checks: every machine's root disk is the class's
+// image repository tagged with the new version, and the old version's
+// golden image is collected once no template uses it.
 var _ = Describe("Cluster API's cluster upgrade", func() {
 	ctx := context.Background()
+	var namespace string
+	JustAfterEach(func() {
+		if namespace == "" || CurrentSpecReport().Failed() {
+			return
+		}
+		By("every root disk and the one golden image left are the new version's")
+		kms := kubevirtMachines(ctx, namespace)
+		Expect(kms).To(HaveLen(2), "a control-plane machine and a worker")
+		for _, km := range kms {
+			Expect(km.Spec.RootDisk.Image.Registry.URL).To(HaveSuffix(":"+capiKubernetesUpgradeTo), "KubevirtMachine %s", km.Name)
+		}
+		Eventually(func() []string { return goldenImageURLs(ctx, namespace) }).WithTimeout(timeout).WithPolling(time.Second).
+			Should(ConsistOf(HaveSuffix(":"+capiKubernetesUpgradeTo)), "the old version's golden image is collected after its retention")
+	})
 	capie2e.ClusterUpgradeConformanceSpec(ctx, func() capie2e.ClusterUpgradeConformanceSpecInput {
 		h := capiSpecs()
 		return capie2e.ClusterUpgradeConformanceSpecInput{
@@ -165,6 +187,7 @@ var _ = Describe("Cluster API's cluster upgrade", func() {
 			SkipConformanceTests:  true,
 			Flavor:                ptr.To("topology"),
 			WorkerMachineCount:    ptr.To[int64](1),
+			PostNamespaceCreated:  func(_ framework.ClusterProxy, ns string) { namespace = ns },
 		}
 	})
 })

@@ -360,6 +360,22 @@ func goldenVolumeNames(ctx context.Context, ns string) []string {
 	return names
 }
 
+// goldenImageURLs are the registry URLs the golden image DataVolumes of a
+// namespace import.
+func goldenImageURLs(ctx context.Context, ns string) []string {
+	dvs := &cdiv1.DataVolumeList{}
+	Expect(c.List(ctx, dvs, client.InNamespace(ns), client.HasLabels{golden.Label})).To(Succeed())
+	urls := make([]string, 0, len(dvs.Items))
+	for _, dv := range dvs.Items {
+		if dv.Spec.Source == nil || dv.Spec.Source.Registry == nil || dv.Spec.Source.Registry.URL == nil {
+			urls = append(urls, dv.Name+" imports from no registry")
+			continue
+		}
+		urls = append(urls, *dv.Spec.Source.Registry.URL)
+	}
+	return urls
+}
+
 // patchHealthCheck changes a MachineHealthCheck of the cluster.
 func patchHealthCheck(ctx context.Context, ns, name string, mutate func(*clusterv1.MachineHealthCheck)) {
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
