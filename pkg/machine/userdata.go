@@ -95,8 +95,12 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: sc.UserDataSecretName(), Namespace: sc.VMNamespace(),
+			// Not Cluster API's cluster-name label: it marks the cluster's
+			// own Secrets (certificates, kubeconfig, bootstrap data), which a
+			// KubeadmControlPlane takes over when it adopts the control
+			// plane's machines. The machine's labels and the owner
+			// annotation identify this one.
 			Labels: map[string]string{
-				infrav1.ClusterNameLabel:              sc.Cluster.Name,
 				infrav1.KubevirtMachineLabel:          km.Name,
 				infrav1.KubevirtMachineNamespaceLabel: km.Namespace,
 			},

@@ -105,8 +105,11 @@ func TestHostileTenantStoppedByControllers(t *testing.T) {
 	// Nothing exists where the attacker may not place anything; no VM or
 	// import was created at all.
 	for _, ns := range []string{other, "kube-system", "default"} {
-		for _, list := range []client.ObjectList{&kubevirtv1.VirtualMachineList{}, &corev1.ServiceList{}, &cdiv1.DataVolumeList{}, &corev1.SecretList{}} {
-			g.Expect(env.Client.List(ctx, list, client.InNamespace(ns), client.HasLabels{"cluster.x-k8s.io/cluster-name"})).To(Succeed())
+		// User data Secrets carry the machine's label, not the cluster's.
+		for list, label := range map[client.ObjectList]string{&kubevirtv1.VirtualMachineList{}: "cluster.x-k8s.io/cluster-name",
+			&corev1.ServiceList{}: "cluster.x-k8s.io/cluster-name", &cdiv1.DataVolumeList{}: "cluster.x-k8s.io/cluster-name",
+			&corev1.SecretList{}: infrav1.KubevirtMachineLabel} {
+			g.Expect(env.Client.List(ctx, list, client.InNamespace(ns), client.HasLabels{label})).To(Succeed())
 			g.Expect(list).To(HaveField("Items", BeEmpty()), "%T in namespace %s", list, ns)
 		}
 	}

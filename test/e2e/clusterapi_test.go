@@ -307,3 +307,43 @@ var _ = Describe("Cluster API's KubeadmControlPlane and MachineDeployment rollou
 		}
 	})
 })
+
+// A KubeadmControlPlane adopts a control-plane machine made without one:
+// the kcp-adoption test flavor's first step is a bare Machine with its
+// KubeadmConfig and KubevirtMachine, its second the KubeadmControlPlane.
+// The spec then wants every Secret labelled with the cluster's name to be
+// Cluster API's, taken over by the KubeadmControlPlane, which is why a
+// machine's user data Secret does not carry that label. Its namespace gets
+// the namespace-wide CNI: the spec applies only the objects of its steps.
+var _ = Describe("Cluster API's KubeadmControlPlane adoption", func() {
+	ctx := context.Background()
+	capie2e.KCPAdoptionSpec(ctx, func() capie2e.KCPAdoptionSpecInput {
+		h := capiSpecs()
+		return capie2e.KCPAdoptionSpecInput{
+			E2EConfig:             h.config,
+			ClusterctlConfigPath:  cc.Config,
+			BootstrapClusterProxy: h.proxy,
+			ArtifactFolder:        h.artifacts,
+			PostNamespaceCreated:  namespaceCNI(ctx),
+		}
+	})
+	// KCPAdoptionSpec sets Gomega's default Eventually timeout and polling
+	// (15 minutes, every 10 seconds) while the suite's tree is built, in
+	// every process and shard, focused or not: put back Gomega's timeout and
+	// testenv's polling for every other spec, and give this one the
+	// suite's timeout, polled each second, while it runs.
+	SetDefaultEventuallyTimeout(gomegaDefaultTimeout)
+	SetDefaultEventuallyPollingInterval(testenv.DefaultPolling)
+	BeforeEach(func() {
+		SetDefaultEventuallyTimeout(timeout)
+		SetDefaultEventuallyPollingInterval(time.Second)
+		DeferCleanup(func() {
+			SetDefaultEventuallyTimeout(gomegaDefaultTimeout)
+			SetDefaultEventuallyPollingInterval(testenv.DefaultPolling)
+		})
+	})
+})
+
+// gomegaDefaultTimeout is Gomega's own default Eventually timeout, which
+// the suite's assertions without a timeout of their own rely on.
+const gomegaDefaultTimeout = time.Second

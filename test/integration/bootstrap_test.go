@@ -74,6 +74,8 @@ func TestCloudConfigOnNoCloud(t *testing.T) {
 	// Nothing is added for checkStrategy none: the user's data goes as is.
 	g.Expect(string(secret.Data["userdata"])).To(Equal(fixture.ValidCloudConfig))
 	g.Expect(secret.OwnerReferences).To(ConsistOf(HaveField("UID", vm.UID)))
+	g.Expect(secret.Labels).To(HaveKeyWithValue(infrav1.KubevirtMachineLabel, km.Name))
+	g.Expect(secret.Labels).NotTo(HaveKey(infrav1.ClusterNameLabel), "Cluster API's own Secrets carry the cluster's name; a KubeadmControlPlane adopts them")
 
 	// Addresses: the pod IP as InternalIP, then hostname.
 	vmi := &kubevirtv1.VirtualMachineInstance{}

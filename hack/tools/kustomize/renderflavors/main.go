@@ -115,28 +115,62 @@ func render(dir string) ([]byte, error) {
 	if i := slices.IndexFunc(lines, func(l string) bool { return !strings.HasPrefix(l, "#") }); i >= 0 {
 		return nil, fmt.Errorf("line %d of header.txt is not a YAML comment (#): %q", i+1, lines[i])
 	}
-	// The default options: the objects in the order of the resources,
-	// files loaded only from within each kustomization, no plugins.
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	steps, err := kustomizations(dir)
 	if err != nil {
 		return nil, err
 	}
-	if m.Size() == 0 {
-		return nil, errors.New("no objects")
-	}
 	var b bytes.Buffer
 	b.WriteString(strings.Join(lines, "\n") + "\n")
-	for i, r := range m.Resources() {
-		if i > 0 {
-			b.WriteString("---\n")
-		}
-		s, err := r.RNode.String()
+	objects := 0
+	for _, step := range steps {
+		// The default options: the objects in the order of the resources,
+		// files loaded only from within each kustomization, no plugins.
+		m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), step)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", r.CurId(), err)
+			return nil, err
 		}
-		b.WriteString(s)
+		if m.Size() == 0 {
+			return nil, fmt.Errorf("%s: no objects", step)
+		}
+		for _, r := range m.Resources() {
+			if objects > 0 {
+				b.WriteString("---\n")
+			}
+			objects++
+			s, err := r.RNode.String()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", r.CurId(), err)
+			}
+			b.WriteString(s)
+		}
 	}
 	return b.Bytes(), nil
+}
+
+// kustomizations are the kustomizations a flavor renders, in order: its
+// directory, or, when that has no kustomization.yaml, each of its
+// subdirectories by name. The second is for a flavor applied in steps
+// whose objects repeat (Cluster API's KCP adoption spec applies a Cluster,
+// then the same Cluster with a control plane), which one kustomization
+// cannot hold.
+func kustomizations(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err == nil {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var steps []string
+	for _, e := range entries {
+		if e.IsDir() {
+			steps = append(steps, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(steps) == 0 {
+		return nil, errors.New("no kustomization.yaml, and no directory of steps")
+	}
+	return steps, nil
 }
 
 // writeFile replaces path with data only when they differ, through a
