@@ -289,25 +289,6 @@ func namespaceCNI(ctx context.Context) func(framework.ClusterProxy, string) {
 	}
 }
 
-// In-place changes to a control plane's and a MachineDeployment's machine
-// fields (labels, annotations, timeouts) and taints, propagated to the
-// Machines and their Nodes without replacing a machine. The kcp-md-taints
-// test flavor (testdata/flavors) starts the machines with the spec's two
-// taints.
-var _ = Describe("Cluster API's KubeadmControlPlane and MachineDeployment rollout", func() {
-	ctx := context.Background()
-	capie2e.KCPAndMachineDeploymentRolloutSpec(ctx, func() capie2e.KCPAndMachineDeploymentRolloutSpecInput {
-		h := capiSpecs()
-		return capie2e.KCPAndMachineDeploymentRolloutSpecInput{
-			E2EConfig:             h.config,
-			ClusterctlConfigPath:  cc.Config,
-			BootstrapClusterProxy: h.proxy,
-			ArtifactFolder:        h.artifacts,
-			Flavor:                "kcp-md-taints",
-		}
-	})
-})
-
 // A KubeadmControlPlane adopts a control-plane machine made without one:
 // the kcp-adoption test flavor's first step is a bare Machine with its
 // KubeadmConfig and KubevirtMachine, its second the KubeadmControlPlane.

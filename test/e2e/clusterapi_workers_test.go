@@ -44,6 +44,25 @@ var _ = Describe("Cluster API's MachineDeployment scale", func() {
 	})
 })
 
+// In-place changes to a control plane's and a MachineDeployment's machine
+// fields (labels, annotations, timeouts) and taints, propagated to the
+// Machines and their Nodes without replacing a machine. The kcp-md-taints
+// test flavor (testdata/flavors) starts the machines with the spec's two
+// taints.
+var _ = Describe("Cluster API's KubeadmControlPlane and MachineDeployment rollout", func() {
+	ctx := context.Background()
+	capie2e.KCPAndMachineDeploymentRolloutSpec(ctx, func() capie2e.KCPAndMachineDeploymentRolloutSpecInput {
+		h := capiSpecs()
+		return capie2e.KCPAndMachineDeploymentRolloutSpecInput{
+			E2EConfig:             h.config,
+			ClusterctlConfigPath:  cc.Config,
+			BootstrapClusterProxy: h.proxy,
+			ArtifactFolder:        h.artifacts,
+			Flavor:                "kcp-md-taints",
+		}
+	})
+})
+
 // A worker whose Node reports the md-remediation test flavor's condition
 // False is replaced by its MachineDeployment, through the flavor's
 // MachineHealthCheck. The spec writes the condition with a merge patch of

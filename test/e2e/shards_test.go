@@ -40,10 +40,10 @@ const shardEnv = "E2E_SHARD"
 // themselves apart: the demo fails an infra node, the ClusterClass spec
 // counts the simulator's imports. On 2026-11-29 the first shard took 735 s
 // and the second 656 s; the CNI specs (61 s) then moved to the second. Of
-// Cluster API's specs, the quick starts, deletion, upgrade and scale
-// (about 380 s) run in the first, the worker and ClusterClass changes specs
-// (about 320 s) in the second.
-var firstShardFiles = []string{"demo_test.go", "topology_test.go", "ipam_test.go", "inplace_test.go", "clusterapi_test.go"}
+// Cluster API's specs, the quick starts, deletion, upgrade, scale, KCP
+// adoption and ClusterClass rollout (about 570 s alone) run in the first,
+// the worker specs and ClusterClass changes (about 500 s) in the second.
+var firstShardFiles = []string{"demo_test.go", "topology_test.go", "ipam_test.go", "inplace_test.go", "clusterapi_test.go", "clusterapi_rollout_test.go"}
 
 // shardConfig narrows the suite to the shard this process runs. It tells
 // whether the specs run here: false when this process should start the
