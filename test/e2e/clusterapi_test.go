@@ -106,6 +106,17 @@ func capiConfig() *capiclusterctl.E2EConfig {
 	} {
 		intervals["default/"+key] = wait
 	}
+	// KCPAdoptionSpec applies its second step with the framework's
+	// CreateOrUpdate, which retries an Update with the resourceVersion it
+	// read first (framework/cluster_proxy.go:463): a status write to the
+	// Cluster in between fails it for good. It applies that step as soon as
+	// its wait for the first step's machines sees them Ready, while Cluster
+	// API still writes the Cluster's conditions after them; polled every
+	// 10 s, as the spec's own defaults do, that wait sees the machines a few
+	// seconds later, once the Cluster is still.
+	for _, key := range []string{"wait-cluster", "wait-control-plane"} {
+		intervals["kcp-adoption/"+key] = []string{timeout.String(), "10s"}
+	}
 	return &capiclusterctl.E2EConfig{
 		ManagementClusterName: "management",
 		Variables: map[string]string{

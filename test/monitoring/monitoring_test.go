@@ -65,7 +65,12 @@ func TestShippedMonitoringOnARealPrometheus(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 
-	g.Expect(anonymousScrape(ctx)).To(BeElementOf(http.StatusUnauthorized, http.StatusForbidden),
+	// The manager starts its metrics server beside its controllers: wait
+	// until the endpoint answers at all, then read what it answers.
+	status := 0
+	g.Eventually(func() int { status = anonymousScrape(ctx); return status }).WithTimeout(time.Minute).WithPolling(time.Second).
+		ShouldNot(BeZero(), "the metrics endpoint answers")
+	g.Expect(status).To(BeElementOf(http.StatusUnauthorized, http.StatusForbidden),
 		"the metrics endpoint lets only authorized scrapers in")
 	g.Expect(prom.WaitTargetUp(ctx, time.Minute)).To(Succeed())
 
@@ -178,7 +183,7 @@ func drawsFirstLine(path string) (bool, error) {
 }
 
 // anonymousScrape is the status of a scrape of the provider's endpoint
-// without a token.
+// without a token, 0 while nothing answers.
 func anonymousScrape(ctx context.Context) int {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
 	if err != nil {

@@ -93,7 +93,7 @@ func TestClusterTemplates(t *testing.T) {
 		"cluster-template-machinepool.yaml": {"Cluster": 1, "KubevirtCluster": 1, "KubevirtMachineTemplate": 1, "KubeadmControlPlane": 1,
 			"KubevirtMachinePool": 1, "KubeadmConfig": 1, "MachinePool": 1},
 		"clusterclass-kubevirt.yaml": {"ClusterClass": 1, "KubevirtClusterTemplate": 1, "KubevirtMachineTemplate": 3,
-			"KubevirtMachinePoolTemplate": 1, "KubeadmControlPlaneTemplate": 1, "KubeadmConfigTemplate": 1},
+			"KubevirtMachinePoolTemplate": 1, "KubeadmControlPlaneTemplate": 1, "KubeadmConfigTemplate": 3},
 	}
 	flavors, err := testenv.Flavors()
 	if err != nil {
