@@ -29,10 +29,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 )
@@ -74,17 +75,8 @@ func Needed(rd *infrav1.RootDiskSpec) bool {
 // in use: its image before the class's patches (the class's default
 // version, say) may be one no cluster runs any more.
 func ClassBlueprint(owners []metav1.OwnerReference) bool {
-	for _, o := range owners {
-		gv, err := schema.ParseGroupVersion(o.APIVersion)
-		if err == nil && gv.Group == clusterGroup && o.Kind == "ClusterClass" {
-			return true
-		}
-	}
-	return false
+	return util.HasOwner(owners, clusterv1.GroupVersion.String(), []string{"ClusterClass"})
 }
-
-// clusterGroup is Cluster API's core API group.
-const clusterGroup = "cluster.x-k8s.io"
 
 // key is what identifies a golden volume besides its namespace.
 type key struct {

@@ -349,12 +349,17 @@ func goldenVolumes(ctx context.Context, ns string) int {
 	return len(goldenVolumeNames(ctx, ns))
 }
 
-// goldenVolumeNames names the golden image DataVolumes in a namespace.
-func goldenVolumeNames(ctx context.Context, ns string) []string {
+// goldenDataVolumes are the golden image DataVolumes of a namespace.
+func goldenDataVolumes(ctx context.Context, ns string) []cdiv1.DataVolume {
 	dvs := &cdiv1.DataVolumeList{}
 	Expect(c.List(ctx, dvs, client.InNamespace(ns), client.HasLabels{golden.Label})).To(Succeed())
-	names := make([]string, 0, len(dvs.Items))
-	for _, dv := range dvs.Items {
+	return dvs.Items
+}
+
+// goldenVolumeNames names the golden image DataVolumes in a namespace.
+func goldenVolumeNames(ctx context.Context, ns string) []string {
+	var names []string
+	for _, dv := range goldenDataVolumes(ctx, ns) {
 		names = append(names, dv.Name)
 	}
 	return names
@@ -363,10 +368,8 @@ func goldenVolumeNames(ctx context.Context, ns string) []string {
 // goldenImageURLs are the registry URLs the golden image DataVolumes of a
 // namespace import.
 func goldenImageURLs(ctx context.Context, ns string) []string {
-	dvs := &cdiv1.DataVolumeList{}
-	Expect(c.List(ctx, dvs, client.InNamespace(ns), client.HasLabels{golden.Label})).To(Succeed())
-	urls := make([]string, 0, len(dvs.Items))
-	for _, dv := range dvs.Items {
+	var urls []string
+	for _, dv := range goldenDataVolumes(ctx, ns) {
 		if dv.Spec.Source == nil || dv.Spec.Source.Registry == nil || dv.Spec.Source.Registry.URL == nil {
 			urls = append(urls, dv.Name+" imports from no registry")
 			continue
