@@ -134,35 +134,46 @@ var _ = Describe("Cluster API's quick start", func() {
 	ctx := context.Background()
 	// The default flavor's own checks (clusterctl_test.go runs every
 	// other flavor's), then the resilience checks.
-	quickStart(ctx, nil, func(proxy framework.ClusterProxy, ns, name string) {
-		_, kms := expectRunningDescribed(ctx, ns, name)
-		Expect(kms).To(HaveLen(2), "a control-plane machine and a worker")
-		validateOwnership(ctx, proxy, ns, name, false)
+	quickStart(ctx, func(in *capie2e.QuickStartSpecInput) {
+		in.PostMachinesProvisioned = func(proxy framework.ClusterProxy, ns, name string) {
+			_, kms := expectRunningDescribed(ctx, ns, name)
+			Expect(kms).To(HaveLen(2), "a control-plane machine and a worker")
+			validateOwnership(ctx, proxy, ns, name, false)
+		}
 	})
 })
 
 // The topology flavor names ClusterClass kubevirt, which clusterctl adds
-// to what it renders, as it does for a user.
+// to what it renders, as it does for a user. On the running cluster, the
+// resilience checks, then the class's own (topology_test.go), from an image
+// repository of the cluster's own.
 var _ = Describe("Cluster API's quick start with ClusterClass", func() {
 	ctx := context.Background()
-	quickStart(ctx, ptr.To("topology"), func(proxy framework.ClusterProxy, ns, name string) {
-		validateOwnership(ctx, proxy, ns, name, true)
+	var imports int64
+	quickStart(ctx, func(in *capie2e.QuickStartSpecInput) {
+		in.Flavor = ptr.To("topology")
+		in.ClusterctlVariables = topologyVariables
+		in.PostNamespaceCreated = func(framework.ClusterProxy, string) { imports = addTopologyImages() }
+		in.PostMachinesProvisioned = func(proxy framework.ClusterProxy, ns, name string) {
+			validateOwnership(ctx, proxy, ns, name, true)
+			classChecks(ctx, ns, name, imports)
+		}
 	})
 })
 
-// quickStart runs QuickStartSpec with flavor (nil: the default), then
-// post on the running cluster.
-func quickStart(ctx context.Context, flavor *string, post func(proxy framework.ClusterProxy, ns, name string)) {
+// quickStart runs QuickStartSpec with the harness's input, as set changes
+// it.
+func quickStart(ctx context.Context, set func(*capie2e.QuickStartSpecInput)) {
 	capie2e.QuickStartSpec(ctx, func() capie2e.QuickStartSpecInput {
 		h := capiSpecs()
-		return capie2e.QuickStartSpecInput{
-			E2EConfig:               h.config,
-			ClusterctlConfigPath:    cc.Config,
-			BootstrapClusterProxy:   h.proxy,
-			ArtifactFolder:          h.artifacts,
-			Flavor:                  flavor,
-			PostMachinesProvisioned: post,
+		in := capie2e.QuickStartSpecInput{
+			E2EConfig:             h.config,
+			ClusterctlConfigPath:  cc.Config,
+			BootstrapClusterProxy: h.proxy,
+			ArtifactFolder:        h.artifacts,
 		}
+		set(&in)
+		return in
 	})
 }
 

@@ -18,14 +18,9 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	capie2e "sigs.k8s.io/cluster-api/test/e2e"
-	"sigs.k8s.io/cluster-api/test/framework"
-	capiclusterctl "sigs.k8s.io/cluster-api/test/framework/clusterctl"
 )
 
 // Cluster API's specs of workers (clusterapi_test.go has the harness):
@@ -78,53 +73,5 @@ var _ = Describe("Cluster API's MachineDeployment remediation", func() {
 			BootstrapClusterProxy: h.proxy,
 			ArtifactFolder:        h.artifacts,
 		}
-	})
-})
-
-// QuickStartSpec waits for no MachinePool (it passes no interval for
-// them), so the resilience checks of a MachinePool's cluster run here, with
-// the framework's own steps around them.
-var _ = Describe("Cluster API's resilience checks on a MachinePool cluster", func() {
-	ctx := context.Background()
-	const specName = "machine-pool-resilience"
-	var (
-		h             capiHarness
-		namespace     *corev1.Namespace
-		cancelWatches context.CancelFunc
-		result        *capiclusterctl.ApplyClusterTemplateAndWaitResult
-	)
-	BeforeEach(func() {
-		h = capiSpecs()
-		namespace, cancelWatches = framework.SetupSpecNamespace(ctx, specName, h.proxy, h.artifacts, nil)
-		result = new(capiclusterctl.ApplyClusterTemplateAndWaitResult)
-	})
-	It("rebuilds the owner references and finalizers of a cluster with a MachinePool", func() {
-		name := "mp-resilience"
-		capiclusterctl.ApplyClusterTemplateAndWait(ctx, capiclusterctl.ApplyClusterTemplateAndWaitInput{
-			ClusterProxy: h.proxy,
-			ConfigCluster: capiclusterctl.ConfigClusterInput{
-				LogFolder:                filepath.Join(h.artifacts, "clusters", h.proxy.GetName()),
-				ClusterctlConfigPath:     cc.Config,
-				KubeconfigPath:           h.proxy.GetKubeconfigPath(),
-				InfrastructureProvider:   capiclusterctl.DefaultInfrastructureProvider,
-				Flavor:                   "machinepool",
-				Namespace:                namespace.Name,
-				ClusterName:              name,
-				KubernetesVersion:        capiKubernetesVersion,
-				ControlPlaneMachineCount: ptr.To[int64](1),
-				WorkerMachineCount:       ptr.To[int64](1),
-			},
-			WaitForClusterIntervals:      h.config.GetIntervals(specName, "wait-cluster"),
-			WaitForControlPlaneIntervals: h.config.GetIntervals(specName, "wait-control-plane"),
-			WaitForMachineDeployments:    h.config.GetIntervals(specName, "wait-worker-nodes"),
-			WaitForMachinePools:          h.config.GetIntervals(specName, "wait-machine-pool-nodes"),
-			PostMachinesProvisioned: func() {
-				validateOwnership(ctx, h.proxy, namespace.Name, name, false)
-			},
-		}, result)
-	})
-	AfterEach(func() {
-		framework.DumpSpecResourcesAndCleanup(ctx, specName, h.proxy, cc.Config, h.artifacts, namespace, cancelWatches,
-			result.Cluster, h.config.GetIntervals, false)
 	})
 })

@@ -79,6 +79,16 @@ var _ = Describe("The machinepool flavor", Ordered, func() {
 		Expect(goldenVolumes(ctx, ns)).To(Equal(1), "the pool and the control plane share one golden image")
 	})
 
+	// Cluster API's resilience checks on a MachinePool cluster
+	// (ownership_test.go): QuickStartSpec waits for no MachinePool, so they
+	// run here, on this cluster.
+	It("rebuilds the owner references and finalizers of the cluster, its pool and its instances", func() {
+		before := vms()
+		validateOwnership(ctx, capiSpecs().proxy, ns, name, false)
+		expectMachines(3)
+		Expect(vms()).To(Equal(before), "no VM recreated")
+	})
+
 	It("scales to 5 and back to 2: the highest indexes go, no other VM", func() {
 		scalePool(5)
 		expectMachines(5)

@@ -34,16 +34,13 @@ const shardEnv = "E2E_SHARD"
 // every other file. Each shard is its own process with its own world and
 // clusterctl init, so the two run side by side: the specs mostly wait on
 // the world's controllers, and one world leaves the second core idle. The
-// split keeps the two about even (the demo and ClusterClass specs are the
-// longest; the second shard's clusters come up side by side, then the
-// machinepool specs run) and keeps the specs that need a world to
-// themselves apart: the demo fails an infra node, the ClusterClass spec
-// counts the simulator's imports. On 2026-11-29 the first shard took 735 s
-// and the second 656 s; the CNI specs (61 s) then moved to the second. Of
+// split keeps the two about even and keeps the specs that need a world to
+// themselves apart: the demo fails an infra node, the quick start with
+// ClusterClass counts the simulator's imports (topology_test.go). Of
 // Cluster API's specs, the quick starts, deletion, upgrade, scale, KCP
-// adoption and ClusterClass rollout (about 570 s alone) run in the first,
-// the worker specs and ClusterClass changes (about 500 s) in the second.
-var firstShardFiles = []string{"demo_test.go", "topology_test.go", "ipam_test.go", "inplace_test.go", "clusterapi_test.go", "clusterapi_rollout_test.go"}
+// adoption and ClusterClass rollout run in the first, the worker specs and
+// ClusterClass changes in the second.
+var firstShardFiles = []string{"demo_test.go", "ipam_test.go", "inplace_test.go", "clusterapi_test.go", "clusterapi_rollout_test.go"}
 
 // shardConfig narrows the suite to the shard this process runs. It tells
 // whether the specs run here: false when this process should start the

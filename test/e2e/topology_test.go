@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -40,137 +39,117 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
-var _ = Describe("ClusterClass kubevirt", Ordered, func() {
-	ctx := context.Background()
-	const (
-		name = "topo"
-		// topologyRepository and topologyVersion make the class's image
-		// reference: the repository tagged with the cluster's version.
-		topologyRepository = "images.example.com/topology-first"
-		topologyVersion    = "v1.34.1"
-	)
-	var (
-		ns        string
-		generated string
-		// imports counts CDI's imports before the cluster.
-		imports int64
-		// kept are the UIDs of the objects no change may recreate.
-		kept map[string]types.UID
-	)
+// ClusterClass kubevirt's own checks, run on the cluster of Cluster API's
+// quick start with ClusterClass (clusterapi_test.go): the spec creates the
+// cluster from the topology flavor, as a user would, and these check what
+// the class makes of it on the infra cluster, then change its variables and
+// rebase it onto a second version of the class.
 
-	BeforeAll(func() {
-		if w == nil {
-			Skip("needs the sandbox world's clusterctl configuration")
-		}
-		ns = newNamespace(ctx, "e2e-topology-")
-		imports = w.Sim.Counters.Get(sim.Imports)
-		var err error
-		// An image repository of its own, so that the import count is
-		// this cluster's alone; its images carry Kubernetes as
-		// image-builder's do.
-		w.Sim.Images.AddVersioned(topologyRepository, sim.Image{OS: "Ubuntu 24.04", Reads: "cloud-init", Runtime: true, GuestAgent: true})
-		generated, err = cc.RunWithVariables(ctx, map[string]string{"CAPKV_NODE_IMAGE_REPOSITORY": "docker://" + topologyRepository},
-			"generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--flavor", "topology", "--worker-machine-count", "1")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(generated).To(ContainSubstring("kind: ClusterClass"), "clusterctl adds the class the cluster names")
-		Expect(world.ApplyYAML(ctx, c, []byte(generated))).To(Succeed())
+const (
+	// topologyRepository and topologyVersion make the class's image
+	// reference: the repository tagged with the cluster's version. The
+	// repository is the class cluster's own, so that the world's import
+	// count is this cluster's alone.
+	topologyRepository = "images.example.com/topology-first"
+	topologyVersion    = capiKubernetesVersion
+)
+
+// topologyVariables are the clusterctl variables of the class cluster.
+var topologyVariables = map[string]string{"CAPKV_NODE_IMAGE_REPOSITORY": "docker://" + topologyRepository}
+
+// addTopologyImages puts the class cluster's image repository into the
+// world's registry, its images carrying Kubernetes as image-builder's do,
+// and returns CDI's import count before the cluster.
+func addTopologyImages() int64 {
+	w.Sim.Images.AddVersioned(topologyRepository, sim.Image{OS: "Ubuntu 24.04", Reads: "cloud-init", Runtime: true, GuestAgent: true})
+	return w.Sim.Counters.Get(sim.Imports)
+}
+
+// classChecks checks the running class cluster ns/name, then rolls it
+// through a variable change and a rebase. imports is CDI's import count
+// before the cluster. The cluster has a control-plane machine and a
+// worker: each change then replaces two machines, which shows what more
+// would, in less time.
+func classChecks(ctx context.Context, ns, name string, imports int64) {
+	By("the class's defaults reach the infra cluster, and clusterctl describe shows the provider's conditions")
+	_, kms := expectRunningDescribed(ctx, ns, name)
+	Expect(kms).To(HaveLen(2), "a control-plane machine and a worker")
+	expectMachinesWithNodes(ctx, ns, 2)
+	expectCNIApplied(ctx, ns, name)
+	kc := kubevirtClusterOf(ctx, ns, name)
+	Expect(kc.Spec.ControlPlaneServiceTemplate.Spec.Type).To(BeEquivalentTo("LoadBalancer"), "the controlPlaneEndpoint variable's default")
+	Expect(kc.Spec.Isolation.Mode).To(Equal(infrav1.IsolationEnabled), "the isolation variable's default")
+	for _, km := range kms {
+		Expect(km.Spec.RootDisk.Image.Registry.URL).To(Equal("docker://"+topologyRepository+":"+topologyVersion), "the repository tagged with the version")
+		Expect(km.Spec.VirtualMachineTemplate.Spec.Template.Spec.EvictionStrategy).To(HaveValue(BeEquivalentTo("External")))
+	}
+	Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(1), "two machines, one image, one import")
+	kept := topologyUIDs(ctx, ns)
+
+	By("changing the image and machine variables rolls every machine to new templates, recreating nothing else")
+	before := machineUIDs(ctx, ns)
+	cpTemplate, mdTemplate := infraTemplates(ctx, ns, name)
+	updateTopology(ctx, ns, name, func(t *clusterv1.Topology) {
+		setVariable(t, "image", `{"http":{"url":"https://images.example.com/topology-second-kube-v1.34.1.qcow2"}}`)
+		setVariable(t, "machine", `{"cpu":3,"memory":"4Gi"}`)
 	})
+	Eventually(func() string {
+		cp, md := infraTemplates(ctx, ns, name)
+		return fmt.Sprintf("control plane on a new template: %t, workers on a new template: %t", cp != cpTemplate, md != mdTemplate)
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("control plane on a new template: true, workers on a new template: true"))
+	expectAllReplaced(ctx, ns, before, 2)
+	cpTemplate, mdTemplate = infraTemplates(ctx, ns, name)
+	for _, tmplName := range []string{cpTemplate, mdTemplate} {
+		tmpl := &infrav1.KubevirtMachineTemplate{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tmplName}, tmpl)).To(Succeed())
+		Expect(tmpl.Generation).To(BeEquivalentTo(1), "the provider's templates are replaced, never changed")
+		Expect(tmpl.Spec.Template.Spec.RootDisk.Image.HTTP.URL).To(Equal("https://images.example.com/topology-second-kube-v1.34.1.qcow2"))
+	}
+	for _, km := range kubevirtMachines(ctx, ns) {
+		vm := &kubevirtv1.VirtualMachine{}
+		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vm)).To(Succeed())
+		cpu := vm.Spec.Template.Spec.Domain.CPU
+		Expect([]uint32{cpu.Sockets, cpu.MaxSockets}).To(Equal([]uint32{3, 12}), "VM %s: 3 sockets, up to four times that", vm.Name)
+	}
+	Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
+	Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(2), "two machines on a second image, one more import")
 
-	AfterAll(func() {
-		if w != nil && ns != "" {
-			deleteCluster(ctx, ns, name)
-		}
-	})
-
-	It("creates a cluster from the class whose control plane and workers run", func() {
-		expectRunning(ctx, ns, name)
-		expectMachinesWithNodes(ctx, ns, 2)
-		expectCNIApplied(ctx, ns, name)
-		kc := kubevirtClusterOf(ctx, ns, name)
-		Expect(kc.Spec.ControlPlaneServiceTemplate.Spec.Type).To(BeEquivalentTo("LoadBalancer"), "the controlPlaneEndpoint variable's default")
-		Expect(kc.Spec.Isolation.Mode).To(Equal(infrav1.IsolationEnabled), "the isolation variable's default")
-		for _, km := range kubevirtMachines(ctx, ns) {
-			Expect(km.Spec.RootDisk.Image.Registry.URL).To(Equal("docker://"+topologyRepository+":"+topologyVersion), "the repository tagged with the version")
-			Expect(km.Spec.VirtualMachineTemplate.Spec.Template.Spec.EvictionStrategy).To(HaveValue(BeEquivalentTo("External")))
-		}
-		kept = topologyUIDs(ctx, ns)
-	})
-
-	// The workers scale up and back down: each rollout below then replaces
-	// two machines, the control plane's and a worker, which shows what
-	// three would, in less time.
-	It("scales the workers through the topology", func() {
-		updateTopology(ctx, ns, name, func(t *clusterv1.Topology) { t.Workers.MachineDeployments[0].Replicas = ptr.To(int32(2)) })
-		expectMachinesWithNodes(ctx, ns, 3)
-		Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(1), "three machines, one image, one import")
-		updateTopology(ctx, ns, name, func(t *clusterv1.Topology) { t.Workers.MachineDeployments[0].Replicas = ptr.To(int32(1)) })
-		expectMachinesWithNodes(ctx, ns, 2)
-	})
-
-	It("rolls every machine to new templates when the image and CPU variables change, recreating nothing else", func() {
-		before := machineUIDs(ctx, ns)
-		cpTemplate, mdTemplate := infraTemplates(ctx, ns, name)
-		updateTopology(ctx, ns, name, func(t *clusterv1.Topology) {
-			setVariable(t, "image", `{"http":{"url":"https://images.example.com/topology-second-kube-v1.34.1.qcow2"}}`)
-			setVariable(t, "machine", `{"cpu":3,"memory":"4Gi"}`)
-		})
-		Eventually(func() string {
-			cp, md := infraTemplates(ctx, ns, name)
-			return fmt.Sprintf("control plane on a new template: %t, workers on a new template: %t", cp != cpTemplate, md != mdTemplate)
-		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("control plane on a new template: true, workers on a new template: true"))
-		expectAllReplaced(ctx, ns, before, 2)
-
-		cpTemplate, mdTemplate = infraTemplates(ctx, ns, name)
-		for _, tmplName := range []string{cpTemplate, mdTemplate} {
-			tmpl := &infrav1.KubevirtMachineTemplate{}
-			Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tmplName}, tmpl)).To(Succeed())
-			Expect(tmpl.Generation).To(BeEquivalentTo(1), "the provider's templates are replaced, never changed")
-			Expect(tmpl.Spec.Template.Spec.RootDisk.Image.HTTP.URL).To(Equal("https://images.example.com/topology-second-kube-v1.34.1.qcow2"))
-		}
-		for _, km := range kubevirtMachines(ctx, ns) {
-			vm := &kubevirtv1.VirtualMachine{}
-			Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vm)).To(Succeed())
-			cpu := vm.Spec.Template.Spec.Domain.CPU
-			Expect([]uint32{cpu.Sockets, cpu.MaxSockets}).To(Equal([]uint32{3, 12}), "VM %s: 3 sockets, up to four times that", vm.Name)
-		}
-		Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
-		Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(2), "one import per distinct image")
-	})
-
-	It("rebases the cluster onto a second version of the class", func() {
-		const v2 = "-v2"
-		Expect(world.ApplyYAMLWith(ctx, c, []byte(generated), func(u *unstructured.Unstructured) error {
-			switch u.GetKind() {
-			case "Cluster":
-				return world.ErrSkipObject
-			case "ClusterClass":
-				renameTemplateRefs(u.Object, v2)
-			case "KubevirtMachineTemplate":
-				if err := unstructured.SetNestedStringMap(u.Object, map[string]string{"example.com/class": "kubevirt" + v2},
-					"spec", "template", "spec", "virtualMachineTemplate", "metadata", "labels"); err != nil {
-					return err
-				}
+	By("rebasing onto a second version of the class, whose VMs carry a label, rolls the machines again")
+	const v2 = "-v2"
+	generated, err := cc.RunWithVariables(ctx, topologyVariables,
+		"generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--flavor", "topology")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(world.ApplyYAMLWith(ctx, c, []byte(generated), func(u *unstructured.Unstructured) error {
+		switch u.GetKind() {
+		case "Cluster":
+			return world.ErrSkipObject
+		case "ClusterClass":
+			renameTemplateRefs(u.Object, v2)
+		case "KubevirtMachineTemplate":
+			if err := unstructured.SetNestedStringMap(u.Object, map[string]string{"example.com/class": "kubevirt" + v2},
+				"spec", "template", "spec", "virtualMachineTemplate", "metadata", "labels"); err != nil {
+				return err
 			}
-			u.SetName(u.GetName() + v2)
-			return nil
-		})).To(Succeed())
-		Eventually(func(g Gomega) bool {
-			cc := &clusterv1.ClusterClass{}
-			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kubevirt" + v2}, cc)).To(Succeed())
-			return cc.Status.ObservedGeneration == cc.Generation && conditions.IsTrue(cc, clusterv1.ClusterClassVariablesReadyCondition)
-		}).WithTimeout(timeout).WithPolling(time.Second).Should(BeTrue(), "the second class is reconciled")
-		before := machineUIDs(ctx, ns)
-		updateTopology(ctx, ns, name, func(t *clusterv1.Topology) { t.ClassRef.Name = "kubevirt" + v2 })
-		expectAllReplaced(ctx, ns, before, 2)
-		for _, km := range kubevirtMachines(ctx, ns) {
-			vm := &kubevirtv1.VirtualMachine{}
-			Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vm)).To(Succeed())
-			Expect(vm.Labels).To(HaveKeyWithValue("example.com/class", "kubevirt"+v2), "VM %s is built from the second class", vm.Name)
 		}
-		Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
-		expectRunning(ctx, ns, name)
-	})
-})
+		u.SetName(u.GetName() + v2)
+		return nil
+	})).To(Succeed())
+	Eventually(func(g Gomega) bool {
+		cc := &clusterv1.ClusterClass{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kubevirt" + v2}, cc)).To(Succeed())
+		return cc.Status.ObservedGeneration == cc.Generation && conditions.IsTrue(cc, clusterv1.ClusterClassVariablesReadyCondition)
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeTrue(), "the second class is reconciled")
+	before = machineUIDs(ctx, ns)
+	updateTopology(ctx, ns, name, func(t *clusterv1.Topology) { t.ClassRef.Name = "kubevirt" + v2 })
+	expectAllReplaced(ctx, ns, before, 2)
+	for _, km := range kubevirtMachines(ctx, ns) {
+		vm := &kubevirtv1.VirtualMachine{}
+		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.Name}, vm)).To(Succeed())
+		Expect(vm.Labels).To(HaveKeyWithValue("example.com/class", "kubevirt"+v2), "VM %s is built from the second class", vm.Name)
+	}
+	Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
+	expectRunning(ctx, ns, name)
+}
 
 // renameTemplateRefs appends suffix to every template a ClusterClass names.
 func renameTemplateRefs(obj map[string]any, suffix string) {
