@@ -17,7 +17,6 @@ limitations under the License.
 package e2e
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
@@ -95,22 +94,5 @@ func TestSpecDurationsListsEachSpecWithItsTime(t *testing.T) {
 		"Ran 3 of 5 Specs in 425.003 seconds\n"
 	if got := specDurations(shardOutput); got != want {
 		t.Errorf("specDurations:\n%s\nwant:\n%s", got, want)
-	}
-}
-
-// A misspelt or renamed file in shardFiles would run in no shard but the
-// last, or nowhere if it is the last's to skip.
-func TestShardFilesAreSpecFilesOfOneShard(t *testing.T) {
-	seen := map[string]int{}
-	for n, files := range shardFiles {
-		for _, f := range files {
-			if _, err := os.Stat(f); err != nil {
-				t.Errorf("shard %d names %s: %v", n+1, f, err)
-			}
-			if first, dup := seen[f]; dup {
-				t.Errorf("%s is in shards %d and %d", f, first, n+1)
-			}
-			seen[f] = n + 1
-		}
 	}
 }

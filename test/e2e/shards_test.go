@@ -17,9 +17,7 @@ limitations under the License.
 package e2e
 
 import (
-	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,45 +30,33 @@ import (
 // shardEnv names the shard a re-executed test binary runs.
 const shardEnv = "E2E_SHARD"
 
-// shardFiles are the spec files of each shard but the last, which runs
+// firstShardFiles are the spec files of the first shard; the second runs
 // every other file. Each shard is its own process with its own world and
-// clusterctl init, so they run side by side: the specs mostly wait on the
-// world's controllers and on Cluster API's requeues, and one world keeps
-// less than half a core busy (on 2026-12-02, two shards of 1200 s wall
-// used 452 and 420 CPU s). The split keeps the shards about even (their
-// specs' seconds on that day: 737, 753 and 770) and keeps the specs that
-// need a world to themselves apart: the demo fails an infra node, the
-// quick start with ClusterClass counts the simulator's imports
-// (topology_test.go).
-var shardFiles = [][]string{
-	{"demo_test.go", "inplace_test.go", "clusterapi_rollout_test.go", "ipam_test.go", "kubernetes_upgrade_test.go"},
-	{"clusterapi_test.go", "clusterapi_classes_test.go", "clusterapi_machinepool_test.go", "cni_test.go"},
-}
-
-// shardCount is how many shards the suite runs as.
-var shardCount = len(shardFiles) + 1
+// clusterctl init, so the two run side by side: the specs mostly wait on
+// the world's controllers, and one world leaves the second core idle. The
+// split keeps the two about even and keeps the specs that need a world to
+// themselves apart: the demo fails an infra node, the quick start with
+// ClusterClass counts the simulator's imports (topology_test.go). Of
+// Cluster API's specs, the quick starts, deletion, upgrade, scale, KCP
+// adoption and ClusterClass rollout run in the first, the worker specs and
+// ClusterClass changes in the second.
+var firstShardFiles = []string{"demo_test.go", "ipam_test.go", "inplace_test.go", "clusterapi_test.go", "clusterapi_rollout_test.go"}
 
 // shardConfig narrows the suite to the shard this process runs. It tells
 // whether the specs run here: false when this process should start the
-// shards instead. The suite runs as shards unless E2E_SHARDS=1, and never
-// against a real cluster (E2E_KUBECONFIG) nor in a run that picks specs
-// itself (-ginkgo.focus, ...). Each world costs CPU: while make test was
-// bound by CPU, the shards only moved time from the e2e suite to the
-// integration suite beside it; with the conversion webhooks' CPU gone,
-// both cores had a third of their time idle (docs/testing.md).
+// shards instead. The suite runs as two shards unless E2E_SHARDS=1, and
+// never against a real cluster (E2E_KUBECONFIG) nor in a run that picks
+// specs itself (-ginkgo.focus, ...). The second world costs CPU: while
+// make test was bound by CPU, the shards only moved time from the e2e
+// suite to the integration suite beside it; with the conversion webhooks'
+// CPU gone, both cores had a third of their time idle (docs/testing.md).
 func shardConfig(cfg *types.SuiteConfig) bool {
-	if name := os.Getenv(shardEnv); name != "" {
-		n, err := strconv.Atoi(name)
-		if err != nil || n < 1 || n > shardCount {
-			panic(fmt.Sprintf("%s=%q: want a shard from 1 to %d", shardEnv, name, shardCount))
-		}
-		if n <= len(shardFiles) {
-			cfg.FocusFiles = append(cfg.FocusFiles, shardFiles[n-1]...)
-			return true
-		}
-		for _, files := range shardFiles {
-			cfg.SkipFiles = append(cfg.SkipFiles, files...)
-		}
+	switch os.Getenv(shardEnv) {
+	case "1":
+		cfg.FocusFiles = append(cfg.FocusFiles, firstShardFiles...)
+		return true
+	case "2":
+		cfg.SkipFiles = append(cfg.SkipFiles, firstShardFiles...)
 		return true
 	}
 	picked := len(cfg.FocusStrings) > 0 || len(cfg.SkipStrings) > 0 || len(cfg.FocusFiles) > 0 ||
@@ -86,19 +72,17 @@ func shardConfig(cfg *types.SuiteConfig) bool {
 // middle; the whole output stays in the shard's log.
 func runShards(t *testing.T) {
 	deadline, _ := t.Deadline()
-	var all []shards.Shard
-	for n := 1; n <= shardCount; n++ {
-		name := strconv.Itoa(n)
-		all = append(all, shards.Shard{Name: name, Env: []string{shardEnv + "=" + name}, Args: []string{"-ginkgo.v", "-ginkgo.no-color"}})
-	}
-	for _, r := range shards.Run("e2e", deadline, all) {
+	for _, r := range shards.Run("e2e", deadline, []shards.Shard{
+		{Name: "1", Env: []string{shardEnv + "=1"}, Args: []string{"-ginkgo.v", "-ginkgo.no-color"}},
+		{Name: "2", Env: []string{shardEnv + "=2"}, Args: []string{"-ginkgo.v", "-ginkgo.no-color"}},
+	}) {
 		if r.Err != nil {
 			t.Errorf("e2e shard %s (%s) failed after %s: %v; whole output in %s, its failures:\n%s",
-				r.Name, describeShard(r.Name), r.Wall.Round(time.Second), r.Err, r.Log, failedSpecs(string(r.Output)))
+				r.Name, shardFiles(r.Name), r.Wall.Round(time.Second), r.Err, r.Log, failedSpecs(string(r.Output)))
 			continue
 		}
 		t.Logf("e2e shard %s (%s) passed in %s, output in %s:\n%s",
-			r.Name, describeShard(r.Name), r.Wall.Round(time.Second), r.Log, specDurations(string(r.Output)))
+			r.Name, shardFiles(r.Name), r.Wall.Round(time.Second), r.Log, specDurations(string(r.Output)))
 	}
 }
 
@@ -168,10 +152,10 @@ func specDurations(output string) string {
 	return b.String()
 }
 
-// describeShard describes a shard's spec files.
-func describeShard(shard string) string {
-	if n, err := strconv.Atoi(shard); err == nil && n >= 1 && n <= len(shardFiles) {
-		return strings.Join(shardFiles[n-1], ", ")
+// shardFiles describes a shard's spec files.
+func shardFiles(shard string) string {
+	if shard == "1" {
+		return strings.Join(firstShardFiles, ", ")
 	}
 	return "every other spec file"
 }
