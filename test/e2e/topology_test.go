@@ -119,6 +119,7 @@ func classChecks(ctx context.Context, ns, name string, imports int64) {
 	generated, err := cc.RunWithVariables(ctx, topologyVariables,
 		"generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns, "--flavor", "topology")
 	Expect(err).NotTo(HaveOccurred())
+	Expect(generated).To(ContainSubstring("kind: ClusterClass"), "clusterctl adds the class the cluster names")
 	Expect(world.ApplyYAMLWith(ctx, c, []byte(generated), func(u *unstructured.Unstructured) error {
 		switch u.GetKind() {
 		case "Cluster":
