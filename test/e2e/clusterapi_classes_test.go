@@ -70,7 +70,8 @@ var _ = Describe("Cluster API's ClusterClass changes", func() {
 			ModifyMachineDeploymentInfrastructureMachineTemplateFields: map[string]any{
 				"spec.template.spec.virtualMachineTemplate.metadata.labels.e2e-class-change": "yes",
 			},
-			PostNamespaceCreated: func(_ framework.ClusterProxy, ns string) { namespace = ns },
+			SkipCleanup:          true,
+			PostNamespaceCreated: cleanUpLater(func(_ framework.ClusterProxy, ns string) { namespace = ns }),
 		}
 	})
 })

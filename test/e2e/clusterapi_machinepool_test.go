@@ -39,6 +39,8 @@ var _ = Describe("Cluster API's MachinePool", func() {
 			BootstrapClusterProxy: h.proxy,
 			ArtifactFolder:        h.artifacts,
 			Flavor:                ptr.To("machinepool"),
+			SkipCleanup:           true,
+			PostNamespaceCreated:  cleanUpLater(nil),
 		}
 	})
 })

@@ -49,6 +49,8 @@ var _ = Describe("Cluster API's ClusterClass rollout", func() {
 			Flavor:                "topology-taints",
 			// The metadata the provider adds is its own, not the class's.
 			FilterMetadataBeforeValidation: withoutProviderMetadata,
+			SkipCleanup:                    true,
+			PostNamespaceCreated:           cleanUpLater(nil),
 		}
 	})
 })

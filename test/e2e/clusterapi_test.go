@@ -173,6 +173,7 @@ func quickStart(ctx context.Context, set func(*capie2e.QuickStartSpecInput)) {
 			ArtifactFolder:        h.artifacts,
 		}
 		set(&in)
+		in.SkipCleanup, in.PostNamespaceCreated = true, cleanUpLater(in.PostNamespaceCreated)
 		return in
 	})
 }
@@ -209,7 +210,8 @@ var _ = Describe("Cluster API's cluster upgrade", func() {
 			SkipConformanceTests:  true,
 			Flavor:                ptr.To("topology"),
 			WorkerMachineCount:    ptr.To[int64](1),
-			PostNamespaceCreated:  func(_ framework.ClusterProxy, ns string) { namespace = ns },
+			SkipCleanup:           true,
+			PostNamespaceCreated:  cleanUpLater(func(_ framework.ClusterProxy, ns string) { namespace = ns }),
 		}
 	})
 })
@@ -327,7 +329,8 @@ var _ = Describe("Cluster API's KubeadmControlPlane adoption", func() {
 			ClusterctlConfigPath:  cc.Config,
 			BootstrapClusterProxy: h.proxy,
 			ArtifactFolder:        h.artifacts,
-			PostNamespaceCreated:  namespaceCNI(ctx),
+			SkipCleanup:           true,
+			PostNamespaceCreated:  cleanUpLater(namespaceCNI(ctx)),
 		}
 	})
 	// KCPAdoptionSpec sets Gomega's default Eventually timeout and polling

@@ -35,6 +35,8 @@ var _ = Describe("Cluster API's MachineDeployment scale", func() {
 			ClusterctlConfigPath:  cc.Config,
 			BootstrapClusterProxy: h.proxy,
 			ArtifactFolder:        h.artifacts,
+			SkipCleanup:           true,
+			PostNamespaceCreated:  cleanUpLater(nil),
 		}
 	})
 })
@@ -54,6 +56,8 @@ var _ = Describe("Cluster API's KubeadmControlPlane and MachineDeployment rollou
 			BootstrapClusterProxy: h.proxy,
 			ArtifactFolder:        h.artifacts,
 			Flavor:                "kcp-md-taints",
+			SkipCleanup:           true,
+			PostNamespaceCreated:  cleanUpLater(nil),
 		}
 	})
 })
@@ -72,6 +76,8 @@ var _ = Describe("Cluster API's MachineDeployment remediation", func() {
 			ClusterctlConfigPath:  cc.Config,
 			BootstrapClusterProxy: h.proxy,
 			ArtifactFolder:        h.artifacts,
+			SkipCleanup:           true,
+			PostNamespaceCreated:  cleanUpLater(nil),
 		}
 	})
 })

@@ -175,7 +175,7 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 			kc, kms := expectRunningDescribed(ctx, ns, "defaults")
 			Expect(kms).To(HaveLen(1))
 			checkFlavor(ctx, flavor, kc, &kms[0])
-			deleteCluster(ctx, ns, "defaults")
+			deleteClusterLater(ctx, ns, "defaults")
 		})
 	}
 
@@ -261,7 +261,7 @@ var _ = Describe("clusterctl describe", Ordered, ContinueOnFailure, func() {
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, secret)).To(Succeed())
 		secret.Data[infrav1.InfraClusterSecretKubeconfigKey] = reachable
 		Expect(c.Update(ctx, secret)).To(Succeed())
-		deleteCluster(ctx, ns, "far")
+		deleteClusterLater(ctx, ns, "far")
 	})
 
 	It("shows why a machine waits for a bad image, on its KubevirtMachine", func() {
@@ -272,7 +272,7 @@ var _ = Describe("clusterctl describe", Ordered, ContinueOnFailure, func() {
 		out, err := cc.Run(ctx, "describe", "cluster", "bad", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
 		Expect(err).NotTo(HaveOccurred())
 		expectDescribed(out, "KubevirtMachine "+ns+"/"+km.Name, km.Status.Conditions, infrav1.VirtualMachineReadyCondition)
-		deleteCluster(ctx, ns, "bad")
+		deleteClusterLater(ctx, ns, "bad")
 	})
 
 	It("shows why a stock cloud image without Kubernetes never joins", func() {
@@ -292,7 +292,7 @@ var _ = Describe("clusterctl describe", Ordered, ContinueOnFailure, func() {
 		out, err := cc.Run(ctx, "describe", "cluster", "stock", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
 		Expect(err).NotTo(HaveOccurred())
 		expectDescribed(out, "KubevirtMachine "+ns+"/"+km.Name, km.Status.Conditions, infrav1.NodeJoinedCondition)
-		deleteCluster(ctx, ns, "stock")
+		deleteClusterLater(ctx, ns, "stock")
 	})
 })
 

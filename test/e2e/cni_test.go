@@ -114,6 +114,6 @@ var _ = Describe("A cluster generated with CNI=none", Ordered, func() {
 		bindings := &addonsv1.ClusterResourceSetBindingList{}
 		Expect(c.List(ctx, bindings, client.InNamespace(ns))).To(Succeed())
 		Expect(bindings.Items).To(BeEmpty(), "the flavor's ClusterResourceSet selected nothing")
-		deleteCluster(ctx, ns, name)
+		deleteClusterLater(ctx, ns, name)
 	})
 })

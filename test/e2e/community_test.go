@@ -73,7 +73,7 @@ var _ = Describe("manifests written for the community provider", Ordered, Contin
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "capk-lb"}, svc)).To(Succeed())
 		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
 		Expect(kc.Spec.ControlPlaneEndpoint.Host).To(Equal(svc.Spec.ClusterIP), "the endpoint is the Service's ClusterIP")
-		deleteCluster(ctx, ns, "capk")
+		deleteClusterLater(ctx, ns, "capk")
 	})
 
 	It("applies its Flatcar flavor unchanged, and kubeadm bootstraps it with Ignition", func() {
@@ -92,6 +92,6 @@ var _ = Describe("manifests written for the community provider", Ordered, Contin
 			return "no bootstrap data yet"
 		}).WithTimeout(timeout).Should(Equal("ignition"), func() string { return describe(ctx, ns) })
 		Expect(kubevirtMachines(ctx, ns)).NotTo(BeEmpty())
-		deleteCluster(ctx, ns, "flatcar")
+		deleteClusterLater(ctx, ns, "flatcar")
 	})
 })

@@ -106,7 +106,7 @@ var _ = Describe("In-place updates", func() {
 			}
 			return fmt.Sprintf("%d workers, %d new, %d with a Node", len(machines.Items), replaced, withNode)
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(Equal("2 workers, 2 new, 2 with a Node"), func() string { return describe(ctx, ns) })
-		deleteCluster(ctx, ns, name)
+		deleteClusterLater(ctx, ns, name)
 	})
 })
 

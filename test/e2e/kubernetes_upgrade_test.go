@@ -92,7 +92,7 @@ var _ = Describe("A Kubernetes minor upgrade of the default flavor", func() {
 		}
 		Eventually(func() []string { return goldenVolumeNames(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
 			Should(SatisfyAll(HaveLen(1), Not(ContainElements(oldGolden))), func() string { return describe(ctx, ns) })
-		deleteCluster(ctx, ns, name)
+		deleteClusterLater(ctx, ns, name)
 	})
 })
 

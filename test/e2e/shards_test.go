@@ -40,7 +40,7 @@ const shardEnv = "E2E_SHARD"
 // Cluster API's specs, the quick starts, deletion, upgrade, scale, KCP
 // adoption and ClusterClass rollout run in the first, the worker specs and
 // ClusterClass changes in the second.
-var firstShardFiles = []string{"demo_test.go", "ipam_test.go", "inplace_test.go", "clusterapi_test.go", "clusterapi_rollout_test.go"}
+var firstShardFiles = []string{"demo_test.go", "inplace_test.go", "clusterapi_test.go", "clusterapi_rollout_test.go"}
 
 // shardConfig narrows the suite to the shard this process runs. It tells
 // whether the specs run here: false when this process should start the

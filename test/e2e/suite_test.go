@@ -107,7 +107,10 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
+	By("waiting for the clusters the specs left to the reaper")
+	reapedErr := waitReaped()
 	Expect(setup.Stop()).To(Succeed())
+	Expect(reapedErr).NotTo(HaveOccurred())
 })
 
 // A failed spec's report ends with each provider pod's restart count, its
