@@ -149,14 +149,13 @@ var _ = Describe("Cluster API's quick start", func() {
 // repository of the cluster's own.
 var _ = Describe("Cluster API's quick start with ClusterClass", func() {
 	ctx := context.Background()
-	var imports int64
 	quickStart(ctx, func(in *capie2e.QuickStartSpecInput) {
 		in.Flavor = ptr.To("topology")
 		in.ClusterctlVariables = topologyVariables
-		in.PostNamespaceCreated = func(framework.ClusterProxy, string) { imports = addTopologyImages() }
+		in.PostNamespaceCreated = func(framework.ClusterProxy, string) { addTopologyImages() }
 		in.PostMachinesProvisioned = func(proxy framework.ClusterProxy, ns, name string) {
 			validateOwnership(ctx, proxy, ns, name, true)
-			classChecks(ctx, ns, name, imports)
+			classChecks(ctx, ns, name)
 		}
 	})
 })

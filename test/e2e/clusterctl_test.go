@@ -261,7 +261,7 @@ var _ = Describe("clusterctl describe", Ordered, ContinueOnFailure, func() {
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, secret)).To(Succeed())
 		secret.Data[infrav1.InfraClusterSecretKubeconfigKey] = reachable
 		Expect(c.Update(ctx, secret)).To(Succeed())
-		deleteClusterLater(ctx, ns, "far")
+		deleteCluster(ctx, ns, "far")
 	})
 
 	It("shows why a machine waits for a bad image, on its KubevirtMachine", func() {

@@ -115,9 +115,12 @@ func reap(ns string, namespaces ...string) {
 // reapNamespace polls ns until it holds none of the kinds a cluster's
 // deletion removes, then deletes namespaces.
 func reapNamespace(ctx context.Context, ns string, namespaces []string) error {
-	var left string
+	left := "nothing listed yet"
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		left = leftIn(ctx, ns)
+		// A list cut short by the deadline says nothing of what is left.
+		if now := leftIn(ctx, ns); ctx.Err() == nil {
+			left = now
+		}
 		return left == "", nil
 	})
 	if err != nil {

@@ -34,10 +34,10 @@ const shardEnv = "E2E_SHARD"
 // every other file. Each shard is its own process with its own world and
 // clusterctl init, so the two run side by side: the specs mostly wait on
 // the world's controllers, and one world leaves the second core idle. The
-// split keeps the two about even and keeps the specs that need a world to
-// themselves apart: the demo fails an infra node, the quick start with
-// ClusterClass counts the simulator's imports (topology_test.go). Of
-// Cluster API's specs, the quick starts, deletion, upgrade, scale, KCP
+// split keeps the two about even (the reaper, reaper_test.go, took most
+// from the second, whose flavor clusters each waited for its deletion)
+// and keeps the demo, which fails an infra node, in the first.
+// Of Cluster API's specs, the quick starts, deletion, upgrade, scale, KCP
 // adoption and ClusterClass rollout run in the first, the worker specs and
 // ClusterClass changes in the second.
 var firstShardFiles = []string{"demo_test.go", "inplace_test.go", "clusterapi_test.go", "clusterapi_rollout_test.go"}

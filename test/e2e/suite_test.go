@@ -24,6 +24,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -109,13 +110,14 @@ var _ = BeforeSuite(func() {
 var _ = AfterSuite(func() {
 	By("waiting for the clusters the specs left to the reaper")
 	reapedErr := waitReaped()
-	Expect(setup.Stop()).To(Succeed())
-	Expect(reapedErr).NotTo(HaveOccurred())
+	Expect(errors.Join(reapedErr, setup.Stop())).To(Succeed())
 })
 
 // A failed spec's report ends with each provider pod's restart count, its
 // container's state and the tail of its log: a provider that lost its lease
-// and restarted under load explains a webhook call refused mid-spec.
+// and restarted under load explains a webhook call refused mid-spec; then
+// the world's components that exited (a virt-controller gone for its
+// back-off explains a VM that got no instance).
 var _ = AfterEach(func() {
 	if !CurrentSpecReport().Failed() || provider == nil {
 		return
@@ -128,4 +130,7 @@ var _ = AfterEach(func() {
 			ptr.Deref(lease.Spec.HolderIdentity, ""), lease.Spec.RenewTime, ptr.Deref(lease.Spec.LeaseTransitions, 0))
 	}
 	GinkgoWriter.Printf("provider pods (restarts, state, last 30 log lines of each):\n%s\n", provider.LogTails(30))
+	if w != nil {
+		GinkgoWriter.Printf("world components that exited and were started again: %q\n", w.ComponentExits())
+	}
 })

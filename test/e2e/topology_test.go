@@ -58,19 +58,18 @@ const (
 var topologyVariables = map[string]string{"CAPKV_NODE_IMAGE_REPOSITORY": "docker://" + topologyRepository}
 
 // addTopologyImages puts the class cluster's image repository into the
-// world's registry, its images carrying Kubernetes as image-builder's do,
-// and returns CDI's import count before the cluster.
-func addTopologyImages() int64 {
+// world's registry, its images carrying Kubernetes as image-builder's do.
+func addTopologyImages() {
 	w.Sim.Images.AddVersioned(topologyRepository, sim.Image{OS: "Ubuntu 24.04", Reads: "cloud-init", Runtime: true, GuestAgent: true})
-	return w.Sim.Counters.Get(sim.Imports)
 }
 
 // classChecks checks the running class cluster ns/name, then rolls it
-// through a variable change and a rebase. imports is CDI's import count
-// before the cluster. The cluster has a control-plane machine and a
+// through a variable change and a rebase, counting CDI's imports in ns
+// (those of other specs' clusters, still being deleted, count in theirs).
+// The cluster has a control-plane machine and a
 // worker: each change then replaces two machines, which shows what more
 // would, in less time.
-func classChecks(ctx context.Context, ns, name string, imports int64) {
+func classChecks(ctx context.Context, ns, name string) {
 	By("the class's defaults reach the infra cluster, and clusterctl describe shows the provider's conditions")
 	_, kms := expectRunningDescribed(ctx, ns, name)
 	Expect(kms).To(HaveLen(2), "a control-plane machine and a worker")
@@ -83,7 +82,7 @@ func classChecks(ctx context.Context, ns, name string, imports int64) {
 		Expect(km.Spec.RootDisk.Image.Registry.URL).To(Equal("docker://"+topologyRepository+":"+topologyVersion), "the repository tagged with the version")
 		Expect(km.Spec.VirtualMachineTemplate.Spec.Template.Spec.EvictionStrategy).To(HaveValue(BeEquivalentTo("External")))
 	}
-	Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(1), "two machines, one image, one import")
+	Expect(w.Sim.Counters.GetIn(ns, sim.Imports)).To(BeEquivalentTo(1), "two machines, one image, one import")
 	kept := topologyUIDs(ctx, ns)
 
 	By("changing the image and machine variables rolls every machine to new templates, recreating nothing else")
@@ -112,7 +111,7 @@ func classChecks(ctx context.Context, ns, name string, imports int64) {
 		Expect([]uint32{cpu.Sockets, cpu.MaxSockets}).To(Equal([]uint32{3, 12}), "VM %s: 3 sockets, up to four times that", vm.Name)
 	}
 	Expect(topologyUIDs(ctx, ns)).To(Equal(kept), "the KubevirtCluster, control plane and MachineDeployment stay")
-	Expect(w.Sim.Counters.Get(sim.Imports)-imports).To(BeEquivalentTo(2), "two machines on a second image, one more import")
+	Expect(w.Sim.Counters.GetIn(ns, sim.Imports)).To(BeEquivalentTo(2), "two machines on a second image, one more import")
 
 	By("rebasing onto a second version of the class, whose VMs carry a label, rolls the machines again")
 	const v2 = "-v2"

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,12 +59,23 @@ var kubeControllers = []string{
 	"resourcequota-controller",
 }
 
-// process is a control-plane binary started by the environment.
+// process is a control-plane binary started by the environment. Like a
+// pod's container under a kubelet, it is started again when it exits
+// before the environment stops it: a controller that loses its lease
+// while the machine stalls exits, as upstream's do, and comes back.
 type process struct {
-	name    string
-	cmd     *exec.Cmd
-	log     *os.File
-	stopped bool
+	name, bin, binary string
+	args, env         []string
+	log               *os.File
+
+	mu        sync.Mutex
+	cmd       *exec.Cmd
+	startedAt time.Time
+	exited    chan struct{} // closed when cmd exits
+	stopped   bool
+	stopCh    chan struct{} // closed by stop, ends a pending restart
+	backoff   time.Duration // the last wait before a restart
+	exits     []string
 }
 
 // StartKubeComponents starts the real kube-scheduler and
@@ -128,20 +140,95 @@ func (e *Env) startProcessEnv(bin, binary, name string, args, env []string) erro
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(bin, binary), args...) //nolint:gosec // binaries built by this repository
-	cmd.Stdout, cmd.Stderr = log, log
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
+	p := &process{name: name, bin: bin, binary: binary, args: args, env: env, log: log, stopCh: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.start(); err != nil {
+		_ = log.Close()
+		return err
+	}
+	e.processes = append(e.processes, p)
+	return nil
+}
+
+// The kubelet's back-off for a container that keeps exiting: 10 s at
+// first, doubling with each exit to at most 5 minutes, and back to 10 s
+// once it ran 10 minutes (pkg/kubelet/kubelet.go's backOffPeriod and
+// MaxContainerBackOff). restartBackoff is a variable for tests.
+var restartBackoff = 10 * time.Second
+
+const (
+	maxRestartBackoff   = 5 * time.Minute
+	restartBackoffReset = 10 * time.Minute
+)
+
+// start runs the process's command; p.mu is held. When the command exits
+// before stop, it is started again after the back-off.
+func (p *process) start() error {
+	cmd := exec.Command(filepath.Join(p.bin, p.binary), p.args...) //nolint:gosec // binaries built by this repository
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if p.env != nil {
+		cmd.Env = append(os.Environ(), p.env...)
 	}
 	// The kernel kills the component if the test process dies first, so no
 	// process outlives a crashed or interrupted test run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
-	e.processes = append(e.processes, &process{name: name, cmd: cmd, log: log})
+	exited := make(chan struct{})
+	p.cmd, p.exited, p.startedAt = cmd, exited, time.Now()
+	go func() {
+		err := cmd.Wait()
+		close(exited)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.stopped {
+			p.restartLater(fmt.Sprintf("%s exited at %s (%v)", p.name, time.Now().Format(time.TimeOnly), err))
+		}
+	}()
 	return nil
+}
+
+// restartLater records why the process is down and starts it again after
+// the back-off, unless it is stopped first; p.mu is held.
+func (p *process) restartLater(why string) {
+	if p.backoff == 0 || time.Since(p.startedAt) >= restartBackoffReset {
+		p.backoff = restartBackoff
+	} else {
+		p.backoff = min(2*p.backoff, maxRestartBackoff)
+	}
+	p.exits = append(p.exits, why)
+	fmt.Fprintf(p.log, "testenv: %s; starting it again in %v\n", why, p.backoff)
+	go func(backoff time.Duration) {
+		select {
+		case <-p.stopCh:
+			return
+		case <-time.After(backoff):
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stopped {
+			return
+		}
+		if err := p.start(); err != nil {
+			p.restartLater(err.Error())
+		}
+	}(p.backoff)
+}
+
+// ComponentExits lists the components that exited while the environment
+// ran (and were started again), each with when and why: a failed test's
+// report names them, since a controller gone for a while explains waits
+// that timed out.
+func (e *Env) ComponentExits() []string {
+	var exits []string
+	for _, p := range e.processes {
+		p.mu.Lock()
+		exits = append(exits, p.exits...)
+		p.mu.Unlock()
+	}
+	return exits
 }
 
 // stopProcesses stops the components the environment started, the last
@@ -159,24 +246,25 @@ func (e *Env) stopProcesses() error {
 	return errors.Join(errs...)
 }
 
-// stop ends the process with SIGTERM, or SIGKILL after 10 s.
+// stop ends the process with SIGTERM, or SIGKILL after 10 s, and keeps
+// it from being started again.
 func (p *process) stop() error {
+	p.mu.Lock()
 	if p.stopped {
+		p.mu.Unlock()
 		return nil
 	}
 	p.stopped = true
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		_ = p.cmd.Wait() // the exit status after SIGTERM says nothing useful
-		close(done)
-	}()
+	close(p.stopCh)
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	var err error
 	select {
-	case <-done:
+	case <-exited:
 	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
+		_ = cmd.Process.Kill()
+		<-exited
 		err = fmt.Errorf("%s did not stop within 10s and was killed", p.name)
 	}
 	_ = p.log.Close()
@@ -187,7 +275,7 @@ func (p *process) stop() error {
 // an outage would, and returns the function that starts it again with the
 // same command line, logging to name-restarted.log.
 func (e *Env) StopComponent(name string) (restart func() error, err error) {
-	i := slices.IndexFunc(e.processes, func(p *process) bool { return p.name == name && !p.stopped })
+	i := slices.IndexFunc(e.processes, func(p *process) bool { return p.name == name && !p.isStopped() })
 	if i < 0 {
 		return nil, fmt.Errorf("no running component %s", name)
 	}
@@ -196,8 +284,15 @@ func (e *Env) StopComponent(name string) (restart func() error, err error) {
 		return nil, err
 	}
 	return func() error {
-		return e.startProcessEnv(filepath.Dir(p.cmd.Path), filepath.Base(p.cmd.Path), name+"-restarted", p.cmd.Args[1:], p.cmd.Env)
+		return e.startProcessEnv(p.bin, p.binary, name+"-restarted", p.args, p.env)
 	}, nil
+}
+
+// isStopped tells whether stop ended the process.
+func (p *process) isStopped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped
 }
 
 // WriteKubeconfig writes a kubeconfig of the environment's API server to

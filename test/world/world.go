@@ -344,6 +344,17 @@ func createStorageClasses(ctx context.Context, env *testenv.Env) error {
 	return nil
 }
 
+// ComponentExits lists the world's components (virt-controller,
+// cdi-controller, ...) that exited and were started again, on the
+// management cluster and on a separate infra cluster.
+func (w *World) ComponentExits() []string {
+	exits := w.Env.ComponentExits()
+	if w.Infra != w.Env {
+		exits = append(exits, w.Infra.ComponentExits()...)
+	}
+	return exits
+}
+
 // Stop stops the simulator, the kube components, the API server and etcd.
 func (w *World) Stop() error {
 	var errs []error
