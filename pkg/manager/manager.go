@@ -27,12 +27,10 @@ import (
 	"net"
 	"time"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,6 +46,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failurebackoff"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
@@ -324,7 +323,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
 		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace,
 			IPFamilies: families},
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency, RateLimiter: failureBackoff()}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency, NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
 	recorder := mgr.GetEventRecorder("kubevirtmachine-controller")
@@ -339,7 +338,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := (&controllers.KubevirtMachineReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 		Recorder: recorder, ClusterCache: clusterCache, Machines: machines,
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency, RateLimiter: failureBackoff()}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency, NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
 	}
 	if err := (&controllers.KubevirtMachinePoolReconciler{
@@ -347,18 +346,21 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder: mgr.GetEventRecorder("kubevirtmachinepool-controller"),
 		Pools: &machinepool.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kubevirtmachinepool-controller"),
 			RecheckAfter: o.RecheckInterval},
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtMachinePoolConcurrency, 1)}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtMachinePoolConcurrency, 1),
+		NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachinePool controller: %w", err)
 	}
 	if err := (&controllers.KubevirtMachineTemplateReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineTemplateConcurrency}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineTemplateConcurrency,
+		NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachineTemplate controller: %w", err)
 	}
 	if err := (&controllers.KubevirtRemediationReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: o.WatchFilterValue,
 		Remediations: &remediation.Service{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubevirtremediation-controller")},
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtRemediationConcurrency, 1)}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtRemediationConcurrency, 1),
+		NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
 		return fmt.Errorf("setting up KubevirtRemediation controller: %w", err)
 	}
 	retention := o.GoldenImageRetention
@@ -368,28 +370,20 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := (&controllers.GoldenImageReconciler{
 		Client: mgr.GetClient(), Clients: clients,
 		Collector: &goldenvolume.Collector{Retention: retention, Imports: goldenvolume.NewImports(time.Now())},
-	}).SetupWithManager(ctx, mgr, controller.TypedOptions[controllers.GoldenRequest]{MaxConcurrentReconciles: max(o.GoldenImageConcurrency, 1)}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.TypedOptions[controllers.GoldenRequest]{MaxConcurrentReconciles: max(o.GoldenImageConcurrency, 1),
+		NewQueue: failurebackoff.NewQueue[controllers.GoldenRequest](MaxFailureBackoff)}); err != nil {
 		return fmt.Errorf("setting up golden image controller: %w", err)
 	}
 	return nil
 }
 
-// MaxFailureBackoff is the longest a KubevirtCluster or KubevirtMachine
-// waits before it is tried again after a failed reconcile (an infra API
-// server or webhook that errs): controller-runtime's default grows to about
-// 17 minutes, far longer than the outages a platform team sees recover
-// (docs/operations.md#outages).
+// MaxFailureBackoff is the longest any of the provider's controllers
+// waits before it tries an object again after a failed reconcile (an infra
+// API server or webhook that errs): Cluster API's and controller-runtime's
+// limiters grow to about 17 minutes, far longer than the outages a
+// platform team sees recover (docs/operations.md#outages). The cap is in
+// each controller's queue (package failurebackoff).
 const MaxFailureBackoff = 2 * time.Minute
-
-// failureBackoff retries a failing object after 5 ms, doubling up to
-// MaxFailureBackoff, within controller-runtime's overall 10 per second
-// (burst 100) of retries.
-func failureBackoff() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxFailureBackoff),
-		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
-	)
-}
 
 // stripMetadata drops what the Secret metadata watch does not need: every
 // annotation but the provider's owner mark (kubectl apply can leave a
