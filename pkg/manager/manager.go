@@ -318,12 +318,14 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("--infra-node-labels: %w", err)
 		}
 	}
+	// Every controller retries a failed object within MaxFailureBackoff.
+	retryCapped := failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)
 	if err := (&controllers.KubevirtClusterReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue, ClusterCache: clusterCache, Now: o.InProcess.Now,
 		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
 		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace,
 			IPFamilies: families},
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency, NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency, NewQueue: retryCapped}); err != nil {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
 	recorder := mgr.GetEventRecorder("kubevirtmachine-controller")
@@ -338,7 +340,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := (&controllers.KubevirtMachineReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
 		Recorder: recorder, ClusterCache: clusterCache, Machines: machines,
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency, NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency, NewQueue: retryCapped}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
 	}
 	if err := (&controllers.KubevirtMachinePoolReconciler{
@@ -346,21 +348,18 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder: mgr.GetEventRecorder("kubevirtmachinepool-controller"),
 		Pools: &machinepool.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kubevirtmachinepool-controller"),
 			RecheckAfter: o.RecheckInterval},
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtMachinePoolConcurrency, 1),
-		NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtMachinePoolConcurrency, 1), NewQueue: retryCapped}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachinePool controller: %w", err)
 	}
 	if err := (&controllers.KubevirtMachineTemplateReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineTemplateConcurrency,
-		NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineTemplateConcurrency, NewQueue: retryCapped}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachineTemplate controller: %w", err)
 	}
 	if err := (&controllers.KubevirtRemediationReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: o.WatchFilterValue,
 		Remediations: &remediation.Service{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubevirtremediation-controller")},
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtRemediationConcurrency, 1),
-		NewQueue: failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)}); err != nil {
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(o.KubevirtRemediationConcurrency, 1), NewQueue: retryCapped}); err != nil {
 		return fmt.Errorf("setting up KubevirtRemediation controller: %w", err)
 	}
 	retention := o.GoldenImageRetention

@@ -80,16 +80,11 @@ func expectRunning(ctx context.Context, ns, name string) {
 }
 
 // deleteCluster deletes a Cluster and waits until it and its infrastructure
-// are gone.
+// are gone (what the reaper waits for, reaper_test.go).
 func deleteCluster(ctx context.Context, ns, name string) {
 	Expect(c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
-	Eventually(func(g Gomega) int {
-		kms := &infrav1.KubevirtMachineList{}
-		kcs := &infrav1.KubevirtClusterList{}
-		g.Expect(c.List(ctx, kms, client.InNamespace(ns))).To(Succeed())
-		g.Expect(c.List(ctx, kcs, client.InNamespace(ns))).To(Succeed())
-		return len(kms.Items) + len(kcs.Items)
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeZero(), func() string { return describe(ctx, ns) })
+	Eventually(func() string { return leftIn(ctx, ns) }).WithTimeout(timeout).WithPolling(time.Second).
+		Should(BeEmpty(), func() string { return describe(ctx, ns) })
 }
 
 // describe summarizes the cluster's objects for failure messages.

@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -68,14 +69,13 @@ type process struct {
 	args, env         []string
 	log               *os.File
 
-	mu        sync.Mutex
-	cmd       *exec.Cmd
-	startedAt time.Time
-	exited    chan struct{} // closed when cmd exits
-	stopped   bool
-	stopCh    chan struct{} // closed by stop, ends a pending restart
-	backoff   time.Duration // the last wait before a restart
-	exits     []string
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd exits
+	stopped bool
+	stopCh  chan struct{} // closed by stop, ends a pending restart
+	backoff *flowcontrol.Backoff
+	exits   []string
 }
 
 // StartKubeComponents starts the real kube-scheduler and
@@ -140,7 +140,8 @@ func (e *Env) startProcessEnv(bin, binary, name string, args, env []string) erro
 	if err != nil {
 		return err
 	}
-	p := &process{name: name, bin: bin, binary: binary, args: args, env: env, log: log, stopCh: make(chan struct{})}
+	p := &process{name: name, bin: bin, binary: binary, args: args, env: env, log: log, stopCh: make(chan struct{}),
+		backoff: flowcontrol.NewBackOff(restartBackoff, maxRestartBackoff)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.start(); err != nil {
@@ -151,16 +152,14 @@ func (e *Env) startProcessEnv(bin, binary, name string, args, env []string) erro
 	return nil
 }
 
-// The kubelet's back-off for a container that keeps exiting: 10 s at
-// first, doubling with each exit to at most 5 minutes, and back to 10 s
-// once it ran 10 minutes (pkg/kubelet/kubelet.go's backOffPeriod and
+// The kubelet's back-off for a container that keeps exiting, with the
+// kubelet's own mechanism (client-go's flowcontrol.Backoff): 10 s at first,
+// doubling with each exit to at most 5 minutes, and back to 10 s after 10
+// minutes without an exit (pkg/kubelet/kubelet.go's backOffPeriod and
 // MaxContainerBackOff). restartBackoff is a variable for tests.
 var restartBackoff = 10 * time.Second
 
-const (
-	maxRestartBackoff   = 5 * time.Minute
-	restartBackoffReset = 10 * time.Minute
-)
+const maxRestartBackoff = 5 * time.Minute
 
 // start runs the process's command; p.mu is held. When the command exits
 // before stop, it is started again after the back-off.
@@ -177,7 +176,7 @@ func (p *process) start() error {
 		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
 	exited := make(chan struct{})
-	p.cmd, p.exited, p.startedAt = cmd, exited, time.Now()
+	p.cmd, p.exited = cmd, exited
 	go func() {
 		err := cmd.Wait()
 		close(exited)
@@ -193,14 +192,11 @@ func (p *process) start() error {
 // restartLater records why the process is down and starts it again after
 // the back-off, unless it is stopped first; p.mu is held.
 func (p *process) restartLater(why string) {
-	if p.backoff == 0 || time.Since(p.startedAt) >= restartBackoffReset {
-		p.backoff = restartBackoff
-	} else {
-		p.backoff = min(2*p.backoff, maxRestartBackoff)
-	}
+	p.backoff.Next(p.name, time.Now())
+	backoff := p.backoff.Get(p.name)
 	p.exits = append(p.exits, why)
-	fmt.Fprintf(p.log, "testenv: %s; starting it again in %v\n", why, p.backoff)
-	go func(backoff time.Duration) {
+	fmt.Fprintf(p.log, "testenv: %s; starting it again in %v\n", why, backoff)
+	go func() {
 		select {
 		case <-p.stopCh:
 			return
@@ -214,7 +210,7 @@ func (p *process) restartLater(why string) {
 		if err := p.start(); err != nil {
 			p.restartLater(err.Error())
 		}
-	}(p.backoff)
+	}()
 }
 
 // ComponentExits lists the components that exited while the environment
