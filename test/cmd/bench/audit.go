@@ -22,21 +22,25 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
-// audit has the management API server log one audit event per request of
-// the measured user, when the request is received, and counts them. The
-// count is the API server's, so it holds for any provider, whatever client
-// library it uses, and leaves out requests to the tenant clusters.
+// audit has the management API server log the measured user's requests
+// when they are answered, and counts the ones that succeeded. The count is
+// the API server's, so it holds for any provider, whatever client library
+// it uses, and leaves out requests to the tenant clusters.
 type audit struct {
 	policyPath, logPath string
 }
 
 func newAudit(dir, user string) (*audit, error) {
 	a := &audit{policyPath: filepath.Join(dir, "bench-audit-policy.yaml"), logPath: filepath.Join(dir, "bench-audit.log")}
+	// A request is logged when its response is complete, and a watch also
+	// when it starts: a watch that is still open when the log is read has
+	// only that event.
 	policy := fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: [ResponseStarted, ResponseComplete, Panic]
+omitStages: [RequestReceived, Panic]
 rules:
 - level: Metadata
   users: [%q]
@@ -58,46 +62,56 @@ func (a *audit) apiServerArgs() map[string]string {
 		"audit-log-format": "json", "audit-log-mode": "blocking", "audit-log-maxsize": "0"}
 }
 
-// requestCounts are requests by verb and by resource.
-type requestCounts struct {
-	byVerb, byResource map[string]int
-	total              int
+// request is one successful request of the measured user.
+type request struct {
+	verb, resource, namespace, name string
+	// received is when the API server received it.
+	received time.Time
 }
 
-func (a *audit) count() (requestCounts, error) {
+// requests reads the successful requests from the audit log, each once.
+// A request failed when its response code is not 2xx: a conflict, a
+// refusal or a missing object changed nothing.
+func (a *audit) requests() ([]request, error) {
 	f, err := os.Open(a.logPath)
 	if err != nil {
-		return requestCounts{}, fmt.Errorf("reading the audit log: %w", err)
+		return nil, fmt.Errorf("reading the audit log: %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	c := requestCounts{byVerb: map[string]int{}, byResource: map[string]int{}}
+	var out []request
+	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var ev struct {
-			Stage     string `json:"stage"`
-			Verb      string `json:"verb"`
+			AuditID   string    `json:"auditID"`
+			Verb      string    `json:"verb"`
+			Received  time.Time `json:"requestReceivedTimestamp"`
 			ObjectRef *struct {
 				Resource    string `json:"resource"`
 				Subresource string `json:"subresource"`
+				Namespace   string `json:"namespace"`
+				Name        string `json:"name"`
 			} `json:"objectRef"`
+			ResponseStatus *struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return c, fmt.Errorf("parsing the audit log: %w", err)
+			return nil, fmt.Errorf("parsing the audit log: %w", err)
 		}
-		if ev.Stage != "RequestReceived" {
+		if seen[ev.AuditID] || ev.ResponseStatus == nil || ev.ResponseStatus.Code < 200 || ev.ResponseStatus.Code > 299 {
 			continue
 		}
-		c.total++
-		c.byVerb[ev.Verb]++
-		resource := "(non-resource)"
-		if ev.ObjectRef != nil {
-			resource = ev.ObjectRef.Resource
-			if ev.ObjectRef.Subresource != "" {
-				resource += "/" + ev.ObjectRef.Subresource
+		seen[ev.AuditID] = true
+		r := request{verb: ev.Verb, resource: "(non-resource)", received: ev.Received}
+		if ref := ev.ObjectRef; ref != nil {
+			r.resource, r.namespace, r.name = ref.Resource, ref.Namespace, ref.Name
+			if ref.Subresource != "" {
+				r.resource += "/" + ref.Subresource
 			}
 		}
-		c.byResource[resource]++
+		out = append(out, r)
 	}
-	return c, sc.Err()
+	return out, sc.Err()
 }

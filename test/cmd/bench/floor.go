@@ -58,21 +58,22 @@ var remediationRefs = [][]string{{"spec", "remediation", "templateRef"}, {"spec"
 
 // runFloor measures the floor in a world of its own, started as the
 // provider's is, and stops that world again.
-func runFloor(ctx context.Context, o options) (provisioned, nodeRefs time.Duration, err error) {
+func runFloor(ctx context.Context, o options) (provisioned, nodeRefs time.Duration, _ Timeline, err error) {
 	w, err := startWorld(o, "floor", nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, Timeline{}, err
 	}
 	// No provider process runs: the world's test provider is in-process
 	// and always on, and only acts on its own kinds.
-	provisioned, nodeRefs, err = phase{name: "floor", mutate: toFloor}.measure(ctx, w, o)
+	tl := newTimeline()
+	provisioned, nodeRefs, err = phase{name: "floor", mutate: toFloor, timeline: tl}.measure(ctx, w, o)
 	if stopErr := w.Stop(); err == nil && stopErr != nil {
 		err = fmt.Errorf("stopping the floor's world: %w", stopErr)
 	}
 	if err == nil {
 		fmt.Printf(">> floor: all provisioned at %.1fs, all with a Node at %.1fs\n", provisioned.Seconds(), nodeRefs.Seconds())
 	}
-	return provisioned, nodeRefs, err
+	return provisioned, nodeRefs, tl.summary(), err
 }
 
 // toFloor rewrites one object of a rendered cluster template for the

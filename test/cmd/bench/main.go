@@ -64,6 +64,9 @@ type options struct {
 	timeout            time.Duration
 	out                string
 	floor, floorOnly   bool
+	// rest is how long the provider is watched after every Machine has
+	// its Node.
+	rest time.Duration
 	// storageClass holds the root disks and golden volumes.
 	storageClass string
 }
@@ -82,6 +85,7 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long provisioning may take")
 	flag.StringVar(&o.out, "out", filepath.Join(root, "out", "bench.json"), "where the JSON result goes")
 	flag.BoolVar(&o.floor, "floor", true, "first measure the floor: the same clusters in a fresh world with the world's instant test infrastructure provider (docs/benchmark.md)")
+	flag.DurationVar(&o.rest, "rest", 5*time.Minute, "after every Machine has its Node, how long to count the provider's requests at rest (0: not at all)")
 	flag.BoolVar(&o.floorOnly, "floor-only", false, "measure the floor alone, print its seconds and write nothing")
 	flag.Parse()
 	o.floor = o.floor || o.floorOnly
@@ -111,7 +115,7 @@ func run() error {
 	// table, what the run is for, is printed last. Each phase has its own
 	// world, so neither inherits the other's objects or tenants.
 	if o.floor {
-		floorProvisioned, floorNodeRefs, err := runFloor(ctx, o)
+		floorProvisioned, floorNodeRefs, floorTimeline, err := runFloor(ctx, o)
 		if err != nil {
 			return fmt.Errorf("floor: %w", err)
 		}
@@ -119,12 +123,19 @@ func run() error {
 			return nil
 		}
 		res.FloorSecondsToProvisioned, res.FloorSecondsToNodeRefs = floorProvisioned.Seconds(), floorNodeRefs.Seconds()
+		res.FloorTimeline = &floorTimeline
 	}
 	if err := runProvider(ctx, o, &res); err != nil {
 		return err
 	}
 	res.setRatios()
 	printTable(res)
+	if res.FloorTimeline != nil {
+		fmt.Println("\nthe floor's timeline:")
+		printTimeline(*res.FloorTimeline)
+	}
+	fmt.Println("\nthe provider's timeline:")
+	printTimeline(res.Timeline)
 	if err := res.write(o.out); err != nil {
 		return err
 	}
@@ -165,10 +176,13 @@ func runProvider(ctx context.Context, o options, res *Result) error {
 	fmt.Printf(">> provider running as pid %d: %s\n", provider.pid(), o.providerCmd)
 
 	var clock *stageClock
-	provisioned, nodeRefs, err := phase{name: "provider", provider: provider, clock: &clock, mutate: onStorageClass(o.storageClass)}.measure(ctx, w, o)
+	tl := newTimeline()
+	provisioned, nodeRefs, err := phase{name: "provider", provider: provider, clock: &clock, timeline: tl, kubevirtMachines: !o.noProvider,
+		mutate: onStorageClass(o.storageClass)}.measure(ctx, w, o)
 	if err != nil {
 		return err
 	}
+	res.Timeline = tl.summary()
 	before, err := untilVMCreated(ctx, w.Env.Client)
 	if err != nil {
 		return err
@@ -182,11 +196,26 @@ func runProvider(ctx context.Context, o options, res *Result) error {
 	if res.ProviderCPUSeconds, res.ProviderPeakMemoryMiB, err = provider.usage(); err != nil {
 		return err
 	}
-	counts, err := audit.count()
+	// At rest, nothing changes: every request the provider makes now is
+	// one it did not need to (a resync, a poll, a status write).
+	restFrom := time.Time{}
+	if o.rest > 0 {
+		fmt.Printf(">> provider: every Machine has its Node; counting its requests at rest for %s\n", o.rest)
+		restFrom = time.Now()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(o.rest):
+		}
+		if err := provider.exited(); err != nil {
+			return err
+		}
+	}
+	reqs, err := audit.requests()
 	if err != nil {
 		return err
 	}
-	res.setRequests(counts)
+	res.setRequests(reqs, tl.infraMachines(), restFrom, o.rest)
 	return nil
 }
 

@@ -55,6 +55,11 @@ type phase struct {
 	provider *providerProcess
 	// clock, when set, times the root disks' stages; measure sets it.
 	clock **stageClock
+	// timeline, when set, notes each cluster's and machine's milestones.
+	timeline *timeline
+	// kubevirtMachines says this provider's KubevirtMachines are there to
+	// watch.
+	kubevirtMachines bool
 }
 
 // measure creates the clusters and returns when every Machine was
@@ -65,11 +70,14 @@ func (ph phase) measure(ctx context.Context, w *world.World, o options) (provisi
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The watches start first, so that they see every root disk's phases.
-	machines, err := machineCache(ctx, w, ph.clock)
+	machines, err := ph.machineCache(ctx, w)
 	if err != nil {
 		return 0, 0, err
 	}
 	start := time.Now()
+	if ph.timeline != nil {
+		ph.timeline.start = start
+	}
 	if err := createClusters(ctx, w.Env.Client, o, ph.mutate); err != nil {
 		return 0, 0, err
 	}
@@ -101,8 +109,10 @@ func createClusters(ctx context.Context, c client.Client, o options, mutate func
 
 // machineCache watches Machines, so that the benchmark decodes each change
 // once instead of listing every Machine each time it looks; with clock
-// set, it also times the root disks' stages there.
-func machineCache(ctx context.Context, w *world.World, clock **stageClock) (cache.Cache, error) {
+// set, it also times the root disks' stages there, and with timeline set,
+// the milestones.
+func (ph phase) machineCache(ctx context.Context, w *world.World) (cache.Cache, error) {
+	clock := ph.clock
 	c, err := cache.New(w.Env.Config, cache.Options{Scheme: w.Env.Scheme, ByObject: map[client.Object]cache.ByObject{}})
 	if err != nil {
 		return nil, err
@@ -112,6 +122,11 @@ func machineCache(ctx context.Context, w *world.World, clock **stageClock) (cach
 	}
 	if clock != nil {
 		if *clock, err = startStageClock(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	if ph.timeline != nil {
+		if err := ph.timeline.watch(ctx, c, ph.kubevirtMachines); err != nil {
 			return nil, err
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"time"
 )
 
 // Result is what one run measured; it is written as JSON. docs/benchmark.md
@@ -53,9 +54,12 @@ type Result struct {
 	RequestsByResource map[string]int `json:"requestsByResource"`
 	// RequestsTotal is every request of the provider.
 	RequestsTotal int `json:"requestsTotal"`
-	// WriteRequestsPerMachine are the provider's creates, updates, patches
-	// and deletes of every resource, Events included, per machine.
-	WriteRequestsPerMachine float64 `json:"writeRequestsPerMachine"`
+	// Writes are the provider's successful creates, updates, patches and
+	// deletes, per machine, by what they are about.
+	Writes Writes `json:"writes"`
+	// AtRest is what the provider asked in the window after every Machine
+	// had its Node, when nothing changes; absent without --rest.
+	AtRest *AtRest `json:"atRest,omitempty"`
 	// ProviderCPUSeconds and ProviderPeakMemoryMiB are the provider
 	// process's user and system time and its peak resident memory.
 	ProviderCPUSeconds    float64 `json:"providerCPUSeconds"`
@@ -69,21 +73,87 @@ type Result struct {
 	// Stages are the root disks' times in each of CDI's phases, and from
 	// a disk's completion to its VM running.
 	Stages []Stage `json:"stages"`
+	// Timeline is when each cluster and machine reached each milestone,
+	// and the waits between them; FloorTimeline the same for the floor.
+	Timeline      Timeline  `json:"timeline"`
+	FloorTimeline *Timeline `json:"floorTimeline,omitempty"`
 	// Date is when the run started, in UTC.
 	Date string `json:"date"`
 }
 
-func (r *Result) setRequests(c requestCounts) {
-	r.RequestsTotal, r.RequestsByResource = c.total, c.byResource
+// Writes are writes per machine, told apart by what they are about: a
+// machine's own objects (its KubevirtMachine, its VM, its user data
+// Secret, named after the machine), Events, and everything else (golden
+// volumes, a cluster's objects). ByRequest counts every write as
+// "verb resource", over all machines.
+type Writes struct {
+	MachinePerMachine float64        `json:"machinePerMachine"`
+	ClusterPerMachine float64        `json:"clusterPerMachine"`
+	EventsPerMachine  float64        `json:"eventsPerMachine"`
+	ByRequest         map[string]int `json:"byRequest"`
+}
+
+// AtRest is the provider's requests in the window at rest.
+type AtRest struct {
+	Seconds float64        `json:"seconds"`
+	ByVerb  map[string]int `json:"byVerb"`
+	// Writes is every write in the window; ReadsPerMachine the gets,
+	// lists and watches, per machine.
+	Writes          int     `json:"writes"`
+	ReadsPerMachine float64 `json:"readsPerMachine"`
+}
+
+// setRequests counts the successful requests. machines are the
+// infrastructure machines (namespace/name); a request received at or
+// after restFrom, when it is set, counts at rest too.
+func (r *Result) setRequests(reqs []request, machines map[string]bool, restFrom time.Time, rest time.Duration) {
+	r.RequestsTotal, r.RequestsByResource = len(reqs), map[string]int{}
 	r.RequestsPerMachine = map[string]float64{}
-	writes := 0
-	for verb, n := range c.byVerb {
-		r.RequestsPerMachine[verb] = float64(n) / float64(r.Machines)
-		if writeVerbs[verb] {
-			writes += n
+	r.Writes = Writes{ByRequest: map[string]int{}}
+	perMachine := 1 / float64(r.Machines)
+	if !restFrom.IsZero() {
+		r.AtRest = &AtRest{Seconds: rest.Seconds(), ByVerb: map[string]int{}}
+	}
+	for _, q := range reqs {
+		r.RequestsPerMachine[q.verb] += perMachine
+		r.RequestsByResource[q.resource]++
+		if r.AtRest != nil && !q.received.Before(restFrom) {
+			r.AtRest.ByVerb[q.verb]++
+			if writeVerbs[q.verb] {
+				r.AtRest.Writes++
+			} else {
+				r.AtRest.ReadsPerMachine += perMachine
+			}
+		}
+		if !writeVerbs[q.verb] {
+			continue
+		}
+		r.Writes.ByRequest[q.verb+" "+q.resource]++
+		switch {
+		case q.resource == "events":
+			r.Writes.EventsPerMachine += perMachine
+		case machineScoped(q, machines):
+			r.Writes.MachinePerMachine += perMachine
+		default:
+			r.Writes.ClusterPerMachine += perMachine
 		}
 	}
-	r.WriteRequestsPerMachine = float64(writes) / float64(r.Machines)
+}
+
+// machineScoped says a request is about one machine's objects: the
+// infrastructure machine itself, or an object named after it in its
+// namespace (its VM shares the name; its user data Secret and root disk
+// add a suffix).
+func machineScoped(q request, machines map[string]bool) bool {
+	if machines[q.namespace+"/"+q.name] {
+		return true
+	}
+	for i := len(q.name) - 1; i > 0; i-- {
+		if q.name[i] == '-' && machines[q.namespace+"/"+q.name[:i]] {
+			return true
+		}
+	}
+	return false
 }
 
 // writeVerbs are the audit log's verbs that change something.
@@ -121,7 +191,19 @@ func printTable(r Result) {
 		row("API requests per machine: "+verb, "%.2f", r.RequestsPerMachine[verb])
 	}
 	row("API requests per machine: all", "%.2f", float64(r.RequestsTotal)/float64(r.Machines))
-	row("write requests per machine", "%.2f", r.WriteRequestsPerMachine)
+	row("writes per machine: the machine's objects", "%.2f", r.Writes.MachinePerMachine)
+	row("writes per machine: cluster and golden image", "%.2f", r.Writes.ClusterPerMachine)
+	row("writes per machine: Events", "%.2f", r.Writes.EventsPerMachine)
+	for _, w := range slices.Sorted(maps.Keys(r.Writes.ByRequest)) {
+		row("  "+w, "%d", r.Writes.ByRequest[w])
+	}
+	if r.AtRest != nil {
+		row(fmt.Sprintf("at rest for %.0fs: writes", r.AtRest.Seconds), "%d", r.AtRest.Writes)
+		row(fmt.Sprintf("at rest for %.0fs: reads per machine", r.AtRest.Seconds), "%.2f", r.AtRest.ReadsPerMachine)
+		for _, verb := range slices.Sorted(maps.Keys(r.AtRest.ByVerb)) {
+			row("  at rest: "+verb, "%d", r.AtRest.ByVerb[verb])
+		}
+	}
 	row("provider CPU seconds", "%.1f", r.ProviderCPUSeconds)
 	row("provider peak memory (MiB)", "%.0f", r.ProviderPeakMemoryMiB)
 	row("CDI imports / clones", "%d / %d", r.Imports, r.Clones)
