@@ -116,11 +116,18 @@ func (c *Claims) address(ctx context.Context, km *infrav1.KubevirtMachine, clust
 				why = cond.Reason + ": " + cond.Message
 			}
 		}
-		if usage := c.poolUsage(ctx, km.Namespace, pool); usage != "" {
+		usage, exhausted := c.poolUsage(ctx, km.Namespace, pool)
+		if usage != "" {
 			why += "; " + usage
 		}
-		return netip.Prefix{}, "", outcome.Wait(infrav1.WaitingForIPAddressReason, fmt.Sprintf(
-			"IPAddressClaim %s for network %s waits for pool %s: %s", name, network, poolName, why)), nil
+		o := outcome.Wait(infrav1.WaitingForIPAddressReason, fmt.Sprintf(
+			"IPAddressClaim %s for network %s waits for pool %s: %s", name, network, poolName, why))
+		if exhausted {
+			// Only a person can end this wait (a larger pool, fewer
+			// machines): a warning, shown at once.
+			o.State = outcome.Failed
+		}
+		return netip.Prefix{}, "", o, nil
 	}
 	addr := &ipamv1.IPAddress{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: km.Namespace, Name: claim.Status.AddressRef.Name}, addr); err != nil {
@@ -195,11 +202,11 @@ func (c *Claims) Release(ctx context.Context, km *infrav1.KubevirtMachine) error
 // IPAM provider keeps (status.ipAddresses: total, used, free), which says
 // why a claim waits where the claim itself does not: that provider sets no
 // condition on a claim it cannot serve. Empty when the pool cannot be read
-// or keeps no such status.
-func (c *Claims) poolUsage(ctx context.Context, namespace string, ref infrav1.IPPoolReference) string {
+// or keeps no such status; exhausted when no address is free.
+func (c *Claims) poolUsage(ctx context.Context, namespace string, ref infrav1.IPPoolReference) (usage string, exhausted bool) {
 	mappings, err := c.Client.RESTMapper().RESTMappings(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
 	if err != nil || len(mappings) == 0 {
-		return fmt.Sprintf("pool kind %s.%s is not served by the management cluster", ref.Kind, ref.APIGroup)
+		return fmt.Sprintf("pool kind %s.%s is not served by the management cluster", ref.Kind, ref.APIGroup), false
 	}
 	// The newest version: an older one may lack the status fields, and
 	// the mapper's order is not defined.
@@ -214,18 +221,18 @@ func (c *Claims) poolUsage(ctx context.Context, namespace string, ref infrav1.IP
 	}
 	if err := c.Client.Get(ctx, key, pool); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Sprintf("pool %s/%s does not exist", ref.Kind, ref.Name)
+			return fmt.Sprintf("pool %s/%s does not exist", ref.Kind, ref.Name), false
 		}
-		return ""
+		return "", false
 	}
 	total, okTotal, _ := unstructured.NestedInt64(pool.Object, "status", "ipAddresses", "total")
 	free, okFree, _ := unstructured.NestedInt64(pool.Object, "status", "ipAddresses", "free")
 	switch {
 	case !okTotal || !okFree:
-		return ""
+		return "", false
 	case free == 0:
-		return fmt.Sprintf("the pool is exhausted: no free address, %d of %d in use", total, total)
+		return fmt.Sprintf("the pool is exhausted: no free address, %d of %d in use", total, total), true
 	default:
-		return fmt.Sprintf("the pool has %d of %d addresses free", free, total)
+		return fmt.Sprintf("the pool has %d of %d addresses free", free, total), false
 	}
 }

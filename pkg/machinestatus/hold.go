@@ -34,8 +34,12 @@ import (
 )
 
 // DefaultStatusSettleTime is how long a provisioning machine's status must
-// stay at one step before it is written.
-const DefaultStatusSettleTime = 30 * time.Second
+// stay at one step before it is written. KubeVirt alone keeps a VM at one
+// step for up to about 50 s when a hundred VMs arrive at once (its
+// virt-controller creating the disks, docs/benchmark.md#the-timeline):
+// steps that long are normal at scale and nobody acts on them, while a
+// failure or a warning is written at once.
+const DefaultStatusSettleTime = 2 * time.Minute
 
 // Keeper holds back status writes and times stages for every
 // KubevirtMachine of the manager.
@@ -80,15 +84,16 @@ type pendingStatus struct {
 }
 
 // maxSettleDoublings caps how long progress within one step is held: the
-// settle time doubled at most this often (30 s, then 60 s, 120 s, 240 s).
-const maxSettleDoublings = 3
+// settle time doubled at most this often (2 minutes, then 4).
+const maxSettleDoublings = 1
 
-// Hold reports how long to keep back the status computed for km
-// (zero: write it now), given the status last written (stored) and the
-// outcome of the reconcile. Holding requeues the machine for when the
-// settle time ends, so a held step is written even if nothing else
-// happens.
-func (s *Keeper) Hold(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, now time.Time) time.Duration {
+// Hold reports whether to keep back the status computed for km, given the
+// status last written (stored) and the outcome of the reconcile, and when
+// to look again to write it: a step held for the settle time is written
+// even if nothing else happens. The wait for bootstrap data is held
+// without a recheck: Cluster API's Machine shows it already
+// (BootstrapConfigReady), and the data's arrival brings the machine back.
+func (s *Keeper) Hold(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, now time.Time) (held bool, recheck time.Duration) {
 	key := types.NamespacedName{Namespace: km.Namespace, Name: km.Name}
 	settle := s.SettleTime
 	if settle == 0 {
@@ -96,24 +101,28 @@ func (s *Keeper) Hold(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, no
 	}
 	if settle < 0 || !km.DeletionTimestamp.IsZero() || provisioned(stored) || provisioned(km) {
 		s.holds.forget(key)
-		return 0
+		return false, 0
 	}
 	if o.State == outcome.Failed {
 		s.holds.forget(key)
 		s.holds.mark(key, &s.holds.failing)
-		return 0
+		return false, 0
 	}
 	// Both are taken, whichever decides.
 	mustStore, recovered := s.holds.take(key, &s.holds.now), s.holds.take(key, &s.holds.failing)
 	if mustStore || recovered {
 		s.holds.forget(key)
-		return 0
+		return false, 0
 	}
 	if equality.Semantic.DeepEqual(stored.Status, km.Status) {
 		s.holds.forget(key)
-		return 0
+		return false, 0
 	}
-	return s.holds.decide(key, stepOf(km), now, settle)
+	if o.Reason == infrav1.WaitingForBootstrapDataReason {
+		return true, 0
+	}
+	wait := s.holds.decide(key, stepOf(km), now, settle)
+	return wait > 0, wait
 }
 
 // Forget drops what is held and tracked for a machine that is gone.

@@ -63,8 +63,8 @@ func TestScaleFlagDefaults(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if o.KubeAPIQPS != 100 || o.KubeAPIBurst != 200 || o.StatusSettleTime != 30*time.Second {
-		t.Errorf("defaults: qps %v, burst %d, status settle time %s; want 100, 200, 30s", o.KubeAPIQPS, o.KubeAPIBurst, o.StatusSettleTime)
+	if o.KubeAPIQPS != 100 || o.KubeAPIBurst != 200 || o.StatusSettleTime != 2*time.Minute {
+		t.Errorf("defaults: qps %v, burst %d, status settle time %s; want 100, 200, 2m", o.KubeAPIQPS, o.KubeAPIBurst, o.StatusSettleTime)
 	}
 	if err := fs.Parse([]string{"--kube-api-qps=50", "--kube-api-burst=80", "--status-settle-time=-1s"}); err != nil {
 		t.Fatal(err)
