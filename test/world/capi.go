@@ -112,8 +112,9 @@ const connectionRetryInterval = 2 * time.Second
 // EXP_IN_PLACE_UPDATES and EXP_MACHINE_TAINT_PROPAGATION before clusterctl
 // init); the kubeadm webhooks check the Ignition one, the Runtime SDK's
 // controllers call extensions through the world's runtimeClient, and
-// Cluster API's rollout specs set taints on Machines.
-func startCAPI(env *testenv.Env) (*capiManagers, error) {
+// Cluster API's rollout specs set taints on Machines. productionDefaults
+// keeps Cluster API's own ClusterCache retry.
+func startCAPI(env *testenv.Env, productionDefaults bool) (*capiManagers, error) {
 	suffix := ""
 	if n := capiStarts.Add(1); n > 1 {
 		suffix = fmt.Sprintf("-%d", n)
@@ -180,7 +181,9 @@ func startCAPI(env *testenv.Env) (*capiManagers, error) {
 		// Cluster API's own suites (core/reconcilers/machine, cluster,
 		// machinehealthcheck) set 2 s the same way; health checks and rate
 		// limits keep their defaults.
-		cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }).SetConnectionCreationRetryInterval(connectionRetryInterval)
+		if !productionDefaults {
+			cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }).SetConnectionCreationRetryInterval(connectionRetryInterval)
+		}
 		if err := p.setup(ctx, mgr, cc); err != nil {
 			return fail(fmt.Errorf("%s: %w", p.name, err))
 		}

@@ -90,7 +90,7 @@ func (w *World) StartManagement() (*Management, error) {
 	if err := env.StartCertManager(); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
-	if m.capi, err = startCAPI(env); err != nil {
+	if m.capi, err = startCAPI(env, false); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
 	w.managements.readers = append(w.managements.readers, env.Client)

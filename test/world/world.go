@@ -98,6 +98,10 @@ type Options struct {
 	// APIServerArgs are extra flags of the management kube-apiserver, such
 	// as an audit policy.
 	APIServerArgs map[string]string
+	// CAPIProductionDefaults runs Cluster API as its release does: its
+	// ClusterCache retries an unreachable tenant after 30 s instead of the
+	// world's 2 s.
+	CAPIProductionDefaults bool
 	// StateDir, when set, keeps the management cluster's etcd data there, so
 	// that a world started again with the same StateDir resumes: objects,
 	// VMs and tenant clusters (whose guests join their in-memory API
@@ -200,7 +204,7 @@ func (w *World) build(o Options) error {
 		return err
 	}
 	if o.WithCAPI {
-		if w.capi, err = startCAPI(w.Env); err != nil {
+		if w.capi, err = startCAPI(w.Env, o.CAPIProductionDefaults); err != nil {
 			return err
 		}
 	} else if o.WithWorkloads {

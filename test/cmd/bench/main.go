@@ -64,6 +64,11 @@ type options struct {
 	timeout            time.Duration
 	out                string
 	floor, floorOnly   bool
+	// kubevirtFloor also measures the KubeVirt floor (with floor).
+	kubevirtFloor bool
+	// capiProductionDefaults runs Cluster API with its release's defaults
+	// in every phase.
+	capiProductionDefaults bool
 	// rest is how long the provider is watched after every Machine has
 	// its Node.
 	rest time.Duration
@@ -86,7 +91,9 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.out, "out", filepath.Join(root, "out", "bench.json"), "where the JSON result goes")
 	flag.BoolVar(&o.floor, "floor", true, "first measure the floor: the same clusters in a fresh world with the world's instant test infrastructure provider (docs/benchmark.md)")
 	flag.DurationVar(&o.rest, "rest", 5*time.Minute, "after every Machine has its Node, how long to count the provider's requests at rest (0: not at all)")
-	flag.BoolVar(&o.floorOnly, "floor-only", false, "measure the floor alone, print its seconds and write nothing")
+	flag.BoolVar(&o.kubevirtFloor, "kubevirt-floor", true, "with --floor, also measure the KubeVirt floor: the same clusters in a fresh world with an oracle provider that does only what any KubeVirt provider must (docs/benchmark.md)")
+	flag.BoolVar(&o.capiProductionDefaults, "capi-production-defaults", false, "run Cluster API as its release does (a 30 s ClusterCache retry) instead of with the world's 2 s retry, in every phase")
+	flag.BoolVar(&o.floorOnly, "floor-only", false, "measure the floors alone, print their seconds and write nothing")
 	flag.Parse()
 	o.floor = o.floor || o.floorOnly
 	if o.clusters < 1 || o.machines < 2*o.clusters {
@@ -108,7 +115,7 @@ func run() error {
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o750); err != nil {
 		return err
 	}
-	res := Result{Provider: o.providerCmd, Machines: o.machines, Clusters: o.clusters, Date: time.Now().UTC().Format(time.RFC3339)}
+	res := Result{Provider: o.providerCmd, Machines: o.machines, Clusters: o.clusters, CAPIProductionDefaults: o.capiProductionDefaults, Date: time.Now().UTC().Format(time.RFC3339)}
 	// The floor goes first: it is the shorter run and the one that fails
 	// on a template it cannot translate, so such a mistake shows within a
 	// minute rather than after the provider's run, and the provider's
@@ -119,21 +126,27 @@ func run() error {
 		if err != nil {
 			return fmt.Errorf("floor: %w", err)
 		}
-		if o.floorOnly {
-			return nil
-		}
 		res.FloorSecondsToProvisioned, res.FloorSecondsToNodeRefs = floorProvisioned.Seconds(), floorNodeRefs.Seconds()
 		res.FloorTimeline = &floorTimeline
+	}
+	if o.floor && o.kubevirtFloor {
+		provisioned, nodeRefs, timeline, err := runKubeVirtFloor(ctx, o)
+		if err != nil {
+			return fmt.Errorf("KubeVirt floor: %w", err)
+		}
+		res.KubeVirtFloorSecondsToProvisioned, res.KubeVirtFloorSecondsToNodeRefs = provisioned.Seconds(), nodeRefs.Seconds()
+		res.KubeVirtFloorTimeline = &timeline
+	}
+	if o.floorOnly {
+		printFloorTimelines(res)
+		return nil
 	}
 	if err := runProvider(ctx, o, &res); err != nil {
 		return err
 	}
 	res.setRatios()
 	printTable(res)
-	if res.FloorTimeline != nil {
-		fmt.Println("\nthe floor's timeline:")
-		printTimeline(*res.FloorTimeline)
-	}
+	printFloorTimelines(res)
 	fmt.Println("\nthe provider's timeline:")
 	printTimeline(res.Timeline)
 	if err := res.write(o.out); err != nil {
@@ -141,6 +154,19 @@ func run() error {
 	}
 	fmt.Println(">> wrote", o.out)
 	return nil
+}
+
+// printFloorTimelines prints the timelines of the floors that were
+// measured.
+func printFloorTimelines(res Result) {
+	if res.FloorTimeline != nil {
+		fmt.Println("\nthe Cluster API floor's timeline:")
+		printTimeline(*res.FloorTimeline)
+	}
+	if res.KubeVirtFloorTimeline != nil {
+		fmt.Println("\nthe KubeVirt floor's timeline:")
+		printTimeline(*res.KubeVirtFloorTimeline)
+	}
 }
 
 // runProvider measures the provider in a world of its own: it starts the

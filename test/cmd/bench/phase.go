@@ -42,7 +42,7 @@ func startWorld(o options, name string, apiServerArgs map[string]string) (*world
 	simOpts.TimeScale = 0
 	fmt.Printf(">> %s: starting a world with every simulated latency at zero\n", name)
 	return world.Start(world.Options{WithCAPI: true, Sim: &simOpts, Nodes: infraNodes(o.machines),
-		WithoutProviderCRDs: o.noProvider, APIServerArgs: apiServerArgs})
+		WithoutProviderCRDs: o.noProvider, APIServerArgs: apiServerArgs, CAPIProductionDefaults: o.capiProductionDefaults})
 }
 
 // phase is one timed provisioning of every cluster in a world.

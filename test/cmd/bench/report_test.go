@@ -61,3 +61,18 @@ func TestRequestsAreToldApartByWhatTheyAreAbout(t *testing.T) {
 		t.Errorf("at rest counted without a window: %+v", r.AtRest)
 	}
 }
+
+func TestTheKubeVirtFloorIsTheHeadline(t *testing.T) {
+	r := Result{SecondsToProvisioned: 110, FloorSecondsToProvisioned: 40, KubeVirtFloorSecondsToProvisioned: 100}
+	r.setRatios()
+	if r.RatioToKubeVirtFloorProvisioned != 1.1 || r.RatioToFloorProvisioned != 2.75 {
+		t.Errorf("ratios = %v to the KubeVirt floor, %v to Cluster API's; want 1.1, 2.75", r.RatioToKubeVirtFloorProvisioned, r.RatioToFloorProvisioned)
+	}
+	got := withFloors(r.SecondsToProvisioned, r.KubeVirtFloorSecondsToProvisioned, r.RatioToKubeVirtFloorProvisioned, r.FloorSecondsToProvisioned, r.RatioToFloorProvisioned)
+	if want := "110.0 (1.10x the KubeVirt floor 100.0; 2.75x the Cluster API floor 40.0)"; got != want {
+		t.Errorf("withFloors = %q, want %q", got, want)
+	}
+	if got := withFloors(5, 0, 0, 0, 0); got != "5.0" {
+		t.Errorf("without floors: %q", got)
+	}
+}
