@@ -38,8 +38,8 @@ import (
 // machine still provisioning may be held back (machinestatus.Keeper.Hold);
 // the returned duration is when to look again to write it.
 func (r *KubevirtMachineReconciler) writeBack(ctx context.Context, stored, km *infrav1.KubevirtMachine, o outcome.Outcome) (time.Duration, error) {
-	held, recheck := r.Machines.Status.Hold(stored, km, o, time.Now())
-	write := !held && !equality.Semantic.DeepEqual(stored.Status, km.Status)
+	held := r.Machines.Status.Hold(stored, km, o, time.Now())
+	write := held == 0 && !equality.Semantic.DeepEqual(stored.Status, km.Status)
 	key := client.ObjectKeyFromObject(km)
 	var sum writtenStatus
 	if write {
@@ -57,12 +57,12 @@ func (r *KubevirtMachineReconciler) writeBack(ctx context.Context, stored, km *i
 	}
 	if err := patchOnce(ctx, r.Client, stored, km, write); err != nil {
 		r.written.Delete(key)
-		return recheck, err
+		return held, err
 	}
 	if write {
 		r.written.Store(key, sum)
 	}
-	return recheck, nil
+	return held, nil
 }
 
 // writtenStatus is the status this process last wrote for a machine.

@@ -124,8 +124,15 @@ func (c *Claims) address(ctx context.Context, km *infrav1.KubevirtMachine, clust
 			"IPAddressClaim %s for network %s waits for pool %s: %s", name, network, poolName, why))
 		if exhausted {
 			// Only a person can end this wait (a larger pool, fewer
-			// machines): a warning, shown at once.
-			o.State = outcome.Failed
+			// machines): a warning, shown at once. A claim just served
+			// can read as waiting on an exhausted pool for a moment (the
+			// pool is read live, the claim from the cache), so a young
+			// claim waits a little first.
+			if age := time.Since(claim.CreationTimestamp.Time); age < exhaustedAfter {
+				o = o.After(exhaustedAfter - age)
+			} else {
+				o.State = outcome.Failed
+			}
 		}
 		return netip.Prefix{}, "", o, nil
 	}
@@ -197,6 +204,10 @@ func (c *Claims) Release(ctx context.Context, km *infrav1.KubevirtMachine) error
 	}
 	return nil
 }
+
+// exhaustedAfter is how long a claim must have waited on an exhausted pool
+// before the wait is a warning.
+const exhaustedAfter = 5 * time.Second
 
 // poolUsage describes how full a pool is, from the status the in-cluster
 // IPAM provider keeps (status.ipAddresses: total, used, free), which says

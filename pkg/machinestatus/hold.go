@@ -35,10 +35,11 @@ import (
 
 // DefaultStatusSettleTime is how long a provisioning machine's status must
 // stay at one step before it is written. KubeVirt alone keeps a VM at one
-// step for up to about 50 s when a hundred VMs arrive at once (its
-// virt-controller creating the disks, docs/benchmark.md#the-timeline):
-// steps that long are normal at scale and nobody acts on them, while a
-// failure or a warning is written at once.
+// step for up to about a minute when a hundred VMs arrive at once (its
+// virt-controller creating the disks, docs/benchmark.md#the-plateau), and
+// a worker waits for its control plane about as long: steps that long are
+// normal and nobody acts on them, while a failure or a warning is written
+// at once.
 const DefaultStatusSettleTime = 2 * time.Minute
 
 // Keeper holds back status writes and times stages for every
@@ -87,13 +88,12 @@ type pendingStatus struct {
 // settle time doubled at most this often (2 minutes, then 4).
 const maxSettleDoublings = 1
 
-// Hold reports whether to keep back the status computed for km, given the
-// status last written (stored) and the outcome of the reconcile, and when
-// to look again to write it: a step held for the settle time is written
-// even if nothing else happens. The wait for bootstrap data is held
-// without a recheck: Cluster API's Machine shows it already
-// (BootstrapConfigReady), and the data's arrival brings the machine back.
-func (s *Keeper) Hold(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, now time.Time) (held bool, recheck time.Duration) {
+// Hold reports how long to keep back the status computed for km
+// (zero: write it now), given the status last written (stored) and the
+// outcome of the reconcile. Holding requeues the machine for when the
+// settle time ends, so a held step is written even if nothing else
+// happens.
+func (s *Keeper) Hold(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, now time.Time) time.Duration {
 	key := types.NamespacedName{Namespace: km.Namespace, Name: km.Name}
 	settle := s.SettleTime
 	if settle == 0 {
@@ -101,28 +101,24 @@ func (s *Keeper) Hold(stored, km *infrav1.KubevirtMachine, o outcome.Outcome, no
 	}
 	if settle < 0 || !km.DeletionTimestamp.IsZero() || provisioned(stored) || provisioned(km) {
 		s.holds.forget(key)
-		return false, 0
+		return 0
 	}
 	if o.State == outcome.Failed {
 		s.holds.forget(key)
 		s.holds.mark(key, &s.holds.failing)
-		return false, 0
+		return 0
 	}
 	// Both are taken, whichever decides.
 	mustStore, recovered := s.holds.take(key, &s.holds.now), s.holds.take(key, &s.holds.failing)
 	if mustStore || recovered {
 		s.holds.forget(key)
-		return false, 0
+		return 0
 	}
 	if equality.Semantic.DeepEqual(stored.Status, km.Status) {
 		s.holds.forget(key)
-		return false, 0
+		return 0
 	}
-	if o.Reason == infrav1.WaitingForBootstrapDataReason {
-		return true, 0
-	}
-	wait := s.holds.decide(key, stepOf(km), now, settle)
-	return wait > 0, wait
+	return s.holds.decide(key, stepOf(km), now, settle)
 }
 
 // Forget drops what is held and tracked for a machine that is gone.

@@ -89,7 +89,7 @@ func TestHoldStatus(t *testing.T) {
 		o      outcome.Outcome
 		held   bool
 	}{
-		{name: "a provisioning step is held", stored: machine(infrav1.WaitingForGoldenImageReason), now: machine(infrav1.PendingReason),
+		{name: "a provisioning step is held", stored: machine(infrav1.WaitingForBootstrapDataReason), now: machine(infrav1.PendingReason),
 			o: outcome.Wait(infrav1.PendingReason, ""), held: true},
 		{name: "the first status is held too", stored: machine(""), now: machine(infrav1.WaitingForOwnerReason),
 			o: outcome.Wait(infrav1.WaitingForOwnerReason, ""), held: true},
@@ -105,8 +105,8 @@ func TestHoldStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &Keeper{SettleTime: 10 * time.Second}
-			if held, recheck := s.Hold(tt.stored, tt.now, tt.o, now); held != tt.held || held != (recheck > 0) {
-				t.Errorf("Hold = %v, %s; want held %v, rechecked when held", held, recheck, tt.held)
+			if got := s.Hold(tt.stored, tt.now, tt.o, now); (got > 0) != tt.held {
+				t.Errorf("Hold = %s, want held %v", got, tt.held)
 			}
 		})
 	}
@@ -114,13 +114,13 @@ func TestHoldStatus(t *testing.T) {
 		s := &Keeper{SettleTime: 10 * time.Second}
 		stored, km := machine(infrav1.PendingReason), machine(infrav1.BootingReason)
 		o := outcome.Wait(infrav1.BootingReason, "")
-		if _, got := s.Hold(stored, km, o, now); got != 10*time.Second {
+		if got := s.Hold(stored, km, o, now); got != 10*time.Second {
 			t.Fatalf("first look: Hold = %s, want 10s", got)
 		}
-		if _, got := s.Hold(stored, km, o, now.Add(3*time.Second)); got != 7*time.Second {
+		if got := s.Hold(stored, km, o, now.Add(3*time.Second)); got != 7*time.Second {
 			t.Fatalf("3s later: Hold = %s, want 7s", got)
 		}
-		if _, got := s.Hold(stored, km, o, now.Add(10*time.Second)); got != 0 {
+		if got := s.Hold(stored, km, o, now.Add(10*time.Second)); got != 0 {
 			t.Fatalf("10s later: Hold = %s, want 0 (write)", got)
 		}
 	})
@@ -129,45 +129,29 @@ func TestHoldStatus(t *testing.T) {
 		stored, km := machine(infrav1.WaitingForBootstrapDataReason), machine(infrav1.WaitingForGoldenImageReason)
 		o := outcome.Wait(infrav1.WaitingForGoldenImageReason, "")
 		s.WriteNow(types.NamespacedName{Namespace: "ns", Name: "m"})
-		if _, got := s.Hold(stored, km, o, now); got != 0 {
+		if got := s.Hold(stored, km, o, now); got != 0 {
 			t.Fatalf("Hold = %s, want 0 (write)", got)
 		}
-		if _, got := s.Hold(stored, km, o, now); got == 0 {
+		if got := s.Hold(stored, km, o, now); got == 0 {
 			t.Errorf("the next change: Hold = 0, want it held")
 		}
 	})
 	t.Run("the end of a failure is written at once", func(t *testing.T) {
 		s := &Keeper{SettleTime: 10 * time.Second}
 		failed := machine(infrav1.KubeVirtNotInstalledReason)
-		if _, got := s.Hold(machine(infrav1.PendingReason), failed, outcome.Fail(infrav1.KubeVirtNotInstalledReason, ""), now); got != 0 {
+		if got := s.Hold(machine(infrav1.PendingReason), failed, outcome.Fail(infrav1.KubeVirtNotInstalledReason, ""), now); got != 0 {
 			t.Fatalf("the failure: Hold = %s, want 0", got)
 		}
-		if _, got := s.Hold(failed, machine(infrav1.WaitingForBootstrapDataReason), outcome.Wait(infrav1.WaitingForBootstrapDataReason, ""), now); got != 0 {
+		if got := s.Hold(failed, machine(infrav1.WaitingForBootstrapDataReason), outcome.Wait(infrav1.WaitingForBootstrapDataReason, ""), now); got != 0 {
 			t.Fatalf("its end: Hold = %s, want 0", got)
 		}
-		if _, got := s.Hold(machine(infrav1.WaitingForBootstrapDataReason), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got == 0 {
+		if got := s.Hold(machine(infrav1.WaitingForBootstrapDataReason), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got == 0 {
 			t.Errorf("the next step: Hold = 0, want it held")
-		}
-	})
-	t.Run("the wait for bootstrap data is held until it ends, without a recheck", func(t *testing.T) {
-		s := &Keeper{SettleTime: 10 * time.Second}
-		wait := outcome.Wait(infrav1.WaitingForBootstrapDataReason, "")
-		for _, at := range []time.Duration{0, time.Minute, time.Hour} {
-			if held, recheck := s.Hold(machine(""), machine(infrav1.WaitingForBootstrapDataReason), wait, now.Add(at)); !held || recheck != 0 {
-				t.Fatalf("after %s: Hold = %v, %s; want held without a recheck", at, held, recheck)
-			}
-		}
-		if held, recheck := s.Hold(machine(""), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now.Add(time.Hour)); !held || recheck != 10*time.Second {
-			t.Errorf("the next step: Hold = %v, %s; want held for the settle time", held, recheck)
-		}
-		s.WriteNow(types.NamespacedName{Namespace: "ns", Name: "m"})
-		if held, _ := s.Hold(machine(""), machine(infrav1.WaitingForBootstrapDataReason), wait, now); held {
-			t.Errorf("a wait for bootstrap data that must be stored (a golden volume claim) was held")
 		}
 	})
 	t.Run("a negative settle time writes every step", func(t *testing.T) {
 		s := &Keeper{SettleTime: -1}
-		if _, got := s.Hold(machine(""), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got != 0 {
+		if got := s.Hold(machine(""), machine(infrav1.PendingReason), outcome.Wait(infrav1.PendingReason, ""), now); got != 0 {
 			t.Errorf("Hold = %s, want 0", got)
 		}
 	})

@@ -183,13 +183,7 @@ func TestWaitsForBootstrapData(t *testing.T) {
 	ctx := context.Background()
 	tc := newTenantCluster(t, nil)
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "late-0", NoBootstrap: true})
-	// The machine was reconciled (its finalizer is stored) and waits
-	// without a VM. The wait itself is Cluster API's to show (the Machine's
-	// BootstrapConfigReady), so the status is not written for it
-	// (pkg/machinestatus).
-	eventually(t, func() []string {
-		return get(t, tc.c, &infrav1.KubevirtMachine{ObjectMeta: metav1.ObjectMeta{Name: km.Name, Namespace: tc.ns}}).Finalizers
-	}).Should(ContainElement(infrav1.MachineFinalizer))
+	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.WaitingForBootstrapDataReason))
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, km.Name, &kubevirtv1.VirtualMachine{})).NotTo(Succeed())
 
 	g.Expect(w.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "late-0-bootstrap", Namespace: tc.ns},

@@ -173,15 +173,25 @@ func (o *oracle) reconcileMachine(ctx context.Context, req reconcile.Request) (r
 		if err != nil || volume == nil || m.Spec.Bootstrap.DataSecretName == nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, o.createVM(ctx, km, m, volume)
+		vm, err = o.createVM(ctx, km, m, volume)
+		if err != nil || vm == nil {
+			// Secrets are not watched: a bootstrap data Secret the cache
+			// has not seen yet is looked for again shortly.
+			return reconcile.Result{RequeueAfter: nodeRecheck}, err
+		}
+		return reconcile.Result{}, o.createUserData(ctx, km, m, vm)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := o.c.Get(ctx, req.NamespacedName, vmi); err != nil || !vmiReady(vmi) {
-		// The instance's updates bring the machine back.
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if err := o.c.Get(ctx, req.NamespacedName, vmi); apierrors.IsNotFound(err) {
+		// A Secret whose create failed after its VM's is created again;
+		// the instance's creation brings the machine back.
+		return reconcile.Result{}, o.createUserData(ctx, km, m, vm)
+	} else if err != nil || !vmiReady(vmi) {
+		// So do the instance's updates.
+		return reconcile.Result{}, err
 	}
 	before := km.DeepCopy()
 	km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + km.Name)
@@ -222,9 +232,39 @@ func (o *oracle) goldenVolume(ctx context.Context, km *infrav1.KubevirtMachine) 
 	return &key, nil
 }
 
-// createVM creates the VM the provider would build for the machine, and
-// its user data Secret, owned by the VM.
-func (o *oracle) createVM(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, volume *types.NamespacedName) error {
+// createVM creates the VM the provider would build for the machine; nil
+// while its bootstrap data cannot be read yet.
+func (o *oracle) createVM(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, volume *types.NamespacedName) (*kubevirtv1.VirtualMachine, error) {
+	data, _, err := bootstrapdata.Read(ctx, o.c, km.Namespace, m.Spec.Bootstrap.DataSecretName, km.Spec.UserData.NetworkDataSecretRef, "Machine")
+	if err != nil || data == nil {
+		return nil, err
+	}
+	in := vmbuilder.Input{
+		Name: km.Name, Namespace: km.Namespace, Spec: km.Spec, KubevirtMachineNamespace: km.Namespace,
+		ClusterName: m.Spec.ClusterName, MachineName: m.Name, MachineDeployment: m.Labels[clusterv1.MachineDeploymentNameLabel],
+		ControlPlane: util.IsControlPlaneMachine(m), FailureDomain: m.Spec.FailureDomain,
+		UserDataSecret: userDataSecretName(km), Format: data.Format, HasNetworkData: data.NetworkData != nil,
+		Owner: metav1.NewControllerRef(km, infrav1.GroupVersion.WithKind("KubevirtMachine")),
+	}
+	if volume.Name != "" {
+		in.GoldenVolume = volume
+	}
+	vm, err := vmbuilder.Build(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.c.Create(ctx, vm); apierrors.IsAlreadyExists(err) {
+		// Created by an earlier try whose Secret failed.
+		return vm, o.c.Get(ctx, client.ObjectKeyFromObject(vm), vm)
+	} else if err != nil {
+		return nil, err
+	}
+	return vm, nil
+}
+
+// createUserData creates the machine's user data Secret, owned by its VM
+// as the provider's is.
+func (o *oracle) createUserData(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, vm *kubevirtv1.VirtualMachine) error {
 	data, _, err := bootstrapdata.Read(ctx, o.c, km.Namespace, m.Spec.Bootstrap.DataSecretName, km.Spec.UserData.NetworkDataSecretRef, "Machine")
 	if err != nil || data == nil {
 		return err
@@ -233,30 +273,16 @@ func (o *oracle) createVM(ctx context.Context, km *infrav1.KubevirtMachine, m *c
 	if err != nil {
 		return err
 	}
-	in := vmbuilder.Input{
-		Name: km.Name, Namespace: km.Namespace, Spec: km.Spec, KubevirtMachineNamespace: km.Namespace,
-		ClusterName: m.Spec.ClusterName, MachineName: m.Name, MachineDeployment: m.Labels[clusterv1.MachineDeploymentNameLabel],
-		ControlPlane: util.IsControlPlaneMachine(m), FailureDomain: m.Spec.FailureDomain,
-		UserDataSecret: km.Name + infrav1.UserDataSecretSuffix, Format: data.Format, HasNetworkData: data.NetworkData != nil,
-		Owner: metav1.NewControllerRef(km, infrav1.GroupVersion.WithKind("KubevirtMachine")),
-	}
-	if volume.Name != "" {
-		in.GoldenVolume = volume
-	}
-	vm, err := vmbuilder.Build(in)
-	if err != nil {
-		return err
-	}
-	if err := o.c.Create(ctx, vm); err != nil {
-		return client.IgnoreAlreadyExists(err)
-	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: in.UserDataSecret, Namespace: km.Namespace, OwnerReferences: []metav1.OwnerReference{
-			*metav1.NewControllerRef(vm, kubevirtv1.VirtualMachineGroupVersionKind)}},
+		ObjectMeta: metav1.ObjectMeta{Name: userDataSecretName(km), Namespace: km.Namespace, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: kubevirtv1.VirtualMachineGroupVersionKind.GroupVersion().String(), Kind: kubevirtv1.VirtualMachineGroupVersionKind.Kind,
+			Name: vm.Name, UID: vm.UID}}},
 		Type: corev1.SecretTypeOpaque, Data: bootstrapdata.SecretData(userData, data.NetworkData),
 	}
 	return client.IgnoreAlreadyExists(o.c.Create(ctx, secret))
 }
+
+func userDataSecretName(km *infrav1.KubevirtMachine) string { return km.Name + infrav1.UserDataSecretSuffix }
 
 // nodeProviderID gives the machine's tenant Node its providerID, as any
 // provider must for Cluster API to find the Node; until the Node is there,

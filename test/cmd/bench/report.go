@@ -117,9 +117,9 @@ type AtRest struct {
 
 // setRequests counts the successful requests. machines are the
 // infrastructure machines (namespace/name); a request received at or
-// after restFrom, when it is set, counts at rest too.
+// after restFrom, when it is set, counts at rest instead.
 func (r *Result) setRequests(reqs []request, machines map[string]bool, restFrom time.Time, rest time.Duration) {
-	r.RequestsTotal, r.RequestsByResource = len(reqs), map[string]int{}
+	r.RequestsTotal, r.RequestsByResource = 0, map[string]int{}
 	r.RequestsPerMachine = map[string]float64{}
 	r.Writes = Writes{ByRequest: map[string]int{}}
 	perMachine := 1 / float64(r.Machines)
@@ -127,16 +127,20 @@ func (r *Result) setRequests(reqs []request, machines map[string]bool, restFrom 
 		r.AtRest = &AtRest{Seconds: rest.Seconds(), ByVerb: map[string]int{}}
 	}
 	for _, q := range reqs {
-		r.RequestsPerMachine[q.verb] += perMachine
-		r.RequestsByResource[q.resource]++
 		if r.AtRest != nil && !q.received.Before(restFrom) {
+			// Counted at rest only, so that the provisioning figures
+			// mean the same with and without the window.
 			r.AtRest.ByVerb[q.verb]++
 			if writeVerbs[q.verb] {
 				r.AtRest.Writes++
 			} else {
 				r.AtRest.ReadsPerMachine += perMachine
 			}
+			continue
 		}
+		r.RequestsTotal++
+		r.RequestsPerMachine[q.verb] += perMachine
+		r.RequestsByResource[q.resource]++
 		if !writeVerbs[q.verb] {
 			continue
 		}

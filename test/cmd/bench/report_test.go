@@ -42,13 +42,13 @@ func TestRequestsAreToldApartByWhatTheyAreAbout(t *testing.T) {
 	}
 	r := Result{Machines: 2}
 	r.setRequests(reqs, machines, t0.Add(time.Second), 5*time.Minute)
-	if r.Writes.MachinePerMachine != 2.5 || r.Writes.ClusterPerMachine != 1.5 || r.Writes.EventsPerMachine != 0.5 {
-		t.Errorf("writes = %+v; want 2.5 machine-scoped, 1.5 other, 0.5 Events per machine", r.Writes)
+	if r.Writes.MachinePerMachine != 2 || r.Writes.ClusterPerMachine != 1.5 || r.Writes.EventsPerMachine != 0.5 {
+		t.Errorf("writes = %+v; want 2 machine-scoped, 1.5 other, 0.5 Events per machine, the ones at rest left out", r.Writes)
 	}
-	if r.Writes.ByRequest["patch kubevirtmachines/status"] != 2 || r.Writes.ByRequest["create secrets"] != 2 {
+	if r.Writes.ByRequest["patch kubevirtmachines/status"] != 1 || r.Writes.ByRequest["create secrets"] != 2 {
 		t.Errorf("by request = %v", r.Writes.ByRequest)
 	}
-	if r.RequestsTotal != len(reqs) || r.RequestsPerMachine["get"] != 0.5 {
+	if r.RequestsTotal != len(reqs)-2 || r.RequestsPerMachine["get"] != 0.5 || r.RequestsPerMachine["watch"] != 0 {
 		t.Errorf("total %d, per machine %v", r.RequestsTotal, r.RequestsPerMachine)
 	}
 	if r.AtRest == nil || r.AtRest.Writes != 1 || r.AtRest.ReadsPerMachine != 0.5 || r.AtRest.ByVerb["watch"] != 1 || r.AtRest.Seconds != 300 {
@@ -57,8 +57,8 @@ func TestRequestsAreToldApartByWhatTheyAreAbout(t *testing.T) {
 
 	r = Result{Machines: 2}
 	r.setRequests(reqs, machines, time.Time{}, 0)
-	if r.AtRest != nil {
-		t.Errorf("at rest counted without a window: %+v", r.AtRest)
+	if r.AtRest != nil || r.RequestsTotal != len(reqs) || r.Writes.MachinePerMachine != 2.5 {
+		t.Errorf("without a window: at rest %+v, %d requests, %v machine writes per machine; want none, all, 2.5", r.AtRest, r.RequestsTotal, r.Writes.MachinePerMachine)
 	}
 }
 
