@@ -32,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -145,7 +144,7 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		image := next.Spec.Template.Spec.RootDisk.Image.Registry
 		image.URL = strings.Replace(image.URL, "ubuntu-2404", "ubuntu-2204", 1)
 		Expect(c.Create(ctx, next)).To(Succeed())
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		Expect(retryWrite(func() error {
 			md := &clusterv1.MachineDeployment{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md-0"}, md); err != nil {
 				return err
@@ -232,7 +231,7 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 
 		By("a worker the restart does not cure goes back to its MachineSet, which replaces it")
 		setRemediationTimeout(ctx, tmpl, 5)
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		Expect(retryWrite(func() error {
 			m := &clusterv1.Machine{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(worker), m); err != nil {
 				return err
@@ -364,7 +363,7 @@ func vmOf(ctx context.Context, ns, name string) *kubevirtv1.VirtualMachineInstan
 // unhealthy in a KubevirtRemediationTemplate.
 func setRemediationTimeout(ctx context.Context, tmpl *infrav1.KubevirtRemediationTemplate, seconds int32) {
 	GinkgoHelper()
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	Expect(retryWrite(func() error {
 		t := &infrav1.KubevirtRemediationTemplate{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(tmpl), t); err != nil {
 			return err

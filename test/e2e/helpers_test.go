@@ -30,9 +30,11 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -240,7 +242,7 @@ func expectDeploymentNodes(ctx context.Context, ns, md string, n int) {
 
 // scaleDeployment sets the replicas of a MachineDeployment.
 func scaleDeployment(ctx context.Context, ns, name string, n int32) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	Expect(retryWrite(func() error {
 		md := &clusterv1.MachineDeployment{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, md); err != nil {
 			return err
@@ -283,7 +285,7 @@ func expectAllReplaced(ctx context.Context, ns string, before map[types.UID]bool
 
 // updateTopology changes a Cluster's topology as a user would.
 func updateTopology(ctx context.Context, ns, name string, change func(*clusterv1.Topology)) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	Expect(retryWrite(func() error {
 		cluster := &clusterv1.Cluster{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
 			return err
@@ -376,7 +378,7 @@ func goldenImageURLs(ctx context.Context, ns string) []string {
 
 // patchHealthCheck changes a MachineHealthCheck of the cluster.
 func patchHealthCheck(ctx context.Context, ns, name string, mutate func(*clusterv1.MachineHealthCheck)) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	Expect(retryWrite(func() error {
 		mhc := &clusterv1.MachineHealthCheck{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, mhc); err != nil {
 			return err
@@ -403,4 +405,16 @@ func expectCNIApplied(ctx context.Context, ns, name string) {
 			g.Expect(conditions.IsTrue(&m, clusterv1.MachineNodeReadyCondition)).To(BeTrue(), "machine %s", m.Name)
 		}
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), func() string { return describe(ctx, ns) })
+}
+
+// retryWrite runs a read-modify-write of the management cluster again when
+// it lost a race (a conflict) or the API server failed for a moment (an
+// etcd timeout on a loaded machine), as kubectl and controllers retry: the
+// specs check the provider, not the management cluster's availability.
+func retryWrite(fn func() error) error {
+	backoff := wait.Backoff{Steps: 10, Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Cap: 5 * time.Second}
+	return retry.OnError(backoff, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) ||
+			apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err)
+	}, fn)
 }

@@ -34,7 +34,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -243,7 +242,7 @@ func rollWorkers(ctx context.Context, ns, md, suffix string, change func(*infrav
 	deployment := &clusterv1.MachineDeployment{}
 	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, deployment)).To(Succeed())
 	next := copyTemplate(ctx, ns, deployment.Spec.Template.Spec.InfrastructureRef.Name, suffix, change)
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	Expect(retryWrite(func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
 			return err
 		}
@@ -258,7 +257,7 @@ func rollControlPlane(ctx context.Context, ns, kcpName, suffix string, change fu
 	kcp := &controlplanev1.KubeadmControlPlane{}
 	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: kcpName}, kcp)).To(Succeed())
 	next := copyTemplate(ctx, ns, kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name, suffix, change)
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	Expect(retryWrite(func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(kcp), kcp); err != nil {
 			return err
 		}

@@ -24,7 +24,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,7 +60,7 @@ var _ = Describe("A Kubernetes minor upgrade of the default flavor", func() {
 
 		By("the control plane: a template with the new image, then the new version")
 		cpTemplate := copyTemplateForVersion(ctx, ns, name+"-control-plane", from, to)
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		Expect(retryWrite(func() error {
 			kcp := &controlplanev1.KubeadmControlPlane{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-control-plane"}, kcp); err != nil {
 				return err
@@ -74,7 +73,7 @@ var _ = Describe("A Kubernetes minor upgrade of the default flavor", func() {
 
 		By("the workers, once the control plane runs the new version")
 		mdTemplate := copyTemplateForVersion(ctx, ns, name+"-md-0", from, to)
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		Expect(retryWrite(func() error {
 			md := &clusterv1.MachineDeployment{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-md-0"}, md); err != nil {
 				return err

@@ -25,7 +25,6 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	poolv1 "kubevirt.io/api/pool/v1beta1"
@@ -53,7 +52,7 @@ var _ = Describe("The machinepool flavor", Ordered, func() {
 	vms := func() map[string]types.UID { return poolVMs(ctx, ns, pool) }
 	expectMachines := func(n int) { expectPoolMachines(ctx, ns, pool, pool, n) }
 	scalePool := func(n int32) {
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		Expect(retryWrite(func() error {
 			mp := &clusterv1.MachinePool{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: pool}, mp); err != nil {
 				return err
@@ -109,7 +108,7 @@ var _ = Describe("The machinepool flavor", Ordered, func() {
 
 	It("rolls a template change through the instances' Machines", func() {
 		before := vms()
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		Expect(retryWrite(func() error {
 			p := &infrav1.KubevirtMachinePool{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: pool}, p); err != nil {
 				return err
