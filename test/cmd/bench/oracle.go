@@ -282,7 +282,9 @@ func (o *oracle) createUserData(ctx context.Context, km *infrav1.KubevirtMachine
 	return client.IgnoreAlreadyExists(o.c.Create(ctx, secret))
 }
 
-func userDataSecretName(km *infrav1.KubevirtMachine) string { return km.Name + infrav1.UserDataSecretSuffix }
+func userDataSecretName(km *infrav1.KubevirtMachine) string {
+	return km.Name + infrav1.UserDataSecretSuffix
+}
 
 // nodeProviderID gives the machine's tenant Node its providerID, as any
 // provider must for Cluster API to find the Node; until the Node is there,
