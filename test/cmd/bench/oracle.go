@@ -173,13 +173,14 @@ func (o *oracle) reconcileMachine(ctx context.Context, req reconcile.Request) (r
 		if err != nil || volume == nil || m.Spec.Bootstrap.DataSecretName == nil {
 			return reconcile.Result{}, err
 		}
-		vm, err = o.createVM(ctx, km, m, volume)
-		if err != nil || vm == nil {
-			// Secrets are not watched: a bootstrap data Secret the cache
-			// has not seen yet is looked for again shortly.
+		data, err := o.bootstrapData(ctx, km, m)
+		if err != nil || data == nil {
 			return reconcile.Result{RequeueAfter: nodeRecheck}, err
 		}
-		return reconcile.Result{}, o.createUserData(ctx, km, m, vm)
+		if vm, err = o.createVM(ctx, km, m, volume, data); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, o.createUserData(ctx, km, vm, data)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
@@ -188,7 +189,11 @@ func (o *oracle) reconcileMachine(ctx context.Context, req reconcile.Request) (r
 	if err := o.c.Get(ctx, req.NamespacedName, vmi); apierrors.IsNotFound(err) {
 		// A Secret whose create failed after its VM's is created again;
 		// the instance's creation brings the machine back.
-		return reconcile.Result{}, o.createUserData(ctx, km, m, vm)
+		data, err := o.bootstrapData(ctx, km, m)
+		if err != nil || data == nil {
+			return reconcile.Result{RequeueAfter: nodeRecheck}, err
+		}
+		return reconcile.Result{}, o.createUserData(ctx, km, vm, data)
 	} else if err != nil || !vmiReady(vmi) {
 		// So do the instance's updates.
 		return reconcile.Result{}, err
@@ -232,13 +237,17 @@ func (o *oracle) goldenVolume(ctx context.Context, km *infrav1.KubevirtMachine) 
 	return &key, nil
 }
 
-// createVM creates the VM the provider would build for the machine; nil
-// while its bootstrap data cannot be read yet.
-func (o *oracle) createVM(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, volume *types.NamespacedName) (*kubevirtv1.VirtualMachine, error) {
+// bootstrapData reads the Machine's bootstrap data; nil while the cache
+// has not seen its Secret, which is not watched: the caller looks again
+// shortly.
+func (o *oracle) bootstrapData(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine) (*bootstrapdata.Data, error) {
 	data, _, err := bootstrapdata.Read(ctx, o.c, km.Namespace, m.Spec.Bootstrap.DataSecretName, km.Spec.UserData.NetworkDataSecretRef, "Machine")
-	if err != nil || data == nil {
-		return nil, err
-	}
+	return data, err
+}
+
+// createVM creates the VM the provider would build for the machine.
+func (o *oracle) createVM(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, volume *types.NamespacedName,
+	data *bootstrapdata.Data) (*kubevirtv1.VirtualMachine, error) {
 	in := vmbuilder.Input{
 		Name: km.Name, Namespace: km.Namespace, Spec: km.Spec, KubevirtMachineNamespace: km.Namespace,
 		ClusterName: m.Spec.ClusterName, MachineName: m.Name, MachineDeployment: m.Labels[clusterv1.MachineDeploymentNameLabel],
@@ -264,11 +273,7 @@ func (o *oracle) createVM(ctx context.Context, km *infrav1.KubevirtMachine, m *c
 
 // createUserData creates the machine's user data Secret, owned by its VM
 // as the provider's is.
-func (o *oracle) createUserData(ctx context.Context, km *infrav1.KubevirtMachine, m *clusterv1.Machine, vm *kubevirtv1.VirtualMachine) error {
-	data, _, err := bootstrapdata.Read(ctx, o.c, km.Namespace, m.Spec.Bootstrap.DataSecretName, km.Spec.UserData.NetworkDataSecretRef, "Machine")
-	if err != nil || data == nil {
-		return err
-	}
+func (o *oracle) createUserData(ctx context.Context, km *infrav1.KubevirtMachine, vm *kubevirtv1.VirtualMachine, data *bootstrapdata.Data) error {
 	userData, err := userdata.Render(data.Format, data.Raw, userdata.Additions{})
 	if err != nil {
 		return err
@@ -351,11 +356,12 @@ func runKubeVirtFloor(ctx context.Context, o options) (provisioned, nodeRefs tim
 	stopped, err := startOracle(ctx, w)
 	if err == nil {
 		provisioned, nodeRefs, err = phase{name: "KubeVirt floor", mutate: onStorageClass(o.storageClass), timeline: tl, kubevirtMachines: true}.measure(ctx, w, o)
-		// The oracle stops before its world does.
-		cancel()
+	}
+	// The oracle stops before its world does.
+	cancel()
+	if stopped != nil {
 		<-stopped
 	}
-	cancel()
 	if stopErr := w.Stop(); err == nil && stopErr != nil {
 		err = fmt.Errorf("stopping the KubeVirt floor's world: %w", stopErr)
 	}
