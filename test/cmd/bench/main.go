@@ -64,6 +64,7 @@ type options struct {
 	timeout            time.Duration
 	out                string
 	floor, floorOnly   bool
+	capiFloor          bool
 	// kubevirtFloor also measures the KubeVirt floor (with floor).
 	kubevirtFloor bool
 	// capiProductionDefaults runs Cluster API with its release's defaults
@@ -91,6 +92,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.out, "out", filepath.Join(root, "out", "bench.json"), "where the JSON result goes")
 	flag.BoolVar(&o.floor, "floor", true, "first measure the floor: the same clusters in a fresh world with the world's instant test infrastructure provider (docs/benchmark.md)")
 	flag.DurationVar(&o.rest, "rest", 5*time.Minute, "after every Machine has its Node, how long to count the provider's requests at rest (0: not at all)")
+	flag.BoolVar(&o.capiFloor, "capi-floor", true, "with --floor, measure the Cluster API floor (context only; false saves its phase at 1,000 machines)")
 	flag.BoolVar(&o.kubevirtFloor, "kubevirt-floor", true, "with --floor, also measure the KubeVirt floor: the same clusters in a fresh world with an oracle provider that does only what any KubeVirt provider must (docs/benchmark.md)")
 	flag.BoolVar(&o.capiProductionDefaults, "capi-production-defaults", false, "run Cluster API as its release does (a 30 s ClusterCache retry) instead of with the world's 2 s retry, in every phase")
 	flag.BoolVar(&o.floorOnly, "floor-only", false, "measure the floors alone, print their seconds and write nothing")
@@ -121,7 +123,7 @@ func run() error {
 	// minute rather than after the provider's run, and the provider's
 	// table, what the run is for, is printed last. Each phase has its own
 	// world, so neither inherits the other's objects or tenants.
-	if o.floor {
+	if o.floor && o.capiFloor {
 		floorProvisioned, floorNodeRefs, floorTimeline, err := runFloor(ctx, o)
 		if err != nil {
 			return fmt.Errorf("floor: %w", err)
