@@ -17,6 +17,8 @@ limitations under the License.
 package manager
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +73,26 @@ func TestScaleFlagDefaults(t *testing.T) {
 	}
 	if o.KubeAPIQPS != 50 || o.KubeAPIBurst != 80 || o.StatusSettleTime != -time.Second {
 		t.Errorf("parsed: qps %v, burst %d, status settle time %s", o.KubeAPIQPS, o.KubeAPIBurst, o.StatusSettleTime)
+	}
+}
+
+// TestEveryFlagIsDocumented keeps docs/configuration.md in step with the
+// manager's own flags: each one must have a row there.
+func TestEveryFlagIsDocumented(t *testing.T) {
+	page, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	AddFlags(fs, &Options{})
+	n := 0
+	fs.VisitAll(func(f *pflag.Flag) {
+		n++
+		if !strings.Contains(string(page), "`--"+f.Name+"`") {
+			t.Errorf("flag --%s has no row in docs/configuration.md", f.Name)
+		}
+	})
+	if n < 20 {
+		t.Fatalf("only %d flags visited", n)
 	}
 }
