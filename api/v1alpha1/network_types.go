@@ -55,8 +55,10 @@ type IsolationSpec struct {
 	APIServerClients []networkingv1.NetworkPolicyPeer `json:"apiServerClients,omitempty"`
 
 	// dnsResolvers may be asked on port 53 (UDP and TCP). Empty means the
-	// infra cluster's DNS pods (namespace kube-system, label
-	// k8s-app=kube-dns). The nameservers of dnsConfig are always added.
+	// common infra cluster DNS setups: the DNS pods of kube-system (label
+	// k8s-app=kube-dns) and NodeLocal DNSCache's 169.254.20.10 on port 53,
+	// and OpenShift's DNS pods (namespace openshift-dns) on port 5353. The
+	// nameservers of dnsConfig are always added.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	DNSResolvers []networkingv1.NetworkPolicyPeer `json:"dnsResolvers,omitempty"`

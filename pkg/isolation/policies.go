@@ -46,6 +46,42 @@ var DefaultDeniedCIDRs = []string{
 	"fc00::/7", "fe80::/10",
 }
 
+// NodeLocalDNSAddress is the link-local address NodeLocal DNSCache listens
+// on in Kubernetes' documented install (kubernetes.io, "Using NodeLocal
+// DNSCache in Kubernetes Clusters"), inside the denied 169.254.0.0/16.
+const NodeLocalDNSAddress = "169.254.20.10"
+
+// DefaultDNSResolvers are the resolvers VMs may ask on port 53 when a
+// cluster names none: the kube-dns pods (CoreDNS as kubeadm and most
+// distributions install it) and NodeLocal DNSCache's address, which a
+// launcher pod's resolv.conf names instead of the DNS Service where the
+// cache runs.
+func DefaultDNSResolvers() []networkingv1.NetworkPolicyPeer {
+	return []networkingv1.NetworkPolicyPeer{
+		podsOf(metav1.NamespaceSystem, "k8s-app", "kube-dns"),
+		{IPBlock: &networkingv1.IPBlock{CIDR: NodeLocalDNSAddress + "/32"}},
+	}
+}
+
+// openShiftDNS is OpenShift's DNS: its pods serve on port 5353 behind the
+// dns-default Service's port 53, and policies apply after the Service
+// address is translated, so they are opened on 5353 (OpenShift's DNS
+// operator, the dns-default DaemonSet).
+func openShiftDNS() networkingv1.NetworkPolicyEgressRule {
+	return networkingv1.NetworkPolicyEgressRule{
+		To:    []networkingv1.NetworkPolicyPeer{podsOf("openshift-dns", "dns.operator.openshift.io/daemonset-dns", "default")},
+		Ports: []networkingv1.NetworkPolicyPort{udp(5353), tcp(5353)},
+	}
+}
+
+// podsOf selects the pods labelled key=value in namespace ns.
+func podsOf(ns, key, value string) networkingv1.NetworkPolicyPeer {
+	return networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{key: value}},
+	}
+}
+
 // LauncherLabel and LauncherValue mark every virt-launcher pod (docs/kubevirt-behaviour.md#the-virt-launcher-pod-carries-the-vmi-labels-and-placement).
 const (
 	LauncherLabel = "kubevirt.io"
@@ -218,10 +254,7 @@ func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []st
 	}
 	resolvers := kc.Spec.Isolation.DNSResolvers
 	if len(resolvers) == 0 {
-		resolvers = []networkingv1.NetworkPolicyPeer{{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: metav1.NamespaceSystem}},
-			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
-		}}
+		resolvers = DefaultDNSResolvers()
 	}
 	resolvers = append([]networkingv1.NetworkPolicyPeer(nil), resolvers...)
 	if kc.Spec.DNSConfig != nil {
@@ -234,6 +267,9 @@ func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []st
 	rules := []networkingv1.NetworkPolicyEgressRule{
 		{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: vms}}}},
 		{To: resolvers, Ports: []networkingv1.NetworkPolicyPort{udp(53), tcp(53)}},
+	}
+	if len(kc.Spec.Isolation.DNSResolvers) == 0 {
+		rules = append(rules, openShiftDNS())
 	}
 	var internet []networkingv1.NetworkPolicyPeer
 	if len(families) == 0 || slices.Contains(families, corev1.IPv4Protocol) {

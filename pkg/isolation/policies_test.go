@@ -107,7 +107,7 @@ func TestDesiredOptions(t *testing.T) {
 		t.Errorf("cluster's denied ranges replace the manager's, IPv4 only: %v", blocks)
 	}
 	dns := iso.Spec.Egress[1]
-	if len(dns.To) != 3 || dns.To[1].IPBlock.CIDR != "10.53.0.10/32" || dns.To[2].IPBlock.CIDR != "fd00::53/128" || len(dns.Ports) != 2 {
+	if n := len(DefaultDNSResolvers()); len(dns.To) != n+2 || dns.To[n].IPBlock.CIDR != "10.53.0.10/32" || dns.To[n+1].IPBlock.CIDR != "fd00::53/128" || len(dns.Ports) != 2 {
 		t.Errorf("DNS rule %+v", dns)
 	}
 	last := iso.Spec.Egress[len(iso.Spec.Egress)-1]
@@ -198,5 +198,28 @@ func TestTenantCloudOpensTheInfraAPIAndNodePorts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDefaultDNSResolvers(t *testing.T) {
+	iso := byName(t, kcWith(nil), Options{})["blue-kc-isolation"]
+	dns, openshift := iso.Spec.Egress[1], iso.Spec.Egress[2]
+	if len(dns.To) != 2 || dns.To[0].PodSelector.MatchLabels["k8s-app"] != "kube-dns" ||
+		dns.To[1].IPBlock == nil || dns.To[1].IPBlock.CIDR != "169.254.20.10/32" || dns.Ports[0].Port.IntVal != 53 {
+		t.Errorf("default DNS rule: kube-dns pods and NodeLocal DNSCache on 53, got %+v", dns)
+	}
+	if len(openshift.To) != 1 || openshift.To[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "openshift-dns" ||
+		len(openshift.Ports) != 2 || openshift.Ports[0].Port.IntVal != 5353 {
+		t.Errorf("OpenShift's DNS pods on 5353, got %+v", openshift)
+	}
+
+	own := []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.10/32"}}}
+	iso = byName(t, kcWith(func(kc *infrav1.KubevirtCluster) { kc.Spec.Isolation.DNSResolvers = own }), Options{})["blue-kc-isolation"]
+	for _, r := range iso.Spec.Egress {
+		for _, p := range r.To {
+			if p.IPBlock != nil && p.IPBlock.CIDR == "169.254.20.10/32" || p.NamespaceSelector != nil && p.NamespaceSelector.MatchLabels[corev1.LabelMetadataName] == "openshift-dns" {
+				t.Errorf("a cluster's own dnsResolvers replace the defaults, got %+v", r)
+			}
+		}
 	}
 }

@@ -119,6 +119,7 @@ func TestIsolationFlowTable(t *testing.T) {
 	peers := map[string]string{
 		"external client": "203.0.113.7", "internet": "8.8.8.8", "image server": "198.51.100.10",
 		"infra service IP": "10.96.0.1", "infra pod IP": "10.244.3.7", "metadata service": "169.254.169.254",
+		"node-local DNS cache": "169.254.20.10",
 	}
 	// All three clusters are named "tenant", in namespaces of their own, as
 	// the selectors must tell them apart by namespace too.
@@ -149,6 +150,7 @@ func TestIsolationFlowTable(t *testing.T) {
 		{"CAPI controllers", "capi-system", "capi-controller-manager", "cluster-api"},
 		{"provider", providerNamespace, "capkv-controller-manager", "capkv"},
 		{"infra DNS", "kube-system", "coredns", ""},
+		{"OpenShift DNS", "openshift-dns", "dns-default-x7k2p", ""},
 		{"infra pod", "kubevirt", "virt-api", "virt-api"},
 		{"CDI importer", tenants["A"].ns, "importer-prime-golden", "containerized-data-importer"},
 		{"CDI upload server", tenants["A"].ns, "cdi-upload-tmp-pvc", "containerized-data-importer"},
@@ -157,8 +159,11 @@ func TestIsolationFlowTable(t *testing.T) {
 	}
 	for i, o := range others {
 		labels := map[string]string{"app": o.app}
-		if o.peer == "infra DNS" {
+		switch o.peer {
+		case "infra DNS":
 			labels = map[string]string{"k8s-app": "kube-dns"}
+		case "OpenShift DNS":
+			labels = map[string]string{"dns.operator.openshift.io/daemonset-dns": "default"}
 		}
 		pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 			ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: o.ns, Labels: labels},
@@ -167,7 +172,7 @@ func TestIsolationFlowTable(t *testing.T) {
 		g.Expect(pe.InsertObject(pod)).To(Succeed())
 		peers[o.peer] = o.ns + "/" + o.name
 	}
-	for _, ns := range []string{"capi-system", providerNamespace, "kube-system", "kubevirt", "golden-images", "monitoring"} {
+	for _, ns := range []string{"capi-system", providerNamespace, "kube-system", "openshift-dns", "kubevirt", "golden-images", "monitoring"} {
 		g.Expect(pe.InsertObject(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 			Labels: map[string]string{corev1.LabelMetadataName: ns}}})).To(Succeed())
 	}
