@@ -131,7 +131,7 @@ RELEASE_DIR ?= out
 # name@digest or name), so no tracked file changes. A VERSION vX.Y.Z...
 # needs release series X.Y in metadata.yaml, or clusterctl would refuse it.
 .PHONY: release-manifests
-release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml with the manager image IMG, metadata.yaml, the cluster templates, the optional instancetypes.yaml and in-place-updates.yaml, and tenant-cloud-roles.yaml for external infra clusters.
+release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml with the manager image IMG, metadata.yaml, the cluster templates, the optional instancetypes.yaml and in-place-updates.yaml, tenant-cloud-roles.yaml for external infra clusters, and monitoring.yaml and capkv-dashboard.json for the Prometheus Operator and Grafana.
 	@if [[ "$(VERSION)" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then \
 		major=$${BASH_REMATCH[1]}; minor=$${BASH_REMATCH[2]}; \
 		awk -v major=$$major -v minor=$$minor ' \
@@ -156,6 +156,8 @@ release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml w
 	mv "$$overlay/components.yaml" $(RELEASE_DIR)/infrastructure-components.yaml
 	$(KUSTOMIZE) build config/instancetypes > $(RELEASE_DIR)/instancetypes.yaml
 	$(KUSTOMIZE) build config/tenantcloud/release > $(RELEASE_DIR)/tenant-cloud-roles.yaml
+	$(KUSTOMIZE) build config/prometheus > $(RELEASE_DIR)/monitoring.yaml
+	cp config/grafana/capkv-dashboard.json $(RELEASE_DIR)/capkv-dashboard.json
 	cp config/inplace/extensionconfig.yaml $(RELEASE_DIR)/in-place-updates.yaml
 	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
 	cp templates/clusterclass-*.yaml $(RELEASE_DIR)/

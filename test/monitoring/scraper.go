@@ -25,6 +25,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -40,6 +41,10 @@ const (
 	scraperName      = "prometheus-k8s"
 )
 
+// ProviderNamespace is where config/prometheus installs (its
+// kustomization's namespace, as clusterctl installs the provider).
+const ProviderNamespace = "capkv-system"
+
 // ScraperToken creates the service account of kube-prometheus and the
 // shipped reader RBAC (config/prometheus/rbac.yaml) on the management
 // cluster, as an operator installs them, and returns a token of that
@@ -51,8 +56,9 @@ func ScraperToken(ctx context.Context, cfg *rest.Config) (string, error) {
 		return "", err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scraperNamespace}}
+	providerNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ProviderNamespace}}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: scraperNamespace, Name: scraperName}}
-	for _, o := range []client.Object{ns, sa} {
+	for _, o := range []client.Object{ns, providerNS, sa} {
 		if err := c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
 			return "", err
 		}
@@ -61,7 +67,19 @@ func ScraperToken(ctx context.Context, cfg *rest.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := world.CreateMissing(ctx, c, rbac); err != nil {
+	// kustomize gives the namespaced objects the kustomization's
+	// namespace; the test applies the file itself, so it does the same.
+	err = world.ApplyYAMLWith(ctx, c, rbac, func(u *unstructured.Unstructured) error {
+		if u.GetKind() == "Role" || u.GetKind() == "RoleBinding" {
+			u.SetNamespace(ProviderNamespace)
+		}
+		err := c.Get(ctx, client.ObjectKeyFromObject(u), u.DeepCopy())
+		if err == nil {
+			return world.ErrSkipObject
+		}
+		return client.IgnoreNotFound(err)
+	})
+	if err != nil {
 		return "", fmt.Errorf("applying config/prometheus/rbac.yaml: %w", err)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)

@@ -21,6 +21,7 @@ package release
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -202,7 +203,7 @@ func objects(t *testing.T, raw []byte) []*unstructured.Unstructured {
 }
 
 func TestInfrastructureComponents(t *testing.T) {
-	files := released(t, "infrastructure-components.yaml", "tenant-cloud-roles.yaml")
+	files := released(t, "infrastructure-components.yaml", "tenant-cloud-roles.yaml", "monitoring.yaml", "capkv-dashboard.json")
 	raw := files[0]
 	vars, err := yamlprocessor.NewSimpleProcessor().GetVariableMap(raw)
 	if err != nil {
@@ -243,6 +244,7 @@ func TestInfrastructureComponents(t *testing.T) {
 		}
 	}
 	checkTenantCloudRoles(t, objs, objects(t, files[1]))
+	checkMonitoring(t, objects(t, files[2]), files[3])
 	if kinds["Namespace"] != 1 {
 		t.Errorf("%d Namespaces, want exactly 1", kinds["Namespace"])
 	}
@@ -253,6 +255,53 @@ func TestInfrastructureComponents(t *testing.T) {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in the manifest", k)
 		}
+	}
+}
+
+// checkMonitoring checks the monitoring artifacts for clusters with the
+// Prometheus Operator (docs/observability.md): the Service, ServiceMonitor,
+// alerts and the RBAC that lets Prometheus discover and read the metrics,
+// in the provider's namespace; and the dashboard, as JSON.
+func checkMonitoring(t *testing.T, objs []*unstructured.Unstructured, dashboard []byte) {
+	t.Helper()
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		if o.GetLabels()[providerLabel] != "infrastructure-kubevirt" {
+			t.Errorf("monitoring.yaml: %s %s lacks label %s", o.GetKind(), o.GetName(), providerLabel)
+		}
+		namespaced := !strings.HasPrefix(o.GetKind(), "Cluster")
+		if namespaced && o.GetNamespace() != "capkv-system" {
+			t.Errorf("monitoring.yaml: %s %s in namespace %q, want capkv-system", o.GetKind(), o.GetName(), o.GetNamespace())
+		}
+	}
+	want := map[string]int{"Service": 1, "ServiceMonitor": 1, "PrometheusRule": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1}
+	if !maps.Equal(kinds, want) {
+		t.Errorf("monitoring.yaml holds %v, want %v", kinds, want)
+	}
+	// Each binding names its role as kustomize renamed it, for the service
+	// account kube-prometheus runs its Prometheus as.
+	names := map[string]bool{}
+	for _, o := range objs {
+		names[o.GetKind()+"/"+o.GetName()] = true
+	}
+	for _, o := range objs {
+		if !strings.HasSuffix(o.GetKind(), "Binding") {
+			continue
+		}
+		ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+		kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
+		if !names[kind+"/"+ref] {
+			t.Errorf("monitoring.yaml: %s %s binds %s %s, which it does not hold", o.GetKind(), o.GetName(), kind, ref)
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		if len(subjects) != 1 || subjects[0].(map[string]any)["namespace"] != "monitoring" || subjects[0].(map[string]any)["name"] != "prometheus-k8s" {
+			t.Errorf("monitoring.yaml: %s %s binds %v, want monitoring/prometheus-k8s", o.GetKind(), o.GetName(), subjects)
+		}
+	}
+	var board map[string]any
+	if err := json.Unmarshal(dashboard, &board); err != nil || board["panels"] == nil {
+		t.Errorf("capkv-dashboard.json is not a dashboard with panels: %v", err)
 	}
 }
 
