@@ -50,7 +50,7 @@ var setByLibraries = []string{"Paused", "NotPaused"}
 func TestTroubleshootingListsEveryReason(t *testing.T) {
 	consts := map[string]map[string]string{
 		apiPath:  packageConsts(t, "../api/v1alpha1"),
-		capiPath: packageConsts(t, filepath.Join(moduleDir(t, "sigs.k8s.io/cluster-api/api"), "core", "v1beta2")),
+		capiPath: packageConsts(t, packageDir(t, capiPath)),
 	}
 	// The API package's aliases of Cluster API's reasons resolve to the
 	// values they alias.
@@ -91,14 +91,16 @@ func TestTroubleshootingListsEveryReason(t *testing.T) {
 	}
 }
 
-// moduleDir is where the Go command keeps a module of the build.
-func moduleDir(t *testing.T, module string) string {
+// packageDir is the source directory of a package of the build, as the Go
+// command finds it (downloading its module when needed).
+func packageDir(t *testing.T, pkg string) string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
-	if err != nil {
-		t.Fatalf("go list -m %s: %v", module, err)
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", pkg).Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		t.Fatalf("go list %s: %q, %v", pkg, dir, err)
 	}
-	return strings.TrimSpace(string(out))
+	return dir
 }
 
 // packageConsts reads a package's constants whose names end in Reason: a

@@ -203,6 +203,11 @@ const (
 	// LiveMigratableCondition mirrors the VM instance's own LiveMigratable
 	// condition: whether KubeVirt can move it to another infra node.
 	LiveMigratableCondition = "LiveMigratable"
+	// MigratableReason and NotMigratableReason stand in for KubeVirt's
+	// reason when its LiveMigratable condition has none; otherwise
+	// KubeVirt's own reason is kept.
+	MigratableReason    = "Migratable"
+	NotMigratableReason = "NotMigratable"
 
 	// MigratingCondition is True while KubeVirt live-migrates the VM, and
 	// False with the result once it is over.

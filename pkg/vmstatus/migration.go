@@ -36,9 +36,9 @@ func LiveMigratable(vmi *kubevirtv1.VirtualMachineInstance) (metav1.Condition, b
 	}
 	reason := c.Reason
 	if reason == "" {
-		reason = "Migratable"
+		reason = infrav1.MigratableReason
 		if c.Status != corev1.ConditionTrue {
-			reason = "NotMigratable"
+			reason = infrav1.NotMigratableReason
 		}
 	}
 	msg := c.Message
