@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -145,10 +146,30 @@ func refusedInNamespace(ctx context.Context, c client.Reader, namespace string) 
 	return reqs
 }
 
-// goldenToMachines maps a golden volume to the machines waiting for it.
+// goldenToMachines maps a golden volume to the machines waiting for it:
+// those naming it in their saved status, and the unprovisioned machines
+// cloned from a template naming it. Such a machine does not save its
+// status for the volume at once (the template is the user the golden
+// image controller counts), and until its status settles only the
+// template says it waits: without the template, the end of a long import
+// would reach it only at its settle time.
 func (r *KubevirtMachineReconciler) goldenToMachines(ctx context.Context, infraSecret types.NamespacedName, dv client.Object) []reconcile.Request {
-	return listRequests(ctx, r.Client, &infrav1.KubevirtMachineList{},
-		client.MatchingFields{GoldenImageIndex: goldenIndexValue(infraSecret, dv.GetNamespace(), dv.GetName())})
+	value := goldenIndexValue(infraSecret, dv.GetNamespace(), dv.GetName())
+	reqs := listRequests(ctx, r.Client, &infrav1.KubevirtMachineList{}, client.MatchingFields{GoldenImageIndex: value})
+	templates := &infrav1.KubevirtMachineTemplateList{}
+	if err := r.Client.List(ctx, templates, client.MatchingFields{GoldenImageIndex: value}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the templates of a golden volume", "volume", client.ObjectKeyFromObject(dv))
+		return reqs
+	}
+	unprovisioned := func(o client.Object) bool {
+		return !ptr.Deref(o.(*infrav1.KubevirtMachine).Status.Initialization.Provisioned, false)
+	}
+	for i := range templates.Items {
+		t := &templates.Items[i]
+		reqs = append(reqs, listRequestsIf(ctx, r.Client, &infrav1.KubevirtMachineList{}, unprovisioned,
+			client.InNamespace(t.Namespace), client.MatchingFields{ClonedFromTemplateIndex: t.Name})...)
+	}
+	return reqs
 }
 
 // ownerToRequest maps an infra object to the object it was made for, by
