@@ -49,6 +49,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if code != 0 {
+		// A component that lost its lease under load and waited out its
+		// back-off explains a wait that timed out.
+		fmt.Fprintf(os.Stderr, "world components that exited and were started again: %q\n", w.ComponentExits())
+	}
 	if err := w.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
