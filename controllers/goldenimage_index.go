@@ -20,11 +20,11 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 )
 
 // GoldenImageIndex indexes KubevirtMachines, KubevirtMachineTemplates and
@@ -52,20 +52,11 @@ func goldenIndexOf(s *infrav1.GoldenImageStatus) []string {
 // machine's namespace).
 const ClonedFromTemplateIndex = "metadata.annotations.clonedFromKubevirtMachineTemplate"
 
-// clonedFromTemplate is the name of the KubevirtMachineTemplate o was
-// cloned from, empty for a machine made otherwise.
-func clonedFromTemplate(o client.Object) string {
-	if o.GetAnnotations()[clusterv1.TemplateClonedFromGroupKindAnnotation] != infrav1.GroupVersion.WithKind("KubevirtMachineTemplate").GroupKind().String() {
-		return ""
-	}
-	return o.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation]
-}
-
 // IndexGoldenImages registers GoldenImageIndex and ClonedFromTemplateIndex
 // with the manager; call it once, before setting up the controllers.
 func IndexGoldenImages(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &infrav1.KubevirtMachine{}, ClonedFromTemplateIndex, func(o client.Object) []string {
-		if name := clonedFromTemplate(o); name != "" {
+		if name := machine.ClonedFromTemplate(o); name != "" {
 			return []string{name}
 		}
 		return nil

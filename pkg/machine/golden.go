@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -71,13 +72,22 @@ func (s *Service) ensureGoldenVolume(ctx context.Context, sc *Scope) error {
 	return nil
 }
 
+// ClonedFromTemplate is the name of the KubevirtMachineTemplate Cluster
+// API cloned o from (in o's namespace), empty for a machine made otherwise.
+func ClonedFromTemplate(o metav1.Object) string {
+	if o.GetAnnotations()[clusterv1.TemplateClonedFromGroupKindAnnotation] != infrav1.GroupVersion.WithKind("KubevirtMachineTemplate").GroupKind().String() {
+		return ""
+	}
+	return o.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation]
+}
+
 // templateUses reports whether the KubevirtMachineTemplate the machine was
 // cloned from names the golden volume in its status: the golden image
 // controller then counts it as used already, and the machine's own claim
 // can go with its next status write instead of a write of its own.
 func (s *Service) templateUses(ctx context.Context, km *infrav1.KubevirtMachine, ref *infrav1.GoldenImageStatus) bool {
-	name := km.Annotations[clusterv1.TemplateClonedFromNameAnnotation]
-	if name == "" || km.Annotations[clusterv1.TemplateClonedFromGroupKindAnnotation] != infrav1.GroupVersion.WithKind("KubevirtMachineTemplate").GroupKind().String() {
+	name := ClonedFromTemplate(km)
+	if name == "" {
 		return false
 	}
 	t := &infrav1.KubevirtMachineTemplate{}
