@@ -75,11 +75,28 @@ type options struct {
 	rest time.Duration
 	// storageClass holds the root disks and golden volumes.
 	storageClass string
+	// vars are template variables set in every phase, besides the
+	// cluster's name, namespace and machine counts.
+	vars templateVars
+}
+
+// templateVars collects repeated --var KEY=VALUE flags.
+type templateVars map[string]string
+
+func (v templateVars) String() string { return fmt.Sprint(map[string]string(v)) }
+
+func (v templateVars) Set(s string) error {
+	key, value, ok := strings.Cut(s, "=")
+	if !ok || key == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	v[key] = value
+	return nil
 }
 
 func parseFlags() (options, error) {
 	root := testenv.RepoRoot()
-	o := options{}
+	o := options{vars: templateVars{}}
 	flag.IntVar(&o.machines, "machines", 100, "machines to provision, control planes included")
 	flag.IntVar(&o.clusters, "clusters", 4, "tenant clusters to spread them over (one control-plane machine each)")
 	flag.BoolVar(&o.noProvider, "no-provider", false, "start the world without this provider's CRDs; give --crds and --provider-cmd for the provider to measure")
@@ -96,6 +113,7 @@ func parseFlags() (options, error) {
 	flag.BoolVar(&o.kubevirtFloor, "kubevirt-floor", true, "with --floor, also measure the KubeVirt floor: the same clusters in a fresh world with an oracle provider that does only what any KubeVirt provider must (docs/benchmark.md)")
 	flag.BoolVar(&o.capiProductionDefaults, "capi-production-defaults", false, "run Cluster API as its release does (a 30 s ClusterCache retry) instead of with the world's 2 s retry, in every phase")
 	flag.BoolVar(&o.floorOnly, "floor-only", false, "measure the floors alone, print their seconds and write nothing")
+	flag.Var(o.vars, "var", "a template variable KEY=VALUE set in every phase (repeatable), e.g. CAPKV_NODE_STARTUP_TIMEOUT_SECONDS=1800")
 	flag.Parse()
 	o.floor = o.floor || o.floorOnly
 	if o.clusters < 1 || o.machines < 2*o.clusters {
@@ -117,7 +135,7 @@ func run() error {
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o750); err != nil {
 		return err
 	}
-	res := Result{Provider: o.providerCmd, Machines: o.machines, Clusters: o.clusters, CAPIProductionDefaults: o.capiProductionDefaults, Date: time.Now().UTC().Format(time.RFC3339)}
+	res := Result{Provider: o.providerCmd, Machines: o.machines, Clusters: o.clusters, CAPIProductionDefaults: o.capiProductionDefaults, Variables: o.vars, Date: time.Now().UTC().Format(time.RFC3339)}
 	// The floor goes first: it is the shorter run and the one that fails
 	// on a template it cannot translate, so such a mistake shows within a
 	// minute rather than after the provider's run, and the provider's

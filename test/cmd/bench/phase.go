@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,9 +99,12 @@ func createClusters(ctx context.Context, c client.Client, o options, mutate func
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}
-		if err := world.ApplyTemplateFileWith(ctx, c, o.template, map[string]string{
+		vars := map[string]string{}
+		maps.Copy(vars, o.vars)
+		maps.Copy(vars, map[string]string{
 			"CLUSTER_NAME": ns, "NAMESPACE": ns, "CONTROL_PLANE_MACHINE_COUNT": "1", "WORKER_MACHINE_COUNT": fmt.Sprint(n - 1),
-		}, mutate); err != nil {
+		})
+		if err := world.ApplyTemplateFileWith(ctx, c, o.template, vars, mutate); err != nil {
 			return err
 		}
 	}

@@ -34,6 +34,8 @@ type Result struct {
 	// CAPIProductionDefaults says Cluster API ran with its release's
 	// ClusterCache retry (30 s) rather than the world's (2 s).
 	CAPIProductionDefaults bool `json:"capiProductionDefaults"`
+	// Variables are the template variables set with --var in every phase.
+	Variables map[string]string `json:"variables,omitempty"`
 	// Machines and Clusters are what was provisioned.
 	Machines int `json:"machines"`
 	Clusters int `json:"clusters"`
