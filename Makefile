@@ -125,13 +125,21 @@ verify-gen: ## Fail when generated files differ from what the generators write.
 
 RELEASE_DIR ?= out
 
+# RELEASE_VERSION names the release in the clusterctl repository that
+# release-manifests writes: VERSION when it is a release's tag (vX.Y.Z,
+# or an -alpha, -beta or -rc of one), else the highest release series of
+# metadata.yaml, patch 0: clusterctl reads only semantic versions, and
+# git describe's v0.2.0-3-gabcdef of a later commit would sort below v0.2.0.
+RELEASE_VERSION ?= $(shell if [[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-(alpha|beta|rc)\.?[0-9]+)?$$ ]]; then echo "$(VERSION)"; \
+	else awk '/major:/ { a = $$NF } /minor:/ { if (a * 1000 + $$NF >= best) { best = a * 1000 + $$NF; v = "v" a "." $$NF ".0" } } END { print v }' metadata.yaml; fi)
+
 # release-manifests builds config/default through a throwaway overlay in
 # out/ (kustomize takes only a relative path to config/default) whose images
 # entry turns the placeholder controller:latest into IMG (name:tag,
 # name@digest or name), so no tracked file changes. A VERSION vX.Y.Z...
 # needs release series X.Y in metadata.yaml, or clusterctl would refuse it.
 .PHONY: release-manifests
-release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml with the manager image IMG, metadata.yaml, the cluster templates, the optional instancetypes.yaml and in-place-updates.yaml, tenant-cloud-roles.yaml for external infra clusters, and monitoring.yaml and capkv-dashboard.json for the Prometheus Operator and Grafana.
+release-manifests: ## Write RELEASE_DIR (out/): a clusterctl repository (repository/infrastructure-kubevirt/RELEASE_VERSION/) and clusterctl.yaml pointing there; infrastructure-components.yaml with the manager image IMG, metadata.yaml, the cluster templates, the optional instancetypes.yaml and in-place-updates.yaml, tenant-cloud-roles.yaml for external infra clusters, and monitoring.yaml and capkv-dashboard.json for the Prometheus Operator and Grafana.
 	@if [[ "$(VERSION)" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then \
 		major=$${BASH_REMATCH[1]}; minor=$${BASH_REMATCH[2]}; \
 		awk -v major=$$major -v minor=$$minor ' \
@@ -164,6 +172,16 @@ release-manifests: ## Write RELEASE_DIR (out/): infrastructure-components.yaml w
 	@# Every flavor ships the CNI's ClusterResourceSet (docs/cni.md), kept once in templates/addons.
 	@for f in templates/cluster-template*.yaml; do { cat "$$f"; echo '---'; cat templates/addons/cni-flannel.yaml; } > $(RELEASE_DIR)/$${f#templates/}; done
 	@echo ">> wrote $(RELEASE_DIR)/infrastructure-components.yaml (image $(IMG))"
+	@# clusterctl's local repository layout, <root>/infrastructure-kubevirt/<version>/, and a
+	@# clusterctl.yaml whose provider entry points there (docs/install.md#from-a-local-repository).
+	@repo=$(RELEASE_DIR)/repository/infrastructure-kubevirt/$(RELEASE_VERSION); rm -rf "$$repo"; mkdir -p "$$repo"; \
+	cp $(RELEASE_DIR)/infrastructure-components.yaml $(RELEASE_DIR)/metadata.yaml \
+		$(RELEASE_DIR)/cluster-template*.yaml $(RELEASE_DIR)/clusterclass-*.yaml "$$repo/"; \
+	{ echo "# clusterctl init --config $(RELEASE_DIR)/clusterctl.yaml --infrastructure kubevirt:$(RELEASE_VERSION)"; \
+	  echo "providers:"; echo "- name: kubevirt"; \
+	  echo "  url: file://$$(cd "$$repo" && pwd)/infrastructure-components.yaml"; \
+	  echo "  type: InfrastructureProvider"; } > $(RELEASE_DIR)/clusterctl.yaml
+	@echo ">> wrote the clusterctl repository $(RELEASE_DIR)/repository (kubevirt $(RELEASE_VERSION)) and $(RELEASE_DIR)/clusterctl.yaml"
 
 .PHONY: image
 image: ## Build the manager's image for IMAGE_PLATFORMS with nothing but Go into IMAGE_DIR (an OCI image layout), its provenance in IMAGE_DIR.provenance.json and its reference by digest in IMAGE_DIR.ref (docs/install.md#the-image).

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -81,18 +82,26 @@ func (cc *Clusterctl) Init(ctx context.Context, m Management, version string) (s
 }
 
 // WorldVariables are the provider's clusterctl variables for the test
-// world: its infra cluster has no IPv6, and specs count golden volumes,
-// which must not outlive their last user by the default hour.
-var WorldVariables = map[string]string{"CAPKV_ISOLATION_IP_FAMILIES": "IPv4", "CAPKV_GOLDEN_IMAGE_RETENTION": "2s", "CAPKV_NODE_JOIN_TIMEOUT": "20s"}
+// world: its infra cluster has no IPv6, specs count golden volumes, which
+// must not outlive their last user by the default hour, and a cluster on
+// the world without a load balancer falls back in seconds rather than the
+// default two minutes (its load balancer, when on, answers at once).
+var WorldVariables = map[string]string{"CAPKV_ISOLATION_IP_FAMILIES": "IPv4", "CAPKV_GOLDEN_IMAGE_RETENTION": "2s", "CAPKV_NODE_JOIN_TIMEOUT": "20s",
+	"CAPKV_LOAD_BALANCER_FALLBACK_AFTER": "20s"}
 
 // NewForWorld is New in a new temporary directory, with this build's
-// release artifacts (out/) as version and WorldVariables set.
+// release as version, read from the clusterctl repository make
+// release-manifests wrote (WrittenRelease), and WorldVariables set.
 func NewForWorld(version string) (*Clusterctl, error) {
+	written, err := WrittenRelease(version)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "capkv-clusterctl-")
 	if err != nil {
 		return nil, err
 	}
-	cc, err := New(dir, Release{Version: version, Dir: filepath.Join(testenv.RepoRoot(), "out")})
+	cc, err := New(dir, Release{Version: version, Dir: written.Dir})
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
@@ -113,4 +122,28 @@ func (cc *Clusterctl) Cleanup() error {
 		return nil
 	}
 	return os.RemoveAll(cc.Dir)
+}
+
+// WrittenRelease is the release make release-manifests wrote into out/'s
+// clusterctl repository (out/repository/infrastructure-kubevirt/<version>/),
+// as version: the version directory of that name, else the one written
+// last (a suite may install this build under another version).
+func WrittenRelease(version string) (Release, error) {
+	root := filepath.Join(testenv.RepoRoot(), "out", "repository", ProviderLabel)
+	if _, err := os.Stat(filepath.Join(root, version)); err == nil {
+		return Release{Version: version, Dir: filepath.Join(root, version)}, nil
+	}
+	entries, err := os.ReadDir(root)
+	var last string
+	var lastTime time.Time
+	for _, e := range entries {
+		info, err := e.Info()
+		if err == nil && e.IsDir() && info.ModTime().After(lastTime) {
+			last, lastTime = e.Name(), info.ModTime()
+		}
+	}
+	if last == "" {
+		return Release{}, errors.Join(fmt.Errorf("%s holds no release of this build: run make release-manifests", root), err)
+	}
+	return Release{Version: version, Dir: filepath.Join(root, last)}, nil
 }

@@ -94,3 +94,62 @@ func TestInstallDocProviderEntry(t *testing.T) {
 		t.Errorf("without the entry, kubevirt resolves to %s; docs/install.md says it is the community provider", got)
 	}
 }
+
+// TestReleaseWritesARepository runs the real clusterctl on the
+// clusterctl.yaml make release-manifests writes: the kubevirt provider
+// resolves to the repository written beside it, and generate renders the
+// default flavor from there, with nothing fetched. An untagged build (a
+// VERSION that is no semantic version) is written as the newest release
+// series of metadata.yaml.
+func TestReleaseWritesARepository(t *testing.T) {
+	dir := releaseManifests(t, "VERSION=0123abc-dirty")
+	versionDir := filepath.Join(dir, "repository", "infrastructure-kubevirt", releaseVersion)
+	for _, f := range []string{"infrastructure-components.yaml", "metadata.yaml", "cluster-template.yaml", "cluster-template-nodeport.yaml", "clusterclass-kubevirt.yaml"} {
+		if _, err := os.Stat(filepath.Join(versionDir, f)); err != nil {
+			t.Errorf("the written repository lacks %s: %v", f, err)
+		}
+	}
+	// Cluster API's hack/create-local-repository.py (Tilt) reads the
+	// provider's clusterctl-settings.json: its next version is the one an
+	// untagged build is released as.
+	settings, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "clusterctl-settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Name   string `json:"name"`
+		Config struct {
+			ComponentsFile string `json:"componentsFile"`
+			NextVersion    string `json:"nextVersion"`
+		} `json:"config"`
+	}
+	if err := yaml.Unmarshal(settings, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "infrastructure-kubevirt" || s.Config.ComponentsFile != "infrastructure-components.yaml" || s.Config.NextVersion != releaseVersion {
+		t.Errorf("clusterctl-settings.json says %+v, want infrastructure-kubevirt, infrastructure-components.yaml, %s", s, releaseVersion)
+	}
+	config, err := os.ReadFile(filepath.Join(dir, "clusterctl.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := kubevirtRepository(t, string(config)), "file://"+versionDir+"/infrastructure-components.yaml"; got != want {
+		t.Errorf("with the written clusterctl.yaml, kubevirt resolves to %s, want %s", got, want)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(filepath.Join(testenv.BinDir(), "clusterctl"), "generate", "cluster", "blue",
+		"--config", filepath.Join(dir, "clusterctl.yaml"), "--infrastructure", "kubevirt:"+releaseVersion,
+		"--target-namespace", "tenants", "--kubernetes-version", "v1.34.1", "--worker-machine-count", "2")
+	cmd.Env = append(os.Environ(), "HOME="+home, "CLUSTERCTL_DISABLE_VERSIONCHECK=true", "GOPROXY=off")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("clusterctl generate cluster from the written repository: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"kind: KubevirtCluster", "name: blue", "namespace: tenants", "kind: ClusterResourceSet"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the generated cluster lacks %q", want)
+		}
+	}
+}

@@ -67,7 +67,7 @@ func makeEnv() []string {
 	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "VERSION", "IMG", "IMG_REPO", "RELEASE_DIR", "IMAGE_DIR", "IMAGE_PLATFORMS":
+		case "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "VERSION", "IMG", "IMG_REPO", "RELEASE_DIR", "IMAGE_DIR", "IMAGE_PLATFORMS", "RELEASE_VERSION":
 			return true
 		}
 		return false
