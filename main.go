@@ -35,10 +35,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/preflight"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/version"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == preflight.Command {
+		os.Exit(preflight.Main(ctrl.SetupSignalHandler(), os.Args[2:], os.Stdout, os.Stderr))
+	}
 	var (
 		o              manager.Options
 		managerOptions flags.ManagerOptions
@@ -71,6 +75,7 @@ func main() {
 		os.Exit(1)
 	}
 	o.TLSOpts, o.Metrics = tlsOpts, *metricsOpts
+	o.PodName = os.Getenv("POD_NAME")
 
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := manager.New(ctx, ctrl.GetConfigOrDie(), o)

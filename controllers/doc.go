@@ -23,3 +23,10 @@ package controllers
 // (Cluster API's util/flags diagnostics options).
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// The preflight at start reads what each feature needs of the management
+// cluster as the local infra cluster (pkg/preflight AtStart), and reports
+// problems as Events on the manager's Pod.
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=cdis;storageprofiles,verbs=list
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=list
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get

@@ -72,9 +72,13 @@ type KubevirtClusterReconciler struct {
 	// ClusterCache reaches tenant clusters, to hand them their infra
 	// credential.
 	ClusterCache clustercache.ClusterCache
-	// Now is the clock tenant credentials are renewed by; nil means
-	// time.Now.
+	// Now is the clock tenant credentials are renewed by, and the load
+	// balancer fallback's; nil means time.Now.
 	Now func() time.Time
+	// LoadBalancerFallback is how long a LoadBalancer control-plane
+	// Service may wait for an address before the endpoint falls back
+	// (pkg/cpservice FallbackEndpoint); 0 waits forever.
+	LoadBalancerFallback time.Duration
 
 	controller capicontroller.Controller
 	service    *cluster.Service
@@ -214,7 +218,8 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 	}
 	r.controller = c
 	r.service = &cluster.Service{Client: r.Client, Recorder: r.Recorder, Isolation: r.Isolation, Networks: &tenantnet.Allocator{},
-		TenantCloud: &tenantcloud.Keeper{ClusterCache: r.ClusterCache, Recorder: r.Recorder, Now: r.Now}}
+		TenantCloud:          &tenantcloud.Keeper{ClusterCache: r.ClusterCache, Recorder: r.Recorder, Now: r.Now},
+		LoadBalancerFallback: r.LoadBalancerFallback, Now: r.Now}
 	allClusters := enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} })
 	r.Clients.AddWatches(func(infra *infracluster.Infra) error {
 		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&corev1.Service{}), handler.EnqueueRequestsFromMapFunc(ownerToRequest))); err != nil {

@@ -262,3 +262,43 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// TestPreflightPageListsEveryFinding checks that preflight.md's findings
+// table has every reason pkg/preflight reports, and no other.
+func TestPreflightPageListsEveryFinding(t *testing.T) {
+	want := map[string]bool{}
+	for name, v := range packageConsts(t, "../pkg/preflight") {
+		if strings.HasSuffix(name, "Reason") {
+			want[v] = true
+		}
+	}
+	got := map[string]bool{}
+	for _, line := range strings.Split(readPage(t, "preflight.md"), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`([A-Z][A-Za-z]+)`").FindAllStringSubmatch(cells[2], -1) {
+			got[m[1]] = true
+		}
+	}
+	for _, r := range sortedKeys(want) {
+		if !got[r] {
+			t.Errorf("preflight.md has no row for the finding %s", r)
+		}
+	}
+	for _, r := range sortedKeys(got) {
+		if !want[r] {
+			t.Errorf("preflight.md has a row for %s, which pkg/preflight does not report", r)
+		}
+	}
+}
+
+func readPage(t *testing.T, page string) string {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

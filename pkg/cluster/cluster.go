@@ -62,7 +62,18 @@ type Service struct {
 	Networks *tenantnet.Allocator
 	// TenantCloud keeps the tenant cluster's infra credential.
 	TenantCloud *tenantcloud.Keeper
+	// LoadBalancerFallback is how long a LoadBalancer control-plane
+	// Service may wait for an address before the endpoint falls back to
+	// its cluster IP or a node port (cpservice.FallbackEndpoint); 0 waits
+	// forever.
+	LoadBalancerFallback time.Duration
+	// Now is the clock of that wait; nil means time.Now.
+	Now func() time.Time
 }
+
+// LoadBalancerUnavailableReason is the Event reason of an endpoint that
+// fell back from a load balancer that gave no address.
+const LoadBalancerUnavailableReason = "LoadBalancerUnavailable"
 
 // Reconcile brings the cluster's objects on infra to their desired state,
 // reports each in its condition, and marks the cluster provisioned once all
@@ -82,9 +93,9 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 	}
 	var errs []error
 	var nodes []corev1.Node
-	if len(kc.Spec.FailureDomains) == 0 || cpservice.NeedsNodeAddress(kc) {
-		// Only failure-domain discovery and a NodePort endpoint without a
-		// host need the nodes.
+	if len(kc.Spec.FailureDomains) == 0 || cpservice.NeedsNodeAddress(kc) || infra.External && s.mayFallBack(kc) {
+		// Only failure-domain discovery and an endpoint on a node port
+		// without a host need the nodes.
 		list := &corev1.NodeList{}
 		// Bounded: with a kubeconfig that may not watch nodes, the cache
 		// would wait forever.
@@ -208,6 +219,20 @@ func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtClu
 	}
 	picked := cpservice.NeedsNodeAddress(kc)
 	ep, ok, wait := cpservice.Endpoint(kc, svc, nodes)
+	fellBack := ""
+	if !ok && s.mayFallBack(kc) {
+		fb := cpservice.LoadBalancerFallback{After: s.LoadBalancerFallback, Local: !infra.External, Now: s.now()}
+		fbEndpoint, fbOK, recheck, why := cpservice.FallbackEndpoint(kc, svc, nodes, fb)
+		switch {
+		case fbOK:
+			ep, ok, fellBack = fbEndpoint, true, why
+		case recheck > 0:
+			return outcome.Wait(infrav1.WaitingForEndpointReason, fmt.Sprintf(
+				"%s; without one in %s more, the endpoint falls back to the Service's %s", wait, recheck.Round(time.Second), fallbackTarget(infra))).After(recheck), nil
+		case why != "":
+			wait += "; and it cannot fall back: " + why
+		}
+	}
 	if !ok {
 		if picked {
 			// A node turning Ready or being uncordoned is no label change,
@@ -228,5 +253,32 @@ func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtClu
 	if picked {
 		msg += ", an infra node's address picked as controlPlaneEndpoint.host was not set"
 	}
+	if fellBack != "" {
+		// Once: the endpoint is set now, and never changes.
+		s.Recorder.Eventf(kc, nil, corev1.EventTypeWarning, LoadBalancerUnavailableReason, "FallBack", "%s", fellBack)
+		msg += "; " + fellBack
+	}
 	return outcome.Ready(infrav1.EndpointReadyReason, msg), nil
+}
+
+// mayFallBack says whether the endpoint is a LoadBalancer Service's that
+// may fall back (cpservice.FallbackEndpoint) and is not set yet.
+func (s *Service) mayFallBack(kc *infrav1.KubevirtCluster) bool {
+	return s.LoadBalancerFallback > 0 && kc.Spec.ControlPlaneEndpoint.Host == "" &&
+		kc.Spec.ControlPlaneServiceTemplate.Spec.Type == corev1.ServiceTypeLoadBalancer
+}
+
+// fallbackTarget names what the endpoint falls back to on infra.
+func fallbackTarget(infra *infracluster.Infra) string {
+	if infra.External {
+		return "node port on an infra node's address"
+	}
+	return "cluster IP"
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }

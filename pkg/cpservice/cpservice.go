@@ -184,15 +184,8 @@ func Endpoint(kc *infrav1.KubevirtCluster, svc *corev1.Service, nodes []corev1.N
 	}
 	switch svc.Spec.Type {
 	case corev1.ServiceTypeLoadBalancer:
-		for _, in := range svc.Status.LoadBalancer.Ingress {
-			if in.IP != "" {
-				ep.Host = in.IP
-				return ep, true, ""
-			}
-			if in.Hostname != "" {
-				ep.Host = in.Hostname
-				return ep, true, ""
-			}
+		if ep.Host = IngressAddress(svc); ep.Host != "" {
+			return ep, true, ""
 		}
 		return ep, false, fmt.Sprintf("waiting for a load balancer to give Service %s/%s an ingress address", svc.Namespace, svc.Name)
 	case corev1.ServiceTypeNodePort:
@@ -207,6 +200,20 @@ func Endpoint(kc *infrav1.KubevirtCluster, svc *corev1.Service, nodes []corev1.N
 		ep.Host = svc.Spec.ClusterIP
 		return ep, true, ""
 	}
+}
+
+// IngressAddress is a LoadBalancer Service's first address, IP or host
+// name; empty while it has none.
+func IngressAddress(svc *corev1.Service) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP
+		}
+		if in.Hostname != "" {
+			return in.Hostname
+		}
+	}
+	return ""
 }
 
 // NeedsNodeAddress reports whether the endpoint is a NodePort Service's

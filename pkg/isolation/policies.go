@@ -63,6 +63,17 @@ func DefaultDNSResolvers() []networkingv1.NetworkPolicyPeer {
 	}
 }
 
+// DefaultDNSRules are the egress rules that open DNS when a cluster names
+// no resolvers: port 53 of DefaultDNSResolvers, and OpenShift's DNS pods.
+func DefaultDNSRules() []networkingv1.NetworkPolicyEgressRule {
+	return []networkingv1.NetworkPolicyEgressRule{dnsRule(DefaultDNSResolvers()), openShiftDNS()}
+}
+
+// dnsRule opens port 53, UDP and TCP, of the resolvers.
+func dnsRule(resolvers []networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicyEgressRule {
+	return networkingv1.NetworkPolicyEgressRule{To: resolvers, Ports: []networkingv1.NetworkPolicyPort{udp(53), tcp(53)}}
+}
+
 // openShiftDNS is OpenShift's DNS: its pods serve on port 5353 behind the
 // dns-default Service's port 53, and policies apply after the Service
 // address is translated, so they are opened on 5353 (OpenShift's DNS
@@ -266,7 +277,7 @@ func egressRules(kc *infrav1.KubevirtCluster, vms map[string]string, denied []st
 	}
 	rules := []networkingv1.NetworkPolicyEgressRule{
 		{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: vms}}}},
-		{To: resolvers, Ports: []networkingv1.NetworkPolicyPort{udp(53), tcp(53)}},
+		dnsRule(resolvers),
 	}
 	if len(kc.Spec.Isolation.DNSResolvers) == 0 {
 		rules = append(rules, openShiftDNS())

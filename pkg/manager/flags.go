@@ -47,6 +47,8 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 		"How long a golden image volume is kept after the last machine or template using it is gone.")
 	fs.DurationVar(&o.NodeJoinTimeout, "node-join-timeout", 10*time.Minute,
 		"How long a running VM may go without its Node joining the workload cluster before its NodeJoined condition warns that the image may lack kubeadm.")
+	fs.DurationVar(&o.LoadBalancerFallback, "load-balancer-fallback-after", 2*time.Minute,
+		"How long a LoadBalancer control-plane Service may wait for an address before the endpoint falls back to its cluster IP (the local infra cluster) or a node port (external ones); 0 waits forever.")
 	fs.IntVar(&o.GoldenImageConcurrency, "goldenimage-concurrency", 2, "Golden image volumes reconciled at once.")
 	fs.DurationVar(&o.StatusSettleTime, "status-settle-time", machinestatus.DefaultStatusSettleTime,
 		"How long a provisioning machine must stay at one step before its status is written; failures, provisioning and later changes are written at once. Negative writes every step.")

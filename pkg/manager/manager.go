@@ -29,6 +29,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
@@ -55,6 +56,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinepool"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinestatus"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/preflight"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/remediation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
@@ -132,9 +134,17 @@ type Options struct {
 	// ProviderNamespace is the namespace the manager runs in; its pods may
 	// reach port 22 of tenant VMs for the ssh bootstrap check.
 	ProviderNamespace string
+	// PodName is the manager's own Pod in ProviderNamespace (main reads
+	// POD_NAME, from the downward API), where the preflight at start
+	// records its Events; empty records none.
+	PodName string
 
 	// GoldenImageRetention is how long an unused golden volume is kept.
 	GoldenImageRetention time.Duration
+	// LoadBalancerFallback is how long a LoadBalancer control-plane
+	// Service may wait for an address before the endpoint falls back to
+	// its cluster IP or a node port; 0 waits forever.
+	LoadBalancerFallback time.Duration
 	// NodeJoinTimeout is how long a running VM may go without a Node
 	// before NodeJoined warns.
 	NodeJoinTimeout time.Duration
@@ -268,7 +278,28 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := setupControllers(ctx, mgr, o); err != nil {
 		return nil, err
 	}
+	if err := addPreflight(mgr, o); err != nil {
+		return nil, err
+	}
 	return mgr, nil
+}
+
+// addPreflight runs the preflight's read-only checks once the manager
+// leads, reporting problems as Events on its Pod.
+func addPreflight(mgr ctrl.Manager, o Options) error {
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	check := &preflight.AtStart{Client: c, Discovery: disc, Recorder: mgr.GetEventRecorder("preflight")}
+	if o.PodName != "" && o.ProviderNamespace != "" {
+		check.Pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.ProviderNamespace, Name: o.PodName}}
+	}
+	return mgr.Add(check)
 }
 
 func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
@@ -322,7 +353,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	retryCapped := failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)
 	if err := (&controllers.KubevirtClusterReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue, ClusterCache: clusterCache, Now: o.InProcess.Now,
-		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"),
+		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"), LoadBalancerFallback: o.LoadBalancerFallback,
 		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace,
 			IPFamilies: families},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency, NewQueue: retryCapped}); err != nil {

@@ -69,6 +69,13 @@ func newLoadBalancer() *loadBalancer {
 	return &loadBalancer{addresses: map[types.NamespacedName]string{}, listeners: map[string]net.Listener{}, inUse: map[string]bool{}}
 }
 
+// SetLoadBalancer turns the load-balancer implementation on or off: while
+// off, LoadBalancer Services reconciled get no address, as on an infra
+// cluster without MetalLB or the like (their cluster IP and node ports are
+// served); addresses already given stay, and a Service reconciled while
+// off gets one only when it next changes.
+func (s *Simulator) SetLoadBalancer(on bool) { s.lbOff.Store(!on) }
+
 func (s *Simulator) setupLoadBalancer(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-loadbalancer").
 		For(&corev1.Service{}).
@@ -91,6 +98,17 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 	if err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !svc.DeletionTimestamp.IsZero() {
 		s.lb.release(req.NamespacedName)
 		return reconcile.Result{}, nil
+	}
+	// kube-proxy serves a LoadBalancer Service's cluster IP as any
+	// Service's.
+	if err := s.serveClusterIP(ctx, svc); err != nil {
+		return reconcile.Result{}, err
+	}
+	if s.lbOff.Load() {
+		// A bare-metal cluster without a load-balancer implementation:
+		// the Service waits for an address forever; kube-proxy serves its
+		// node ports.
+		return reconcile.Result{}, s.serveNodePorts(ctx, svc)
 	}
 	if err := s.lb.seed(func() ([]corev1.Service, error) {
 		list := &corev1.ServiceList{}

@@ -28,6 +28,7 @@ package sim
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -84,6 +85,8 @@ type Simulator struct {
 	// LBBackend routes load balancer traffic; nil leaves it unrouted.
 	LBBackend LoadBalancerBackend
 	lb        *loadBalancer
+	// lbOff leaves LoadBalancer Services without an address.
+	lbOff atomic.Bool
 	// handler writes what virt-handler writes, as its service account.
 	handler client.Client
 	// booted holds, by VMI UID, the outcome of each guest this simulator

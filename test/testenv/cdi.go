@@ -27,6 +27,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -193,6 +194,35 @@ func (e *Env) StartCDI(ctx context.Context) error {
 	}
 	if err := e.waitLeader(ctx, CDINamespace, "cdi-controller-leader-election-helper", started); err != nil {
 		return fmt.Errorf("%w (log: %s)", err, filepath.Join(e.componentsDir, "cdi-controller.log"))
+	}
+	return e.markCDIDeployed(ctx)
+}
+
+// markCDIDeployed writes the CDI CR's status as cdi-operator does once
+// everything runs (controller-lifecycle-operator-sdk's Status: phase and
+// versions), which is what a preflight reads.
+func (e *Env) markCDIDeployed(ctx context.Context) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("cdi.kubevirt.io/v1beta1")
+	list.SetKind("CDIList")
+	if err := e.Client.List(ctx, list); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		cdi := &list.Items[i]
+		status := map[string]any{"phase": "Deployed", "observedVersion": CDIVersion, "targetVersion": CDIVersion, "operatorVersion": CDIVersion}
+		if err := unstructured.SetNestedMap(cdi.Object, status, "status"); err != nil {
+			return err
+		}
+		// CDI's CRD has no status subresource: the status is written with
+		// the object.
+		err := e.Client.Status().Update(ctx, cdi)
+		if apierrors.IsNotFound(err) {
+			err = e.Client.Update(ctx, cdi)
+		}
+		if err != nil {
+			return fmt.Errorf("marking CDI %s deployed: %w", cdi.GetName(), err)
+		}
 	}
 	return nil
 }
