@@ -147,7 +147,10 @@ func TestReleaseWritesARepository(t *testing.T) {
 	if err != nil {
 		t.Fatalf("clusterctl generate cluster from the written repository: %v\n%s", err, stderr.String())
 	}
-	for _, want := range []string{"kind: KubevirtCluster", "name: blue", "namespace: tenants", "kind: ClusterResourceSet"} {
+	// flannel's VXLAN leaves the port an infra cluster's own VXLAN uses
+	// (docs/cni.md).
+	for _, want := range []string{"kind: KubevirtCluster", "name: blue", "namespace: tenants", "kind: ClusterResourceSet",
+		`"Backend": {"Type": "vxlan", "Port": 8473}`} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the generated cluster lacks %q", want)
 		}
