@@ -71,7 +71,7 @@ func capiSpecs() capiHarness {
 		Expect(os.RemoveAll(artifacts)).To(Succeed())
 		Expect(cc.AddTestFlavors(suite.ReleaseVersion, filepath.Join("testdata", "templates"))).To(Succeed())
 		capi = capiHarness{
-			proxy:     framework.NewClusterProxy("management", mgmt.Kubeconfig, testenv.NewScheme()),
+			proxy:     conflictRetryingProxy{framework.NewClusterProxy("management", mgmt.Kubeconfig, testenv.NewScheme())},
 			config:    capiConfig(),
 			artifacts: artifacts,
 		}
@@ -113,7 +113,8 @@ func capiConfig() *capiclusterctl.E2EConfig {
 	// its wait for the first step's machines sees them Ready, while Cluster
 	// API still writes the Cluster's conditions after them; polled every
 	// 10 s, as the spec's own defaults do, that wait sees the machines a few
-	// seconds later, once the Cluster is still.
+	// seconds later, once the Cluster is usually still. Usually: the
+	// harness's proxy applies again on a conflict (conflictRetryingProxy).
 	for _, key := range []string{"wait-cluster", "wait-control-plane"} {
 		intervals["kcp-adoption/"+key] = []string{timeout.String(), "10s"}
 	}
