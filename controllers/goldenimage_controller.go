@@ -117,7 +117,8 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 	return ctrl.Result{RequeueAfter: requeue}, err
 }
 
-// users counts the KubevirtMachines, templates and pools naming the volume.
+// users counts the KubevirtMachines, templates, pools and clusters (waiting
+// for their control plane's image) naming the volume.
 func (r *GoldenImageReconciler) users(ctx context.Context, req GoldenRequest) (int, error) {
 	value := goldenIndexValue(req.InfraSecret, req.Namespace, req.Name)
 	kms := &infrav1.KubevirtMachineList{}
@@ -132,7 +133,11 @@ func (r *GoldenImageReconciler) users(ctx context.Context, req GoldenRequest) (i
 	if err := r.Client.List(ctx, pools, client.MatchingFields{GoldenImageIndex: value}); err != nil {
 		return 0, err
 	}
-	return len(kms.Items) + len(templates.Items) + len(pools.Items), nil
+	clusters := &infrav1.KubevirtClusterList{}
+	if err := r.Client.List(ctx, clusters, client.MatchingFields{GoldenImageIndex: value}); err != nil {
+		return 0, err
+	}
+	return len(kms.Items) + len(templates.Items) + len(pools.Items) + len(clusters.Items), nil
 }
 
 // clonesOf counts the DataVolumes of the golden volume's namespace cloned
@@ -180,6 +185,10 @@ func (r *GoldenImageReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		WatchesRawSource(source.TypedKind[client.Object, GoldenRequest](mgr.GetCache(), &infrav1.KubevirtMachinePool{},
 			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []GoldenRequest {
 				return requestOf(o.(*infrav1.KubevirtMachinePool).Status.GoldenImage)
+			}))).
+		WatchesRawSource(source.TypedKind[client.Object, GoldenRequest](mgr.GetCache(), &infrav1.KubevirtCluster{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []GoldenRequest {
+				return requestOf(o.(*infrav1.KubevirtCluster).Status.GoldenImage)
 			}))).
 		Build(r)
 	if err != nil {

@@ -27,9 +27,9 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
 )
 
-// GoldenImageIndex indexes KubevirtMachines, KubevirtMachineTemplates and
-// KubevirtMachinePools by
-// the golden volume in their status, "<infra Secret>|<namespace>/<name>".
+// GoldenImageIndex indexes KubevirtMachines, KubevirtMachineTemplates,
+// KubevirtMachinePools and KubevirtClusters by the golden volume in their
+// status, "<infra Secret>|<namespace>/<name>".
 const GoldenImageIndex = "status.goldenImage"
 
 func goldenIndexValue(infraSecret types.NamespacedName, ns, name string) string {
@@ -73,7 +73,12 @@ func IndexGoldenImages(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	return mgr.GetFieldIndexer().IndexField(ctx, &infrav1.KubevirtMachinePool{}, GoldenImageIndex, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &infrav1.KubevirtMachinePool{}, GoldenImageIndex, func(o client.Object) []string {
 		return goldenIndexOf(o.(*infrav1.KubevirtMachinePool).Status.GoldenImage)
+	}); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &infrav1.KubevirtCluster{}, GoldenImageIndex, func(o client.Object) []string {
+		return goldenIndexOf(o.(*infrav1.KubevirtCluster).Status.GoldenImage)
 	})
 }

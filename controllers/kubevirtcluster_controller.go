@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
@@ -45,6 +47,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -113,6 +116,12 @@ type KubevirtClusterReconciler struct {
 // The isolation policies open the management cluster's API server
 // endpoints to VMs that use the credential (pkg/tenantcloud APIEndpoints).
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
+// The control plane's golden image is imported before the cluster is
+// provisioned (pkg/cluster reconcileControlPlaneImage): KubeadmControlPlane
+// names the template; another provider's control plane needs its own grant.
+// +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=kubeadmcontrolplanes,verbs=get
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachinetemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;create;patch
 
 // Reconcile brings one KubevirtCluster towards its desired state.
 func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
@@ -209,6 +218,10 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 		WatchesMetadata(identityMetadata(),
 			handler.EnqueueRequestsFromMapFunc(enqueueAll(mgr.GetClient(), r.WatchFilterValue, func() client.ObjectList { return &infrav1.KubevirtClusterList{} }))).
 		WatchesRawSource(lostInfraSource(r.Clients, "KubevirtCluster")).
+		// A template naming its golden volume, or appearing, wakes the
+		// clusters that wait for their control plane's image.
+		Watches(&infrav1.KubevirtMachineTemplate{},
+			handler.EnqueueRequestsFromMapFunc(unprovisionedClusters(mgr.GetClient(), r.WatchFilterValue))).
 		// A tenant API server that becomes reachable takes its credential.
 		WatchesRawSource(r.ClusterCache.GetClusterSource("kubevirtcluster", util.ClusterToInfrastructureMapFunc(ctx,
 			infrav1.GroupVersion.WithKind("KubevirtCluster"), mgr.GetClient(), &infrav1.KubevirtCluster{}))).
@@ -229,6 +242,14 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 			return err
 		}
 		if err := r.watchNetworks(infra, allClusters); err != nil {
+			return err
+		}
+		// A golden import's end wakes the clusters that name the volume.
+		if err := r.controller.Watch(source.Kind(infra.Cache, client.Object(&cdiv1.DataVolume{}),
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return listRequests(ctx, mgr.GetClient(), &infrav1.KubevirtClusterList{},
+					client.MatchingFields{GoldenImageIndex: goldenIndexValue(infra.Secret, o.GetNamespace(), o.GetName())})
+			}), isGolden)); err != nil {
 			return err
 		}
 		// Zones come and go with infra nodes, and a zone whose nodes are all
@@ -284,6 +305,21 @@ func (r *KubevirtClusterReconciler) watchNetworks(infra *infracluster.Infra, all
 			enqueue(q, allClusters(ctx, e.Object))
 		},
 	}))
+}
+
+// unprovisionedClusters maps an event to the KubevirtClusters of the
+// object's namespace not yet provisioned: only they wait for their control
+// plane's golden image.
+func unprovisionedClusters(c client.Reader, watchFilter string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		opts := []client.ListOption{client.InNamespace(obj.GetNamespace())}
+		if watchFilter != "" {
+			opts = append(opts, client.MatchingLabels{clusterv1.WatchLabel: watchFilter})
+		}
+		return listRequestsIf(ctx, c, &infrav1.KubevirtClusterList{}, func(o client.Object) bool {
+			return !ptr.Deref(o.(*infrav1.KubevirtCluster).Status.Initialization.Provisioned, false)
+		}, opts...)
+	}
 }
 
 // mayListNodes reports whether the infra cluster lets the provider list

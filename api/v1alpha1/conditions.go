@@ -291,6 +291,29 @@ const (
 	// NetworkFailedReason: the NetworkAttachmentDefinition could not be
 	// created or corrected; the message carries the API error.
 	NetworkFailedReason = "NetworkFailed"
+
+	// ControlPlaneImageReadyCondition is True once the golden image the
+	// control-plane machines clone is imported, or there is none to wait
+	// for. The cluster is provisioned only then, so Cluster API creates
+	// no control-plane machine, and the health check's node startup clock
+	// does not start, while the image downloads. While False, the reason
+	// is WaitingForGoldenImage, GoldenImageFailed, WaitingForControlPlane,
+	// NameConflict or NotAllowedByPolicy.
+	ControlPlaneImageReadyCondition = "ControlPlaneImageReady"
+	// ImportedReason: the control plane's golden volume holds its image.
+	ImportedReason = "Imported"
+	// NoGoldenImageReason: the control-plane machines clone no golden
+	// image, or the control plane names no KubevirtMachineTemplate.
+	NoGoldenImageReason = "NoGoldenImage"
+	// NotAwaitedReason: the provider does not know which golden volume the
+	// control-plane machines will clone (it may not read the control
+	// plane's kind, or the template names an infra cluster or namespace of
+	// its own), or the cluster was provisioned before this was checked;
+	// the machines import it themselves.
+	NotAwaitedReason = "NotAwaited"
+	// WaitingForControlPlaneReason: the Cluster names a control plane that
+	// does not exist yet.
+	WaitingForControlPlaneReason = "WaitingForControlPlane"
 )
 
 // ClusterFinalizer keeps a KubevirtCluster until what was created for it on

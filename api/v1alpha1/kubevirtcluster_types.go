@@ -227,6 +227,12 @@ type KubevirtClusterStatus struct {
 	// +optional
 	TenantCloud TenantCloudStatus `json:"tenantCloud,omitempty,omitzero"`
 
+	// goldenImage is the golden volume of the control plane's machines
+	// while the cluster waits for its import, before it is provisioned; it
+	// keeps the volume in use until the machines name it themselves.
+	// +optional
+	GoldenImage *GoldenImageStatus `json:"goldenImage,omitempty"`
+
 	// conditions report the state of the KubevirtCluster; Ready summarizes
 	// them.
 	// +optional

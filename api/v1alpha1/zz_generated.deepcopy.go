@@ -660,6 +660,11 @@ func (in *KubevirtClusterStatus) DeepCopyInto(out *KubevirtClusterStatus) {
 	}
 	out.Network = in.Network
 	in.TenantCloud.DeepCopyInto(&out.TenantCloud)
+	if in.GoldenImage != nil {
+		in, out := &in.GoldenImage, &out.GoldenImage
+		*out = new(GoldenImageStatus)
+		**out = **in
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]metav1.Condition, len(*in))

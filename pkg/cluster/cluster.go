@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -48,6 +49,7 @@ import (
 // summarizes them with InfraClusterAvailable.
 var Conditions = []string{
 	infrav1.ControlPlaneEndpointReadyCondition, infrav1.NetworkIsolationReadyCondition, infrav1.NetworksReadyCondition,
+	infrav1.ControlPlaneImageReadyCondition,
 }
 
 // Service does the work of the KubevirtCluster controller.
@@ -126,6 +128,23 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 		outcome.RecordWarning(s.Recorder, kc, step.condition, o)
 		outcomes = append(outcomes, o)
 		errs = append(errs, err)
+	}
+	if !ptr.Deref(kc.Status.Initialization.Provisioned, false) {
+		// Provisioned is never taken back: the wait is for the first
+		// control-plane machines only.
+		o, err := s.reconcileControlPlaneImage(ctx, kc, cluster, infra)
+		outcome.RecordWarning(s.Recorder, kc, infrav1.ControlPlaneImageReadyCondition, o)
+		outcomes = append(outcomes, o)
+		errs = append(errs, err)
+	} else {
+		if !conditions.Has(kc, infrav1.ControlPlaneImageReadyCondition) {
+			outcome.Set(kc, infrav1.ControlPlaneImageReadyCondition, outcome.Ready(infrav1.NotAwaitedReason,
+				"the cluster was provisioned before the provider awaited its control plane's golden image"))
+		}
+		if conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition) {
+			// The control plane's machines name the golden volume now.
+			kc.Status.GoldenImage = nil
+		}
 	}
 	all := outcome.Merge(outcomes...)
 	// The credential waits for the tenant's control plane, which waits for

@@ -264,14 +264,20 @@ var _ = Describe("clusterctl describe", Ordered, ContinueOnFailure, func() {
 		deleteCluster(ctx, ns, "far")
 	})
 
-	It("shows why a machine waits for a bad image, on its KubevirtMachine", func() {
+	It("shows why a cluster waits for a bad image, on its KubevirtCluster, and creates no machine", func() {
 		ns := badNS
-		km := &infrav1.KubevirtMachine{}
-		Eventually(firstMachine(ctx, ns, km, func() string { return conditions.GetMessage(km, infrav1.VirtualMachineReadyCondition) })).
-			WithTimeout(timeout).WithPolling(time.Second).Should(ContainSubstring("unknown image format"))
+		kc := &infrav1.KubevirtCluster{}
+		Eventually(func(g Gomega) string {
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bad"}, kc)).To(Succeed())
+			return conditions.GetMessage(kc, infrav1.ControlPlaneImageReadyCondition)
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(ContainSubstring("unknown image format"))
+		Expect(conditions.GetReason(kc, infrav1.ControlPlaneImageReadyCondition)).To(Equal(infrav1.WaitingForGoldenImageReason))
 		out, err := cc.Run(ctx, "describe", "cluster", "bad", "-n", ns, "--kubeconfig", mgmt.Kubeconfig, "--show-conditions", "all", "--echo")
 		Expect(err).NotTo(HaveOccurred())
-		expectDescribed(out, "KubevirtMachine "+ns+"/"+km.Name, km.Status.Conditions, infrav1.VirtualMachineReadyCondition)
+		expectDescribed(out, "KubevirtCluster "+ns+"/bad", kc.Status.Conditions, infrav1.ControlPlaneImageReadyCondition)
+		controlPlane := &clusterv1.MachineList{}
+		Expect(c.List(ctx, controlPlane, client.InNamespace(ns), client.HasLabels{clusterv1.MachineControlPlaneLabel})).To(Succeed())
+		Expect(controlPlane.Items).To(BeEmpty(), "no control-plane machine is created while its image cannot be imported")
 		deleteClusterLater(ctx, ns, "bad")
 	})
 

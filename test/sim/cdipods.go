@@ -197,7 +197,7 @@ func (s *Simulator) runImporter(ctx context.Context, pod *corev1.Pod) (reconcile
 	}
 	duration, content := s.scaled(blankImageTime), "blank"
 	if source != sourceNone {
-		duration, content = s.transferTime(), endpoint
+		duration, content = s.importDuration(pod.Namespace), endpoint
 	}
 	if wait := duration - elapsed; wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
@@ -382,6 +382,25 @@ func (s *Simulator) uploadServer(ctx context.Context, claim *corev1.PersistentVo
 		}
 	}
 	return nil, nil
+}
+
+// SetImportTime makes every image import into namespace take d, unscaled,
+// as a slow download from a distant server does; 0 goes back to the
+// configured rate. An import under way takes the new time from its start.
+func (s *Simulator) SetImportTime(namespace string, d time.Duration) {
+	if d <= 0 {
+		s.importTimes.Delete(namespace)
+		return
+	}
+	s.importTimes.Store(namespace, d)
+}
+
+// importDuration is how long importing one image into namespace takes.
+func (s *Simulator) importDuration(namespace string) time.Duration {
+	if d, ok := s.importTimes.Load(namespace); ok {
+		return d.(time.Duration)
+	}
+	return s.transferTime()
 }
 
 // transferTime is how long moving one image takes.

@@ -87,6 +87,9 @@ type Simulator struct {
 	lb        *loadBalancer
 	// lbOff leaves LoadBalancer Services without an address.
 	lbOff atomic.Bool
+	// importTimes holds, by namespace, how long image imports take there
+	// (SetImportTime).
+	importTimes sync.Map
 	// handler writes what virt-handler writes, as its service account.
 	handler client.Client
 	// booted holds, by VMI UID, the outcome of each guest this simulator
