@@ -150,10 +150,11 @@ func run() error {
 		res.FloorTimeline = &floorTimeline
 	}
 	if o.floor && o.kubevirtFloor {
-		provisioned, nodeRefs, timeline, err := runKubeVirtFloor(ctx, o)
+		provisioned, nodeRefs, timeline, cpu, err := runKubeVirtFloor(ctx, o)
 		if err != nil {
 			return fmt.Errorf("KubeVirt floor: %w", err)
 		}
+		res.KubeVirtFloorCPUByProcess = cpu
 		res.KubeVirtFloorSecondsToProvisioned, res.KubeVirtFloorSecondsToNodeRefs = provisioned.Seconds(), nodeRefs.Seconds()
 		res.KubeVirtFloorTimeline = &timeline
 	}
@@ -223,8 +224,12 @@ func runProvider(ctx context.Context, o options, res *Result) error {
 
 	var clock *stageClock
 	tl := newTimeline()
-	provisioned, nodeRefs, err := phase{name: "provider", provider: provider, clock: &clock, timeline: tl, kubevirtMachines: !o.noProvider,
-		mutate: onStorageClass(o.storageClass)}.measure(ctx, w, o)
+	var provisioned, nodeRefs time.Duration
+	res.CPUByProcess, err = whileMeasuring(func() (err error) {
+		provisioned, nodeRefs, err = phase{name: "provider", provider: provider, clock: &clock, timeline: tl, kubevirtMachines: !o.noProvider,
+			mutate: onStorageClass(o.storageClass)}.measure(ctx, w, o)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -342,20 +342,23 @@ func (o *oracle) tenant(ctx context.Context, cluster types.NamespacedName) (clie
 
 // runKubeVirtFloor measures the KubeVirt floor in a world of its own, with
 // the oracle as the infrastructure provider, and stops that world again.
-func runKubeVirtFloor(ctx context.Context, o options) (provisioned, nodeRefs time.Duration, _ Timeline, err error) {
+func runKubeVirtFloor(ctx context.Context, o options) (provisioned, nodeRefs time.Duration, _ Timeline, cpu map[string]float64, err error) {
 	// The oracle acts on this provider's kinds, whatever provider is
 	// measured.
 	withCRDs := o
 	withCRDs.noProvider = false
 	w, err := startWorld(withCRDs, "KubeVirt floor", nil)
 	if err != nil {
-		return 0, 0, Timeline{}, err
+		return 0, 0, Timeline{}, nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	tl := newTimeline()
 	stopped, err := startOracle(ctx, w)
 	if err == nil {
-		provisioned, nodeRefs, err = phase{name: "KubeVirt floor", mutate: onStorageClass(o.storageClass), timeline: tl, kubevirtMachines: true}.measure(ctx, w, o)
+		cpu, err = whileMeasuring(func() (err error) {
+			provisioned, nodeRefs, err = phase{name: "KubeVirt floor", mutate: onStorageClass(o.storageClass), timeline: tl, kubevirtMachines: true}.measure(ctx, w, o)
+			return err
+		})
 	}
 	// The oracle stops before its world does.
 	cancel()
@@ -368,5 +371,5 @@ func runKubeVirtFloor(ctx context.Context, o options) (provisioned, nodeRefs tim
 	if err == nil {
 		fmt.Printf(">> KubeVirt floor: all provisioned at %.1fs, all with a Node at %.1fs\n", provisioned.Seconds(), nodeRefs.Seconds())
 	}
-	return provisioned, nodeRefs, tl.summary(), err
+	return provisioned, nodeRefs, tl.summary(), cpu, err
 }

@@ -77,6 +77,12 @@ type Result struct {
 	// process's user and system time and its peak resident memory.
 	ProviderCPUSeconds    float64 `json:"providerCPUSeconds"`
 	ProviderPeakMemoryMiB float64 `json:"providerPeakMemoryMiB"`
+	// CPUByProcess and KubeVirtFloorCPUByProcess are the CPU seconds each
+	// process of the world spent in the provider's phase and the KubeVirt
+	// floor's, by command name ("bench" is Cluster API, the simulator and
+	// the oracle), to tell which component a phase's extra time went to.
+	CPUByProcess              map[string]float64 `json:"cpuByProcess,omitempty"`
+	KubeVirtFloorCPUByProcess map[string]float64 `json:"kubevirtFloorCPUByProcess,omitempty"`
 	// Imports and Clones are CDI's golden image downloads and
 	// root disk clones.
 	Imports int64 `json:"imports"`
@@ -237,6 +243,13 @@ func printTable(r Result) {
 	}
 	row("provider CPU seconds", "%.1f", r.ProviderCPUSeconds)
 	row("provider peak memory (MiB)", "%.0f", r.ProviderPeakMemoryMiB)
+	for _, name := range slices.Sorted(maps.Keys(r.CPUByProcess)) {
+		if floor, ok := r.KubeVirtFloorCPUByProcess[name]; ok {
+			row("CPU seconds: "+name, "%.1f (KubeVirt floor %.1f)", r.CPUByProcess[name], floor)
+		} else {
+			row("CPU seconds: "+name, "%.1f", r.CPUByProcess[name])
+		}
+	}
 	row("CDI imports / clones", "%d / %d", r.Imports, r.Clones)
 	for _, method := range slices.Sorted(maps.Keys(r.CloneMethods)) {
 		row("root disks cloned by "+method, "%d", r.CloneMethods[method])
