@@ -229,7 +229,7 @@ type KubevirtClusterStatus struct {
 
 	// goldenImage is the golden volume of the control plane's machines
 	// while the cluster waits for its import, before it is provisioned; it
-	// keeps the volume in use until the machines name it themselves.
+	// keeps the volume in use meanwhile.
 	// +optional
 	GoldenImage *GoldenImageStatus `json:"goldenImage,omitempty"`
 

@@ -136,15 +136,9 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 		outcome.RecordWarning(s.Recorder, kc, infrav1.ControlPlaneImageReadyCondition, o)
 		outcomes = append(outcomes, o)
 		errs = append(errs, err)
-	} else {
-		if !conditions.Has(kc, infrav1.ControlPlaneImageReadyCondition) {
-			outcome.Set(kc, infrav1.ControlPlaneImageReadyCondition, outcome.Ready(infrav1.NotAwaitedReason,
-				"the cluster was provisioned before the provider awaited its control plane's golden image"))
-		}
-		if conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition) {
-			// The control plane's machines name the golden volume now.
-			kc.Status.GoldenImage = nil
-		}
+	} else if !conditions.Has(kc, infrav1.ControlPlaneImageReadyCondition) {
+		outcome.Set(kc, infrav1.ControlPlaneImageReadyCondition, outcome.Ready(infrav1.NotAwaitedReason,
+			"the cluster was provisioned before the provider awaited its control plane's golden image"))
 	}
 	all := outcome.Merge(outcomes...)
 	// The credential waits for the tenant's control plane, which waits for
@@ -162,6 +156,11 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 		}
 		kc.Status.Ready = true
 		kc.Status.Initialization.Provisioned = ptr.To(true)
+		// The wait is over: the control plane's template, and soon its
+		// machines, keep the golden volume in use; a name kept here would
+		// keep it after a rollout to a new image, as nothing wakes a
+		// provisioned cluster when its control plane comes up.
+		kc.Status.GoldenImage = nil
 	}
 	// An external infra cluster without KubeVirt or CDI has no watch yet
 	// that would announce them.
