@@ -198,45 +198,19 @@ func NetworkdUnit(i Interface) (path string, contents []byte) {
 	return "/etc/systemd/network/10-capkv-" + i.Name + ".network", []byte(b.String())
 }
 
-// KubeletNodeIPPath is the systemd drop-in that tells the kubelet the node
-// address. It sorts after kubeadm's 10-kubeadm.conf and replaces its
-// ExecStart with the same command plus the flag from a variable of its own:
-// KUBELET_EXTRA_ARGS could not carry it, as images write that variable in
-// an EnvironmentFile (/etc/default/kubelet, /etc/sysconfig/kubelet), which
-// systemd lets win over an Environment line.
-const KubeletNodeIPPath = "/etc/systemd/system/kubelet.service.d/20-capkv-node-ip.conf"
-
-// KubeletNodeIPDropIn is the drop-in's contents for the address ip. The
-// flag comes last on the command line, so it wins over a --node-ip in
-// kubeadm's kubeletExtraArgs.
-func KubeletNodeIPDropIn(ip netip.Addr) []byte {
-	return []byte(fmt.Sprintf("[Service]\nEnvironment=\"CAPKV_KUBELET_NODE_IP=--node-ip=%s\"\nExecStart=\n"+
-		"ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS $CAPKV_KUBELET_NODE_IP\n", ip))
-}
-
-// NodeIP is the address the kubelet should report: the first IPv4 address
-// of the node-address network, else its first address.
-func NodeIP(assigned []Assigned, nodeNetwork string) (netip.Addr, bool) {
-	for _, a := range assigned {
-		if a.Network != nodeNetwork || len(a.Addresses) == 0 {
-			continue
-		}
-		for _, p := range a.Addresses {
-			if p.Addr().Is4() {
-				return p.Addr(), true
-			}
-		}
-		return a.Addresses[0].Addr(), true
-	}
-	return netip.Addr{}, false
-}
-
 // GuestNetwork is how a guest applies its assigned addresses on the VM's
 // interfaces: the files to add to its user data (the kubelet's node IP on
 // nodeNetwork; systemd-networkd units for Ignition guests) and, for
 // cloud-init guests, the network config that replaces any the user gave.
-// It fails for addresses on a network the VM lacks, or on its pod network.
-func GuestNetwork(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assigned, nodeNetwork string, ignition bool) ([]userdata.File, []byte, error) {
+// A node-address network without an assigned address, when it is a Multus
+// network, gets the script that finds its DHCP address instead, and its
+// interface the MAC dhcpMAC when it has none (DHCPNodeIP). Without assigned
+// addresses the user's network config is left alone: nil. It fails for
+// addresses on a network the VM lacks, or on its pod network.
+func GuestNetwork(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assigned, nodeNetwork, dhcpMAC string, ignition bool) ([]userdata.File, []byte, error) {
+	if len(assigned) == 0 {
+		return DHCPNodeIP(spec, nodeNetwork, dhcpMAC), nil, nil
+	}
 	ifaces, err := Interfaces(spec, assigned)
 	if err != nil {
 		return nil, nil, err
@@ -244,6 +218,8 @@ func GuestNetwork(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assign
 	var files []userdata.File
 	if ip, ok := NodeIP(assigned, nodeNetwork); ok {
 		files = append(files, userdata.File{Path: KubeletNodeIPPath, Mode: 0o644, Contents: KubeletNodeIPDropIn(ip)})
+	} else {
+		files = append(files, DHCPNodeIP(spec, nodeNetwork, dhcpMAC)...)
 	}
 	if !ignition {
 		networkData, err := CloudInitNetworkConfig(ifaces)

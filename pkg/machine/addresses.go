@@ -52,17 +52,23 @@ func interfaceMAC(sc *Scope) func(network string) string {
 
 // guestNetwork adds the pool addresses to the bootstrap data, for the
 // built VM's interfaces: cloud-init network config, or networkd units for
-// Ignition guests, and the kubelet's node IP for both. A machine whose
-// networkAddresses name a network the VM lacks, or its pod network, fails
-// here, before anything is created.
+// Ignition guests, and the kubelet's node IP for both. A node-address
+// network on Multus without a pool address gets the script that tells the
+// kubelet its DHCP address, and its interface a MAC of the provider's (see
+// ipam.DHCPNodeIP). A machine whose networkAddresses name a network the VM
+// lacks, or its pod network, fails here, before anything is created.
 func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine) outcome.Outcome {
-	if len(data.assigned) == 0 || vm.Spec.Template == nil {
+	nodeNetwork := tenantnet.NodeAddressNetwork(sc.KubevirtCluster, sc.KubevirtMachine)
+	if (len(data.assigned) == 0 && nodeNetwork == "") || vm.Spec.Template == nil {
 		return outcome.Outcome{}
 	}
-	files, networkData, err := ipam.GuestNetwork(&vm.Spec.Template.Spec, data.assigned,
-		tenantnet.NodeAddressNetwork(sc.KubevirtCluster, sc.KubevirtMachine), data.Format == userdata.FormatIgnition)
+	files, networkData, err := ipam.GuestNetwork(&vm.Spec.Template.Spec, data.assigned, nodeNetwork,
+		ipam.MAC(sc.VMNamespace(), sc.VMName(), nodeNetwork), data.Format == userdata.FormatIgnition)
 	if err != nil {
 		return outcome.Fail(infrav1.AddressNetworkInvalidReason, err.Error())
+	}
+	if len(files) == 0 && networkData == nil {
+		return outcome.Outcome{}
 	}
 	if networkData != nil {
 		data.NetworkData = networkData

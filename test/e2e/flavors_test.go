@@ -25,6 +25,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -91,6 +92,12 @@ func checkFlavor(ctx context.Context, flavor string, kc *infrav1.KubevirtCluster
 		Expect(networks[i].Multus.NetworkName).To(Equal(kc.Status.Network.PerCluster))
 		Expect(km.Status.Addresses).NotTo(BeEmpty())
 		Expect(km.Status.Addresses[0].Address).To(HavePrefix("192.168."), "the node address is on the VLAN network")
+		machine := &clusterv1.Machine{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: km.OwnerReferences[0].Name}, machine)).To(Succeed())
+		node, err := w.Workloads.Node(ctx, types.NamespacedName{Namespace: ns, Name: machine.Spec.ClusterName}, machine.Status.NodeRef.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(internalIP(node)).To(Equal(km.Status.Addresses[0].Address),
+			"the kubelet reports the VLAN address its DHCP gave, not the masquerade address every VM shares")
 		policy := &networkingv1.NetworkPolicy{}
 		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kc.Name + "-isolation"}, policy)).To(Succeed(),
 			"isolation still holds on the pod network")

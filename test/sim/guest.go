@@ -370,9 +370,10 @@ func validateMultipart(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("multipart user data: %w", err)
 		}
-		body, err := io.ReadAll(part)
+		// cloud-init decodes a base64 part before it looks at it.
+		body, err := decodeTransfer(part.Header.Get("Content-Transfer-Encoding"), part)
 		if err != nil {
-			return err
+			return fmt.Errorf("part %d: %w", parts+1, err)
 		}
 		ct, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
 		if err := validateCloudInitPart(body, ct); err != nil {

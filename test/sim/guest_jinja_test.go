@@ -28,3 +28,22 @@ func TestJinjaCloudConfig(t *testing.T) {
 		t.Error("a Jinja template rendering invalid YAML was accepted")
 	}
 }
+
+// TestBase64PartsAreDecoded: cloud-init decodes a part's base64 transfer
+// encoding before it reads the part, as the provider's long write_files
+// parts need.
+func TestBase64PartsAreDecoded(t *testing.T) {
+	multipart := func(body string) *Bootstrap {
+		return &Bootstrap{Format: "cloud-config", Data: []byte("Content-Type: multipart/mixed; boundary=b\nMIME-Version: 1.0\n\n--b\n" +
+			"Content-Type: text/cloud-config\nContent-Transfer-Encoding: base64\n\n" + body + "\n--b--\n")}
+	}
+	// "#cloud-config\nruncmd: [kubeadm init]\n", wrapped as RFC 2045 wraps it.
+	good := "I2Nsb3VkLWNvbmZpZwpy\ndW5jbWQ6IFtrdWJlYWRtIGluaXRdCg=="
+	if err := validateUserData(multipart(good)); err != nil {
+		t.Errorf("a base64 cloud-config part refused: %v", err)
+	}
+	// "#cloud-config\nruncmd: [unclosed\n"
+	if err := validateUserData(multipart("I2Nsb3VkLWNvbmZpZwpydW5jbWQ6IFt1bmNsb3NlZAo=")); err == nil {
+		t.Error("a base64 part of invalid YAML was accepted")
+	}
+}

@@ -19,6 +19,7 @@ package sim
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -136,24 +137,35 @@ var kubeadmNodeIPRE = regexp.MustCompile(`name:\s*"?node-ip"?\s*\n\s*value:\s*"?
 // nodeIPFlagRE finds a --node-ip flag in a command line or variable.
 var nodeIPFlagRE = regexp.MustCompile(`--node-ip[= ]"?([0-9a-fA-F.:]+)`)
 
-// NodeIP is the address the guest's kubelet is told to report with
+// NodeIP is the address the guest's kubelet reports, as the kubelet
+// chooses it (kubernetes pkg/kubelet/nodestatus/setters.go, NodeAddress):
+// its --node-ip, else the guest's address on the default route's
+// interface (the node name resolves to a loopback address in the guests'
+// /etc/hosts, which the kubelet skips). It fails when the kubelet would not
+// start: the provider's node IP script found no address.
+func NodeIP(data *Bootstrap, vmi *kubevirtv1.VirtualMachineInstance) (string, error) {
+	ip, err := nodeIPFlag(data, vmi)
+	if err != nil || ip != "" {
+		return ip, err
+	}
+	return defaultRouteAddress(vmi), nil
+}
+
+// nodeIPFlag is the address the guest's kubelet is told to report with
 // --node-ip, or "" when nothing tells it, resolved as systemd would start
 // kubeadm's kubelet unit: the last ExecStart of the kubelet.service.d
 // drop-ins the data writes expands its variables, where an EnvironmentFile
-// (/etc/default/kubelet, /etc/sysconfig/kubelet) wins over an
-// Environment= line; without such a drop-in, kubeadm's ExecStart passes
-// KUBELET_KUBEADM_ARGS (kubeletExtraArgs) then KUBELET_EXTRA_ARGS.
-func NodeIP(data *Bootstrap) string {
+// (/etc/default/kubelet, /etc/sysconfig/kubelet, or one a drop-in names)
+// wins over an Environment= line; without such a drop-in, kubeadm's
+// ExecStart passes KUBELET_KUBEADM_ARGS (kubeletExtraArgs) then
+// KUBELET_EXTRA_ARGS. An ExecStartPre running the provider's node IP
+// script writes its environment file first (see runNodeIPScript).
+func nodeIPFlag(data *Bootstrap, vmi *kubevirtv1.VirtualMachineInstance) (string, error) {
 	if data == nil {
-		return ""
+		return "", nil
 	}
 	files := writtenFiles(data)
-	envFile := map[string]string{}
-	for _, path := range []string{"/etc/sysconfig/kubelet", "/etc/default/kubelet"} {
-		for k, v := range envAssignments(files[path]) {
-			envFile[k] = v
-		}
-	}
+	envFiles := []string{"/etc/sysconfig/kubelet", "/etc/default/kubelet"}
 	var dropIns []string
 	for path := range files {
 		if strings.HasPrefix(path, "/etc/systemd/system/kubelet.service.d/") && strings.HasSuffix(path, ".conf") {
@@ -171,13 +183,21 @@ func NodeIP(data *Bootstrap) string {
 				for name, value := range envAssignments(strings.Trim(v, `"`)) {
 					env[name] = value
 				}
+			case "EnvironmentFile":
+				envFiles = append(envFiles, strings.TrimPrefix(v, "-"))
+			case "ExecStartPre":
+				if err := runNodeIPScript(strings.Fields(v), files, vmi); err != nil {
+					return "", err
+				}
 			case "ExecStart":
 				execStart = v
 			}
 		}
 	}
-	for k, v := range envFile {
-		env[k] = v
+	for _, path := range envFiles {
+		for k, v := range envAssignments(files[path]) {
+			env[k] = v
+		}
 	}
 	if execStart == "" {
 		// kubeadm's own unit: its flags, then the user's extra ones.
@@ -188,14 +208,107 @@ func NodeIP(data *Bootstrap) string {
 		if m := nodeIPFlagRE.FindStringSubmatch(env["KUBELET_EXTRA_ARGS"]); m != nil {
 			ip = m[1]
 		}
-		return validIP(ip)
+		return validIP(ip), nil
 	}
 	expanded := os.Expand(execStart, func(name string) string { return env[name] })
 	ip := ""
 	for _, m := range nodeIPFlagRE.FindAllStringSubmatch(expanded, -1) {
 		ip = m[1] // the last flag wins
 	}
-	return validIP(ip)
+	return validIP(ip), nil
+}
+
+// nodeIPScriptMark is in the provider's node IP script (pkg/ipam/nodeip.go,
+// which runs the script itself against a fake sysfs in its tests).
+const nodeIPScriptMark = "finds the kubelet's --node-ip"
+
+// runNodeIPScript does what the provider's node IP script does, when the
+// ExecStartPre command args runs it (/bin/sh <script> <mac> <env file>):
+// it writes the guest's address on the interface with that MAC, IPv4
+// first, to the environment file, and fails when there is none. Other
+// commands change nothing the simulator follows.
+func runNodeIPScript(args []string, files map[string]string, vmi *kubevirtv1.VirtualMachineInstance) error {
+	if len(args) > 0 && (args[0] == "/bin/sh" || args[0] == "/bin/bash") {
+		args = args[1:]
+	}
+	if len(args) != 3 || !strings.Contains(files[args[0]], nodeIPScriptMark) {
+		return nil
+	}
+	mac, out := strings.ToLower(args[1]), args[2]
+	for _, iface := range vmi.Status.Interfaces {
+		if strings.ToLower(iface.MAC) != mac {
+			continue
+		}
+		if ip := preferIPv4(guestAddresses(vmi, iface)); ip != "" {
+			files[out] = "CAPKV_KUBELET_NODE_IP=--node-ip=" + ip + "\n"
+			return nil
+		}
+	}
+	return fmt.Errorf("the kubelet does not start: its node IP script finds no address on the interface with MAC %s", mac)
+}
+
+// defaultRouteAddress is the guest's address on the interface of its
+// default route: the pod network's when the VM has one (DHCP on it gives
+// the route), else the first interface's.
+func defaultRouteAddress(vmi *kubevirtv1.VirtualMachineInstance) string {
+	for _, iface := range vmi.Status.Interfaces {
+		if iface.Name == podNetworkName(vmi) {
+			return preferIPv4(guestAddresses(vmi, iface))
+		}
+	}
+	if len(vmi.Status.Interfaces) > 0 {
+		return preferIPv4(guestAddresses(vmi, vmi.Status.Interfaces[0]))
+	}
+	return ""
+}
+
+func podNetworkName(vmi *kubevirtv1.VirtualMachineInstance) string {
+	for _, n := range vmi.Spec.Networks {
+		if n.Pod != nil {
+			return n.Name
+		}
+	}
+	return ""
+}
+
+// guestAddresses are the addresses the guest itself holds on an interface:
+// those the VMI reports, except behind masquerade binding, where the guest
+// has the second address of the VM network CIDR (10.0.2.2 by default)
+// while the VMI reports the pod's (kubevirt pkg/network/link/address.go,
+// GenerateMasqueradeGatewayAndVmIPAddrs).
+func guestAddresses(vmi *kubevirtv1.VirtualMachineInstance, iface kubevirtv1.VirtualMachineInstanceNetworkInterface) []string {
+	for _, n := range vmi.Spec.Networks {
+		if n.Name != iface.Name || n.Pod == nil {
+			continue
+		}
+		for _, i := range vmi.Spec.Domain.Devices.Interfaces {
+			if i.Name == n.Name && i.Masquerade != nil {
+				cidr := cmp.Or(n.Pod.VMNetworkCIDR, "10.0.2.0/24")
+				if p, err := netip.ParsePrefix(cidr); err == nil {
+					return []string{p.Masked().Addr().Next().Next().String()}
+				}
+			}
+		}
+	}
+	if len(iface.IPs) > 0 {
+		return iface.IPs
+	}
+	return []string{iface.IP}
+}
+
+// preferIPv4 is the first IPv4 address of ips, else the first address.
+func preferIPv4(ips []string) string {
+	for _, ip := range ips {
+		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+			return ip
+		}
+	}
+	for _, ip := range ips {
+		if ip != "" {
+			return ip
+		}
+	}
+	return ""
 }
 
 func validIP(s string) string {

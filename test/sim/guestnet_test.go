@@ -19,7 +19,12 @@ package sim
 import (
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"testing"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
 )
 
 // cloudConfigWriting is a cloud-config that writes files, base64-encoded
@@ -55,8 +60,67 @@ func TestNodeIPFollowsSystemd(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := NodeIP(tc.data); got != tc.want {
-				t.Errorf("NodeIP = %q, want %q", got, tc.want)
+			if got, err := nodeIPFlag(tc.data, &kubevirtv1.VirtualMachineInstance{}); err != nil || got != tc.want {
+				t.Errorf("nodeIPFlag = %q, %v, want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// multusVMI runs on the pod network (bound as podBinding says) and a
+// Multus network with a DHCP address.
+func multusVMI(podBinding string) *kubevirtv1.VirtualMachineInstance {
+	pod := kubevirtv1.Interface{Name: "default"}
+	if podBinding == "masquerade" {
+		pod.Masquerade = &kubevirtv1.InterfaceMasquerade{}
+	} else {
+		pod.Bridge = &kubevirtv1.InterfaceBridge{}
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	vmi.Spec.Networks = []kubevirtv1.Network{
+		{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
+		{Name: "tenant", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "tenant"}}},
+	}
+	vmi.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{pod, {Name: "tenant", MacAddress: "02:aa:00:00:00:01"}}
+	vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{
+		{Name: "default", MAC: "02:00:00:00:00:09", IP: "10.244.1.7", IPs: []string{"10.244.1.7"}},
+		{Name: "tenant", MAC: "02:aa:00:00:00:01", IP: "fd00::7", IPs: []string{"fd00::7", "192.168.4.7"}},
+	}
+	return vmi
+}
+
+func TestNodeIPLikeTheKubelet(t *testing.T) {
+	// The provider's own script and drop-in, for the tenant interface.
+	byMAC := func(mac string) *Bootstrap {
+		vmi := multusVMI("masquerade")
+		vmi.Spec.Domain.Devices.Interfaces[1].MacAddress = mac
+		written := map[string]string{}
+		for _, f := range ipam.DHCPNodeIP(&vmi.Spec, "tenant", "") {
+			written[f.Path] = string(f.Contents)
+		}
+		return cloudConfigWriting(written)
+	}
+	for name, tc := range map[string]struct {
+		data    *Bootstrap
+		binding string
+		want    string
+		fails   bool
+	}{
+		"no flag, masquerade: the guest's own masquerade address": {cloudConfigWriting(nil), "masquerade", "10.0.2.2", false},
+		"no flag, bridge: the pod's address":                      {cloudConfigWriting(nil), "bridge", "10.244.1.7", false},
+		"the script: the IPv4 address on the MAC's interface":     {byMAC("02:AA:00:00:00:01"), "masquerade", "192.168.4.7", false},
+		"the script, for an interface the guest lacks":            {byMAC("02:bb:00:00:00:01"), "masquerade", "", true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := NodeIP(tc.data, multusVMI(tc.binding))
+			if tc.fails {
+				if err == nil || !strings.Contains(err.Error(), "02:bb:00:00:00:01") {
+					t.Fatalf("NodeIP = %q, %v: want the kubelet not to start", got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("NodeIP = %q, %v, want %q", got, err, tc.want)
 			}
 		})
 	}

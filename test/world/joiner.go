@@ -59,7 +59,9 @@ func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInsta
 	if data.Kubelet != "" {
 		member.Version = data.Kubelet
 	}
-	member.Address = sim.NodeIP(&data)
+	if member.Address, err = sim.NodeIP(&data, vmi); err != nil {
+		return err
+	}
 	if !j.workloads.Has(member.Cluster) {
 		if err := j.workloads.ensureBehindLoadBalancer(ctx, j.infra, vmi.Namespace, member.Cluster); err != nil {
 			return err

@@ -200,8 +200,9 @@ type Member struct {
 	ProviderID   string
 	Version      string
 	ControlPlane bool
-	// Address is the InternalIP the kubelet reports: its --node-ip, or
-	// none when the bootstrap data does not set one.
+	// Address is the InternalIP the kubelet reports: its --node-ip, else
+	// the guest's address on its default route (sim.NodeIP); none for a
+	// member that did not boot from bootstrap data.
 	Address string
 }
 
