@@ -36,11 +36,13 @@ const shardEnv = "E2E_SHARD"
 // the world's controllers, and one world leaves the second core idle. The
 // split keeps the two about even (the reaper, reaper_test.go, took most
 // from the second, whose flavor clusters each waited for its deletion)
-// and keeps the demo, which fails an infra node, in the first.
+// and keeps the demo, which fails an infra node, in the first; the slow
+// import, which mostly waits, went to the first when the second was the
+// longer by about twice its 80 s.
 // Of Cluster API's specs, the quick starts, deletion, upgrade, scale, KCP
 // adoption and ClusterClass rollout run in the first, the worker specs and
 // ClusterClass changes in the second.
-var firstShardFiles = []string{"demo_test.go", "inplace_test.go", "clusterapi_test.go", "clusterapi_rollout_test.go"}
+var firstShardFiles = []string{"demo_test.go", "inplace_test.go", "clusterapi_test.go", "clusterapi_rollout_test.go", "slowimport_test.go"}
 
 // shardConfig narrows the suite to the shard this process runs. It tells
 // whether the specs run here: false when this process should start the
