@@ -202,14 +202,21 @@ func NetworkdUnit(i Interface) (path string, contents []byte) {
 // interfaces: the files to add to its user data (the kubelet's node IP on
 // nodeNetwork; systemd-networkd units for Ignition guests) and, for
 // cloud-init guests, the network config that replaces any the user gave.
-// A node-address network without an assigned address, when it is a Multus
-// network, gets the script that finds its DHCP address instead, and its
-// interface the MAC dhcpMAC when it has none (DHCPNodeIP). Without assigned
-// addresses the user's network config is left alone: nil. It fails for
-// addresses on a network the VM lacks, or on its pod network.
-func GuestNetwork(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assigned, nodeNetwork, dhcpMAC string, ignition bool) ([]userdata.File, []byte, error) {
+// A node-address network on Multus without an assigned address gets the
+// script that finds its DHCP address instead (DHCPNodeIP) and, for a
+// cloud-init guest whose user gave no network config, network config with
+// DHCP on every interface (DHCPNetworkConfig). macOf gives interfaces
+// without a MAC one; nil for a VM that exists already, whose interfaces
+// keep what they have. It fails for addresses on a network the VM lacks,
+// or on its pod network.
+func GuestNetwork(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assigned, nodeNetwork string, macOf func(string) string, ignition, userNetworkData bool) ([]userdata.File, []byte, error) {
 	if len(assigned) == 0 {
-		return DHCPNodeIP(spec, nodeNetwork, dhcpMAC), nil, nil
+		files := DHCPNodeIP(spec, nodeNetwork, macOf)
+		if files == nil || ignition || userNetworkData {
+			return files, nil, nil
+		}
+		networkData, err := DHCPNetworkConfig(spec, macOf)
+		return files, networkData, err
 	}
 	ifaces, err := Interfaces(spec, assigned)
 	if err != nil {
@@ -219,7 +226,7 @@ func GuestNetwork(spec *kubevirtv1.VirtualMachineInstanceSpec, assigned []Assign
 	if ip, ok := NodeIP(assigned, nodeNetwork); ok {
 		files = append(files, userdata.File{Path: KubeletNodeIPPath, Mode: 0o644, Contents: KubeletNodeIPDropIn(ip)})
 	} else {
-		files = append(files, DHCPNodeIP(spec, nodeNetwork, dhcpMAC)...)
+		files = append(files, DHCPNodeIP(spec, nodeNetwork, macOf)...)
 	}
 	if !ignition {
 		networkData, err := CloudInitNetworkConfig(ifaces)

@@ -18,7 +18,9 @@ package ipam
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -70,8 +72,12 @@ sysfs=${CAPKV_SYSFS:-/sys/class/net}
 address() {
   for dev in "$sysfs"/*; do
     [ "$(cat "$dev/address" 2>/dev/null)" = "$mac" ] || continue
-    ip "$1" -o addr show dev "${dev##*/}" scope global | awk '{ split($4, a, "/"); print a[1]; exit }'
-    return
+    # A VLAN or bond on top shares the MAC: the first with an address wins.
+    found=$(ip "$1" -o addr show dev "${dev##*/}" scope global | awk '{ split($4, a, "/"); print a[1]; exit }')
+    if [ -n "$found" ]; then
+      echo "$found"
+      return
+    fi
   done
 }
 wait=${CAPKV_NODE_IP_WAIT:-60}
@@ -110,20 +116,12 @@ func KubeletNodeIPByMACDropIn(mac string) []byte {
 // Multus network without a static address: the kubelet, left alone, would
 // report the address of the default route's interface, which on a VM that
 // also has the pod network with masquerade binding is 10.0.2.2 on every VM.
-// It gives that network's interface the MAC mac when it has none, and
-// returns the script and the drop-in that find its address. A pod network,
-// or a network the VM lacks, needs nothing: nil.
-func DHCPNodeIP(spec *kubevirtv1.VirtualMachineInstanceSpec, nodeNetwork, mac string) []userdata.File {
-	if nodeNetwork == "" {
-		return nil
-	}
-	multus := false
-	for _, n := range spec.Networks {
-		if n.Name == nodeNetwork {
-			multus = n.Multus != nil
-		}
-	}
-	if !multus {
+// It gives that network's interface the MAC macOf(network) when it has
+// none, and returns the script and the drop-in that find its address. A
+// pod network, a network the VM lacks, or an interface without a MAC when
+// macOf is nil (a VM that exists already) needs or gets nothing: nil.
+func DHCPNodeIP(spec *kubevirtv1.VirtualMachineInstanceSpec, nodeNetwork string, macOf func(network string) string) []userdata.File {
+	if nodeNetwork == "" || !slices.ContainsFunc(spec.Networks, func(n kubevirtv1.Network) bool { return n.Name == nodeNetwork && n.Multus != nil }) {
 		return nil
 	}
 	for k := range spec.Domain.Devices.Interfaces {
@@ -131,15 +129,45 @@ func DHCPNodeIP(spec *kubevirtv1.VirtualMachineInstanceSpec, nodeNetwork, mac st
 		if iface.Name != nodeNetwork {
 			continue
 		}
-		if iface.MacAddress == "" {
-			iface.MacAddress = mac
+		if iface.MacAddress == "" && macOf != nil {
+			iface.MacAddress = macOf(iface.Name)
+		}
+		// KubeVirt takes any form Go's net.ParseMAC does; sysfs shows
+		// colons and lower case.
+		mac, err := net.ParseMAC(iface.MacAddress)
+		if err != nil {
+			return nil
 		}
 		return []userdata.File{
 			{Path: NodeIPScriptPath, Mode: 0o755, Contents: []byte(nodeIPScript)},
-			{Path: KubeletNodeIPPath, Mode: 0o644, Contents: KubeletNodeIPByMACDropIn(iface.MacAddress)},
+			{Path: KubeletNodeIPPath, Mode: 0o644, Contents: KubeletNodeIPByMACDropIn(mac.String())},
 		}
 	}
 	return nil
+}
+
+// DHCPNetworkConfig is cloud-init network config that runs DHCP on every
+// interface of the VM, matched by MAC; interfaces without one get
+// macOf(network). Without network config, cloud-init configures only one
+// interface, the first (its fallback config), so a Multus network's
+// interface behind the pod network would get no address
+// (kubevirt/kubevirt#5881). Nil when an interface has no MAC and macOf is
+// nil.
+func DHCPNetworkConfig(spec *kubevirtv1.VirtualMachineInstanceSpec, macOf func(network string) string) ([]byte, error) {
+	for k := range spec.Domain.Devices.Interfaces {
+		iface := &spec.Domain.Devices.Interfaces[k]
+		if iface.MacAddress == "" {
+			if macOf == nil {
+				return nil, nil
+			}
+			iface.MacAddress = macOf(iface.Name)
+		}
+	}
+	ifaces, err := Interfaces(spec, nil)
+	if err != nil {
+		return nil, err
+	}
+	return CloudInitNetworkConfig(ifaces)
 }
 
 // NodeIP is the address the kubelet should report: the first IPv4 address

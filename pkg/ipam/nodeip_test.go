@@ -22,31 +22,34 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestDHCPNodeIP(t *testing.T) {
+	provider := func(string) string { return "02:cc:00:00:00:09" }
 	for _, tc := range []struct {
 		name, network, specMAC string
+		macOf                  func(string) string
 		wantMAC                string // "" for no files
 	}{
-		{name: "a Multus network gets the provider's MAC", network: "tenant", wantMAC: "02:cc:00:00:00:09"},
-		{name: "a MAC in the template is kept", network: "tenant", specMAC: "02:AA:00:00:00:02", wantMAC: "02:aa:00:00:00:02"},
-		{name: "the pod network's address is the default route's", network: "default"},
-		{name: "a network the VM lacks", network: "storage"},
-		{name: "no node-address network", network: ""},
+		{name: "a Multus network gets the provider's MAC", network: "tenant", macOf: provider, wantMAC: "02:cc:00:00:00:09"},
+		{name: "a MAC in the template is kept, in sysfs's form", network: "tenant", specMAC: "02-AA-00-00-00-02", macOf: provider, wantMAC: "02:aa:00:00:00:02"},
+		{name: "an existing VM's MAC is used", network: "tenant", specMAC: "02:aa:00:00:00:02", wantMAC: "02:aa:00:00:00:02"},
+		{name: "an existing VM without a MAC gets nothing", network: "tenant"},
+		{name: "the pod network's address is the default route's", network: "default", macOf: provider},
+		{name: "a network the VM lacks", network: "storage", macOf: provider},
+		{name: "no node-address network", network: "", macOf: provider},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := vmiSpec()
 			spec.Domain.Devices.Interfaces[1].MacAddress = tc.specMAC
-			files := DHCPNodeIP(spec, tc.network, "02:cc:00:00:00:09")
+			files := DHCPNodeIP(spec, tc.network, tc.macOf)
 			if tc.wantMAC == "" {
 				if len(files) != 0 || spec.Domain.Devices.Interfaces[1].MacAddress != tc.specMAC {
 					t.Fatalf("files %v, tenant MAC %q: want none and the MAC untouched", files, spec.Domain.Devices.Interfaces[1].MacAddress)
 				}
 				return
-			}
-			if got := strings.ToLower(spec.Domain.Devices.Interfaces[1].MacAddress); got != tc.wantMAC {
-				t.Errorf("tenant interface MAC %q, want %q", got, tc.wantMAC)
 			}
 			if len(files) != 2 || files[0].Path != NodeIPScriptPath || files[1].Path != KubeletNodeIPPath {
 				t.Fatalf("files %v", files)
@@ -59,6 +62,50 @@ func TestDHCPNodeIP(t *testing.T) {
 			} {
 				if !strings.Contains(dropIn, want) {
 					t.Errorf("drop-in lacks %q:\n%s", want, dropIn)
+				}
+			}
+		})
+	}
+}
+
+// TestGuestNetworkWithDHCPNodeAddress: without pool addresses, a
+// cloud-init guest gets DHCP on every interface, as cloud-init's own
+// fallback configures only the first; the user's network config and an
+// Ignition guest's OS are left to do it.
+func TestGuestNetworkWithDHCPNodeAddress(t *testing.T) {
+	macOf := func(network string) string { return MAC("ns", "vm", network) }
+	for _, tc := range []struct {
+		name                      string
+		ignition, userNetworkData bool
+		wantConfig                bool
+	}{
+		{name: "cloud-init", wantConfig: true},
+		{name: "cloud-init with the user's network config", userNetworkData: true},
+		{name: "ignition", ignition: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := vmiSpec()
+			spec.Domain.Devices.Interfaces[0].MacAddress, spec.Domain.Devices.Interfaces[1].MacAddress = "", ""
+			files, networkData, err := GuestNetwork(spec, nil, "tenant", macOf, tc.ignition, tc.userNetworkData)
+			if err != nil || len(files) != 2 {
+				t.Fatalf("files %v, err %v", files, err)
+			}
+			if !tc.wantConfig {
+				if networkData != nil {
+					t.Fatalf("network config %s", networkData)
+				}
+				return
+			}
+			var cfg struct {
+				Ethernets map[string]netplanEthernet `json:"ethernets"`
+			}
+			if err := yaml.Unmarshal(networkData, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			for _, network := range []string{"default", "tenant"} {
+				e := cfg.Ethernets[network]
+				if e.DHCP4 == nil || !*e.DHCP4 || e.Match["macaddress"] != MAC("ns", "vm", network) {
+					t.Errorf("%s: %+v, want DHCP matched by the provider's MAC", network, e)
 				}
 			}
 		})
@@ -84,6 +131,9 @@ func TestNodeIPScript(t *testing.T) {
 		{name: "IPv6 when no IPv4 address comes", mac: "02:aa:00:00:00:02",
 			addrs: map[string]string{"eth0 -4": "10.0.2.2/24", "eth1 -6": "fd00::7/64"},
 			want:  "CAPKV_KUBELET_NODE_IP=--node-ip=fd00::7\n"},
+		{name: "a VLAN on the interface, sharing its MAC", mac: "02:aa:00:00:00:02",
+			addrs: map[string]string{"eth0 -4": "10.0.2.2/24", "eth1.100 -4": "192.168.9.7/24"},
+			want:  "CAPKV_KUBELET_NODE_IP=--node-ip=192.168.9.7\n"},
 		{name: "nothing on the interface yet", mac: "02:aa:00:00:00:02",
 			addrs: map[string]string{"eth0 -4": "10.0.2.2/24"}},
 		{name: "no interface with the MAC", mac: "02:bb:00:00:00:02",
@@ -92,7 +142,7 @@ func TestNodeIPScript(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			sysfs, bin := filepath.Join(dir, "net"), filepath.Join(dir, "bin")
-			for dev, mac := range map[string]string{"eth0": "02:00:00:00:00:01", "eth1": "02:aa:00:00:00:02"} {
+			for dev, mac := range map[string]string{"eth0": "02:00:00:00:00:01", "eth1": "02:aa:00:00:00:02", "eth1.100": "02:aa:00:00:00:02"} {
 				mustWrite(t, filepath.Join(sysfs, dev, "address"), mac+"\n", 0o644)
 			}
 			// ip <family> -o addr show dev <dev> scope global, in iproute2's

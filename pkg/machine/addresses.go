@@ -26,6 +26,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
 )
 
 // staticAddresses claims the machine's pool addresses and returns them
@@ -51,19 +52,27 @@ func interfaceMAC(sc *Scope) func(network string) string {
 }
 
 // guestNetwork adds the pool addresses to the bootstrap data, for the
-// built VM's interfaces: cloud-init network config, or networkd units for
+// VM's interfaces: cloud-init network config, or networkd units for
 // Ignition guests, and the kubelet's node IP for both. A node-address
 // network on Multus without a pool address gets the script that tells the
-// kubelet its DHCP address, and its interface a MAC of the provider's (see
-// ipam.DHCPNodeIP). A machine whose networkAddresses name a network the VM
-// lacks, or its pod network, fails here, before anything is created.
-func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine) outcome.Outcome {
+// kubelet its DHCP address, and a cloud-init guest without network config
+// of the user's DHCP on every interface (see ipam.GuestNetwork). Only a VM
+// about to be created (building) gets the provider's MACs; one that exists
+// keeps its interfaces as they are. A machine whose networkAddresses name
+// a network the VM lacks, or its pod network, fails here, before anything
+// is created.
+func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine, building bool) outcome.Outcome {
 	nodeNetwork := tenantnet.NodeAddressNetwork(sc.KubevirtCluster, sc.KubevirtMachine)
 	if (len(data.assigned) == 0 && nodeNetwork == "") || vm.Spec.Template == nil {
 		return outcome.Outcome{}
 	}
-	files, networkData, err := ipam.GuestNetwork(&vm.Spec.Template.Spec, data.assigned, nodeNetwork,
-		ipam.MAC(sc.VMNamespace(), sc.VMName(), nodeNetwork), data.Format == userdata.FormatIgnition)
+	var macOf func(string) string
+	if building {
+		ns, name := sc.VMNamespace(), sc.VMName()
+		macOf = func(network string) string { return ipam.MAC(ns, name, network) }
+	}
+	files, networkData, err := ipam.GuestNetwork(&vm.Spec.Template.Spec, data.assigned, nodeNetwork, macOf,
+		data.Format == userdata.FormatIgnition, data.NetworkData != nil)
 	if err != nil {
 		return outcome.Fail(infrav1.AddressNetworkInvalidReason, err.Error())
 	}
@@ -72,6 +81,9 @@ func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine)
 	}
 	if networkData != nil {
 		data.NetworkData = networkData
+		if building {
+			vmbuilder.UseNetworkData(&vm.Spec.Template.Spec)
+		}
 	}
 	add := data.additions
 	add.Files = files

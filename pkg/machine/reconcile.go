@@ -400,7 +400,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if err != nil {
 		return outcome.Fail(infrav1.CreateFailedReason, err.Error()), nil
 	}
-	if o := guestNetwork(sc, data, vm); o.Reason != "" {
+	if o := guestNetwork(sc, data, vm, true); o.Reason != "" {
 		return o, nil
 	}
 	if conflict, err := s.userDataConflict(ctx, sc); err != nil || conflict.State == outcome.Failed {

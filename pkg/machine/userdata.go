@@ -201,7 +201,7 @@ func (s *Service) keepUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.Vi
 	if err != nil || data == nil {
 		return wait, err
 	}
-	if o := guestNetwork(sc, data, vm); o.Reason != "" {
+	if o := guestNetwork(sc, data, vm, false); o.Reason != "" {
 		return o, nil
 	}
 	return s.ensureUserDataSecret(ctx, sc, data, vm)

@@ -350,6 +350,24 @@ func addUserData(spec *kubevirtv1.VirtualMachineInstanceSpec, in Input) {
 	})
 }
 
+// UseNetworkData points the user data volume of a built VM at the network
+// data of the user data Secret too, for network config decided after the
+// build (the guest network, which needs the VM's interfaces).
+func UseNetworkData(spec *kubevirtv1.VirtualMachineInstanceSpec) {
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		if v.Name != UserDataVolume {
+			continue
+		}
+		switch {
+		case v.CloudInitNoCloud != nil && v.CloudInitNoCloud.NetworkDataSecretRef == nil:
+			v.CloudInitNoCloud.NetworkDataSecretRef = v.CloudInitNoCloud.UserDataSecretRef.DeepCopy()
+		case v.CloudInitConfigDrive != nil && v.CloudInitConfigDrive.NetworkDataSecretRef == nil:
+			v.CloudInitConfigDrive.NetworkDataSecretRef = v.CloudInitConfigDrive.UserDataSecretRef.DeepCopy()
+		}
+	}
+}
+
 // SentinelProbe is the readiness probe of the guest-agent bootstrap check:
 // KubeVirt runs it through the guest agent, so the VMI turns Ready only once
 // the bootstrap sentinel file exists, with no network path to the guest.

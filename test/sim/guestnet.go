@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"regexp"
@@ -31,19 +32,45 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// staticAddresses are the addresses a guest's network configuration gives
-// its interfaces, by lower-case MAC: cloud-init network config version 2
-// (NoCloud's networkData, inline or from its Secret), or the
-// systemd-networkd units an Ignition config writes. A guest takes a static
-// address only when its configuration matches the interface's MAC
-// (docs/simulator.md#guest-network-configuration).
-func (s *Simulator) staticAddresses(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (map[string][]string, error) {
-	out := map[string][]string{}
+// guestNetConfig is what a guest's network configuration does with its
+// interfaces (docs/simulator.md#guest-network-configuration).
+type guestNetConfig struct {
+	// static are the addresses it gives interfaces, by lower-case MAC.
+	static map[string][]string
+	// dhcp are the interfaces it runs DHCP on, by lower-case MAC.
+	dhcp map[string]bool
+	// all says every interface runs DHCP: an Ignition guest (Flatcar's
+	// networkd default unit matches every interface), or a configuration
+	// the simulator does not read.
+	all bool
+}
+
+// dhcpOn says whether the guest runs DHCP on the interface with MAC mac,
+// the first of the VM's when first. Without network config cloud-init
+// configures only one interface, the first (its fallback config;
+// kubevirt/kubevirt#5881 shows a second Multus interface left without an
+// address).
+func (c guestNetConfig) dhcpOn(mac string, first bool, configured bool) bool {
+	return c.all || c.dhcp[mac] || (!configured && first)
+}
+
+// guestNetwork reads the guest's network configuration: cloud-init network
+// config version 2 (NoCloud's networkData, inline or from its Secret), or
+// the systemd-networkd units an Ignition config writes. configured says
+// whether there was any. A guest takes a static address only when its
+// configuration matches the interface's MAC.
+func (s *Simulator) guestNetwork(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (cfg guestNetConfig, configured bool, _ error) {
+	cfg = guestNetConfig{static: map[string][]string{}, dhcp: map[string]bool{}}
 	for _, v := range vmi.Spec.Volumes {
+		if cd := v.CloudInitConfigDrive; cd != nil && (cd.NetworkDataSecretRef != nil || cd.NetworkData != "" || cd.NetworkDataBase64 != "") {
+			cfg.all = true
+			return cfg, true, nil
+		}
 		nc := v.CloudInitNoCloud
 		if nc == nil {
 			continue
@@ -53,7 +80,7 @@ func (s *Simulator) staticAddresses(ctx context.Context, vmi *kubevirtv1.Virtual
 		case nc.NetworkDataSecretRef != nil:
 			secret := &corev1.Secret{}
 			if err := s.client.Get(ctx, types.NamespacedName{Namespace: vmi.Namespace, Name: nc.NetworkDataSecretRef.Name}, secret); err != nil {
-				return nil, fmt.Errorf("reading network data Secret %s: %w", nc.NetworkDataSecretRef.Name, err)
+				return cfg, false, fmt.Errorf("reading network data Secret %s: %w", nc.NetworkDataSecretRef.Name, err)
 			}
 			if data = secret.Data["networkdata"]; data == nil {
 				data = secret.Data["networkData"]
@@ -63,48 +90,66 @@ func (s *Simulator) staticAddresses(ctx context.Context, vmi *kubevirtv1.Virtual
 		default:
 			data = []byte(nc.NetworkData)
 		}
-		netplanAddresses(data, out)
-		return out, nil
+		if len(data) == 0 {
+			break
+		}
+		if !netplanAddresses(data, cfg) {
+			cfg.all = true
+		}
+		return cfg, true, nil
 	}
 	data, err := s.userData(ctx, vmi)
 	if err != nil || data == nil || data.Format != "ignition" {
-		return out, err
+		return cfg, false, err
 	}
-	walkIgnition(data.Data, 0, func(cfg *guestIgnition, _ []byte) {
-		for _, f := range cfg.Storage.Files {
+	cfg.all = true
+	walkIgnition(data.Data, 0, func(ign *guestIgnition, _ []byte) {
+		for _, f := range ign.Storage.Files {
 			if !strings.HasPrefix(f.Path, "/etc/systemd/network/") || !strings.HasSuffix(f.Path, ".network") {
 				continue
 			}
 			if unit, err := decodeDataURL(f.Contents.Source); err == nil {
-				networkdAddresses(unit, out)
+				networkdAddresses(unit, cfg.static)
 			}
 		}
 	})
-	return out, nil
+	return cfg, true, nil
 }
 
-// netplanAddresses reads the static addresses of network config v2
-// ethernets matched by MAC. Version 1 and other matches configure nothing
-// the simulator reports.
-func netplanAddresses(data []byte, out map[string][]string) {
-	var cfg struct {
+// netplanAddresses reads network config v2 ethernets matched by MAC: their
+// static addresses and whether they run DHCP. It reports false for config
+// it does not read (version 1, or not YAML), and counts an entry matched
+// otherwise (by name) as DHCP on every interface.
+func netplanAddresses(data []byte, cfg guestNetConfig) bool {
+	var doc struct {
 		Version   int `json:"version"`
 		Ethernets map[string]struct {
 			Match     map[string]string `json:"match"`
 			Addresses []string          `json:"addresses"`
+			DHCP4     *bool             `json:"dhcp4"`
+			DHCP6     *bool             `json:"dhcp6"`
 		} `json:"ethernets"`
 	}
-	if yaml.Unmarshal(data, &cfg) != nil || cfg.Version != 2 {
-		return
+	if yaml.Unmarshal(data, &doc) != nil || doc.Version != 2 {
+		return false
 	}
-	for _, e := range cfg.Ethernets {
+	for _, e := range doc.Ethernets {
 		mac := strings.ToLower(e.Match["macaddress"])
+		dhcp := ptr.Deref(e.DHCP4, false) || ptr.Deref(e.DHCP6, false)
+		if mac == "" {
+			if dhcp {
+				return false
+			}
+			continue
+		}
+		cfg.dhcp[mac] = cfg.dhcp[mac] || dhcp
 		for _, a := range e.Addresses {
-			if p, err := netip.ParsePrefix(a); err == nil && mac != "" {
-				out[mac] = append(out[mac], p.Addr().String())
+			if p, err := netip.ParsePrefix(a); err == nil {
+				cfg.static[mac] = append(cfg.static[mac], p.Addr().String())
 			}
 		}
 	}
+	return true
 }
 
 // networkdAddresses reads a networkd unit's MACAddress= match and its
@@ -234,9 +279,9 @@ func runNodeIPScript(args []string, files map[string]string, vmi *kubevirtv1.Vir
 	if len(args) != 3 || !strings.Contains(files[args[0]], nodeIPScriptMark) {
 		return nil
 	}
-	mac, out := strings.ToLower(args[1]), args[2]
+	mac, out := sysfsMAC(args[1]), args[2]
 	for _, iface := range vmi.Status.Interfaces {
-		if strings.ToLower(iface.MAC) != mac {
+		if sysfsMAC(iface.MAC) != mac || mac == "" {
 			continue
 		}
 		if ip := preferIPv4(guestAddresses(vmi, iface)); ip != "" {
@@ -245,6 +290,15 @@ func runNodeIPScript(args []string, files map[string]string, vmi *kubevirtv1.Vir
 		}
 	}
 	return fmt.Errorf("the kubelet does not start: its node IP script finds no address on the interface with MAC %s", mac)
+}
+
+// sysfsMAC is a MAC address as /sys/class/net shows it (colons, lower
+// case), or "" for none.
+func sysfsMAC(s string) string {
+	if hw, err := net.ParseMAC(s); err == nil {
+		return hw.String()
+	}
+	return ""
 }
 
 // defaultRouteAddress is the guest's address on the interface of its

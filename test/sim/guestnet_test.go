@@ -95,7 +95,7 @@ func TestNodeIPLikeTheKubelet(t *testing.T) {
 		vmi := multusVMI("masquerade")
 		vmi.Spec.Domain.Devices.Interfaces[1].MacAddress = mac
 		written := map[string]string{}
-		for _, f := range ipam.DHCPNodeIP(&vmi.Spec, "tenant", "") {
+		for _, f := range ipam.DHCPNodeIP(&vmi.Spec, "tenant", nil) {
 			written[f.Path] = string(f.Contents)
 		}
 		return cloudConfigWriting(written)
@@ -127,15 +127,26 @@ func TestNodeIPLikeTheKubelet(t *testing.T) {
 }
 
 func TestGuestStaticAddressParsers(t *testing.T) {
-	out := map[string][]string{}
-	netplanAddresses([]byte("version: 2\nethernets:\n  tenant:\n    match: {macaddress: \"02:AA:00:00:00:01\"}\n    addresses: [192.168.30.10/24]\n  other:\n    match: {name: \"e*\"}\n    addresses: [10.0.0.1/24]\n"), out)
-	networkdAddresses([]byte("[Match]\nMACAddress=02:bb:00:00:00:02\n\n[Network]\nAddress=192.168.31.10/24\nAddress=fd00::10/64\n"), out)
-	if fmt.Sprint(out["02:aa:00:00:00:01"]) != "[192.168.30.10]" || fmt.Sprint(out["02:bb:00:00:00:02"]) != "[192.168.31.10 fd00::10]" || len(out) != 2 {
-		t.Errorf("static addresses %v", out)
+	cfg := guestNetConfig{static: map[string][]string{}, dhcp: map[string]bool{}}
+	ok := netplanAddresses([]byte("version: 2\nethernets:\n  tenant:\n    match: {macaddress: \"02:AA:00:00:00:01\"}\n    addresses: [192.168.30.10/24]\n"+
+		"  pod:\n    match: {macaddress: \"02:AA:00:00:00:03\"}\n    dhcp4: true\n  other:\n    match: {name: \"e*\"}\n    addresses: [10.0.0.1/24]\n"), cfg)
+	networkdAddresses([]byte("[Match]\nMACAddress=02:bb:00:00:00:02\n\n[Network]\nAddress=192.168.31.10/24\nAddress=fd00::10/64\n"), cfg.static)
+	if !ok || fmt.Sprint(cfg.static["02:aa:00:00:00:01"]) != "[192.168.30.10]" || fmt.Sprint(cfg.static["02:bb:00:00:00:02"]) != "[192.168.31.10 fd00::10]" || len(cfg.static) != 2 {
+		t.Errorf("static addresses %v", cfg.static)
 	}
-	v1 := map[string][]string{}
-	netplanAddresses([]byte("version: 1\nconfig: []\n"), v1)
-	if len(v1) != 0 {
-		t.Errorf("version 1 config gave %v", v1)
+	if !cfg.dhcp["02:aa:00:00:00:03"] || cfg.dhcp["02:aa:00:00:00:01"] {
+		t.Errorf("DHCP %v, want only the pod entry", cfg.dhcp)
+	}
+	if netplanAddresses([]byte("version: 1\nconfig: []\n"), guestNetConfig{static: map[string][]string{}, dhcp: map[string]bool{}}) {
+		t.Error("version 1 config read")
+	}
+	// Without network config, cloud-init's fallback runs DHCP on the first
+	// interface only; a config runs it where it says.
+	none := guestNetConfig{}
+	if !none.dhcpOn("02:00:00:00:00:01", true, false) || none.dhcpOn("02:00:00:00:00:02", false, false) {
+		t.Error("the fallback config is not the first interface's alone")
+	}
+	if cfg.dhcpOn("02:aa:00:00:00:09", true, true) {
+		t.Error("a config that does not name an interface ran DHCP on it")
 	}
 }

@@ -163,10 +163,11 @@ func (s *Simulator) interfaces(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 	for _, i := range vmi.Spec.Domain.Devices.Interfaces {
 		specMAC[i.Name] = strings.ToLower(i.MacAddress)
 	}
-	static, err := s.staticAddresses(ctx, vmi)
+	cfg, configured, err := s.guestNetwork(ctx, vmi)
 	if err != nil {
 		return nil, err
 	}
+	static := cfg.static
 	var pod0, rest []kubevirtv1.VirtualMachineInstanceNetworkInterface
 	for i, n := range vmi.Spec.Networks {
 		// KubeVirt gives the interface the MAC its spec asks for.
@@ -184,9 +185,16 @@ func (s *Simulator) interfaces(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 			iface.IP, iface.IPs, iface.InterfaceName = static[mac][0], static[mac], fmt.Sprintf("eth%d", i)
 			iface.InfoSource += ", multus-status"
 			rest = append(rest, iface)
-		case n.Multus != nil:
+		case n.Multus != nil && cfg.dhcpOn(mac, i == 0, configured):
+			// KubeVirt's DHCP server hands the guest the address the
+			// network's IPAM gave the pod, once the guest asks.
 			ip := s.ips.networkIP(qualified(vmi.Namespace, n.Multus.NetworkName))
 			iface.IP, iface.IPs, iface.InterfaceName = ip, []string{ip}, fmt.Sprintf("eth%d", i)
+			iface.InfoSource += ", multus-status"
+			rest = append(rest, iface)
+		case n.Multus != nil:
+			// The guest never asked: the interface is up without an address.
+			iface.InterfaceName = fmt.Sprintf("eth%d", i)
 			iface.InfoSource += ", multus-status"
 			rest = append(rest, iface)
 		}

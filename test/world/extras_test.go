@@ -92,19 +92,31 @@ func TestLoadBalancerGivesEachServiceItsOwnAddress(t *testing.T) {
 }
 
 // TestMultusNetworks checks a VM on a secondary network needs its
-// NetworkAttachmentDefinition, and gets an address on it once it exists.
+// NetworkAttachmentDefinition, and gets an address on it once it exists
+// where its guest runs DHCP there: its network config says so; without
+// any, cloud-init configures the first interface only.
 func TestMultusNetworks(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t)
-	v := vm(ns, "multus", func(v *kubevirtv1.VirtualMachine) {
-		spec := &v.Spec.Template.Spec
-		spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork(),
-			{Name: "storage", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage-vlan"}}}}
-		spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultBridgeNetworkInterface(),
-			{Name: "storage", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
-	})
+	onStorage := func(networkData string) func(v *kubevirtv1.VirtualMachine) {
+		return func(v *kubevirtv1.VirtualMachine) {
+			spec := &v.Spec.Template.Spec
+			spec.Networks = []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork(),
+				{Name: "storage", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage-vlan"}}}}
+			spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{*kubevirtv1.DefaultBridgeNetworkInterface(),
+				{Name: "storage", MacAddress: "02:aa:00:00:00:42", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
+			if networkData != "" {
+				spec.Volumes = append(spec.Volumes, kubevirtv1.Volume{Name: "cloudinit", VolumeSource: kubevirtv1.VolumeSource{
+					CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserData: "#cloud-config\n", NetworkData: networkData}}})
+				spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "cloudinit"})
+			}
+		}
+	}
+	v := vm(ns, "multus", onStorage("version: 2\nethernets:\n  storage:\n    match: {macaddress: \"02:aa:00:00:00:42\"}\n    dhcp4: true\n"))
+	bare := vm(ns, "multus-unconfigured", onStorage(""))
 	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
+	g.Expect(w.Env.Client.Create(ctx, bare)).To(Succeed())
 	g.Consistently(vmiOf(g, v), 2*time.Second).ShouldNot(phase(kubevirtv1.Running), "started without its network")
 
 	nad := &unstructured.Unstructured{}
@@ -114,12 +126,16 @@ func TestMultusNetworks(t *testing.T) {
 	nad.SetName("storage-vlan")
 	g.Expect(unstructured.SetNestedField(nad.Object, `{"cniVersion":"0.3.1","type":"bridge","bridge":"br-storage","vlan":42}`, "spec", "config")).To(Succeed())
 	g.Expect(w.Env.Client.Create(ctx, nad)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 30*time.Second).Should(phase(kubevirtv1.Running))
-	ifaces := vmiOf(g, v)().Status.Interfaces
-	g.Expect(ifaces).To(HaveLen(2))
-	g.Expect(ifaces[0].Name).To(Equal("default"), "the pod network comes first")
-	g.Expect(ifaces[1].Name).To(Equal("storage"))
-	g.Expect(ifaces[1].IP).To(HavePrefix("192.168."))
+	for _, vm := range []*kubevirtv1.VirtualMachine{v, bare} {
+		g.Eventually(vmiOf(g, vm), 30*time.Second).Should(phase(kubevirtv1.Running))
+		ifaces := vmiOf(g, vm)().Status.Interfaces
+		g.Expect(ifaces).To(HaveLen(2))
+		g.Expect(ifaces[0].Name).To(Equal("default"), "the pod network comes first")
+		g.Expect(ifaces[0].IP).NotTo(BeEmpty())
+		g.Expect(ifaces[1].Name).To(Equal("storage"))
+	}
+	g.Expect(vmiOf(g, v)().Status.Interfaces[1].IP).To(HavePrefix("192.168."), "DHCP on the storage interface")
+	g.Expect(vmiOf(g, bare)().Status.Interfaces[1].IP).To(BeEmpty(), "cloud-init's fallback configured only the first interface")
 }
 
 // TestSimulatorMetrics checks the counters are served for Prometheus, each
