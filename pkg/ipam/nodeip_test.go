@@ -116,9 +116,6 @@ func TestGuestNetworkWithDHCPNodeAddress(t *testing.T) {
 // directory and an ip command of the test's: the address it writes is the
 // one on the interface with the MAC, IPv4 first.
 func TestNodeIPScript(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
 	for _, tc := range []struct {
 		name, mac string
 		// addrs are the fake ip command's output by device and family.

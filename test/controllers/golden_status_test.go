@@ -61,22 +61,7 @@ func TestTenantWrittenGoldenImageStatusHoldsNothing(t *testing.T) {
 
 	// Another namespace's golden volume, imported, whose template is gone.
 	victim := newNamespace(t)
-	spec := infrav1.KubevirtMachineSpec{
-		VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{Spec: fixture.SmallVM()},
-		RootDisk: &infrav1.RootDiskSpec{
-			Image:    infrav1.ImageSource{HTTP: &infrav1.HTTPImageSource{URL: "https://images.example/victim.qcow2"}},
-			DiskSize: resource.MustParse("20Gi"),
-		},
-	}
-	vmi := &spec.VirtualMachineTemplate.Spec.Template.Spec
-	vmi.Volumes, vmi.Domain.Devices.Disks = nil, nil
-	tmpl := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: victim, Labels: labels},
-		Spec: infrav1.KubevirtMachineTemplateSpec{Template: infrav1.KubevirtMachineTemplateResource{Spec: spec}}}
-	g.Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
-	g.Eventually(func() *infrav1.GoldenImageStatus {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-		return tmpl.Status.GoldenImage
-	}, 30*time.Second).ShouldNot(BeNil())
+	tmpl, _ := goldenTemplate(g, victim, "https://images.example/victim.qcow2", labels)
 	golden := *tmpl.Status.GoldenImage
 	// The import a machine of the template started, finished.
 	dv := &cdiv1.DataVolume{
@@ -88,9 +73,7 @@ func TestTenantWrittenGoldenImageStatusHoldsNothing(t *testing.T) {
 		},
 	}
 	g.Expect(env.Client.Create(ctx, dv)).To(Succeed())
-	dv.Status.Phase, dv.Status.Progress = cdiv1.Succeeded, "100.0%"
-	dv.Status.Conditions = []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeReady, Status: "True", Reason: "Completed"}}
-	g.Expect(env.Client.Status().Update(ctx, dv)).To(Succeed())
+	finishImport(g, dv)
 	g.Expect(env.Client.Delete(ctx, tmpl)).To(Succeed())
 
 	// The tenant claims the volume through its cluster's status.

@@ -51,22 +51,7 @@ func TestGoldenImportEndWakesTemplateMachines(t *testing.T) {
 	ns := newNamespace(t)
 	labels := map[string]string{watchFilterLabel: "golden-wake"}
 
-	spec := infrav1.KubevirtMachineSpec{
-		VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{Spec: fixture.SmallVM()},
-		RootDisk: &infrav1.RootDiskSpec{
-			Image:    infrav1.ImageSource{HTTP: &infrav1.HTTPImageSource{URL: "https://images.example/wake.qcow2"}},
-			DiskSize: resource.MustParse("20Gi"),
-		},
-	}
-	vmi := &spec.VirtualMachineTemplate.Spec.Template.Spec
-	vmi.Volumes, vmi.Domain.Devices.Disks = nil, nil
-	tmpl := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: ns, Labels: labels},
-		Spec: infrav1.KubevirtMachineTemplateSpec{Template: infrav1.KubevirtMachineTemplateResource{Spec: spec}}}
-	g.Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
-	g.Eventually(func() *infrav1.GoldenImageStatus {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-		return tmpl.Status.GoldenImage
-	}, 30*time.Second).ShouldNot(BeNil())
+	tmpl, spec := goldenTemplate(g, ns, "https://images.example/wake.qcow2", labels)
 	golden := tmpl.Status.GoldenImage
 
 	tn, err := fixture.NewTenant(ctx, env.Client, fixture.TenantOptions{Namespace: ns, Labels: labels, Owned: true})
@@ -90,12 +75,41 @@ func TestGoldenImportEndWakesTemplateMachines(t *testing.T) {
 	g.Consistently(vmExists, 2*time.Second).Should(BeFalse())
 
 	// CDI finishes the import.
-	dv.Status.Phase, dv.Status.Progress = cdiv1.Succeeded, "100.0%"
-	dv.Status.Conditions = []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeReady, Status: "True", Reason: "Completed"}}
-	g.Expect(env.Client.Status().Update(ctx, dv)).To(Succeed())
+	finishImport(g, dv)
 
 	g.Eventually(vmExists, 30*time.Second).Should(BeTrue(), "the import's end woke the machine")
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(km), km)).To(Succeed())
 	g.Expect(km.Status.GoldenImage).To(BeNil(), "the machine never saved its status: only the template led the import's end to it")
 	g.Expect(ptr.Deref(km.Status.Initialization.Provisioned, false)).To(BeFalse())
+}
+
+// goldenTemplate creates a KubevirtMachineTemplate "workers" in ns whose
+// root disk is the image at url, and waits for it to name its golden
+// volume; spec is its machines' spec.
+func goldenTemplate(g Gomega, ns, url string, labels map[string]string) (*infrav1.KubevirtMachineTemplate, infrav1.KubevirtMachineSpec) {
+	ctx := context.Background()
+	spec := infrav1.KubevirtMachineSpec{
+		VirtualMachineTemplate: infrav1.VirtualMachineTemplateSpec{Spec: fixture.SmallVM()},
+		RootDisk: &infrav1.RootDiskSpec{
+			Image:    infrav1.ImageSource{HTTP: &infrav1.HTTPImageSource{URL: url}},
+			DiskSize: resource.MustParse("20Gi"),
+		},
+	}
+	vmi := &spec.VirtualMachineTemplate.Spec.Template.Spec
+	vmi.Volumes, vmi.Domain.Devices.Disks = nil, nil
+	tmpl := &infrav1.KubevirtMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: ns, Labels: labels},
+		Spec: infrav1.KubevirtMachineTemplateSpec{Template: infrav1.KubevirtMachineTemplateResource{Spec: spec}}}
+	g.Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
+	g.Eventually(func() *infrav1.GoldenImageStatus {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+		return tmpl.Status.GoldenImage
+	}, 30*time.Second).ShouldNot(BeNil())
+	return tmpl, spec
+}
+
+// finishImport plays CDI finishing the import of golden volume dv.
+func finishImport(g Gomega, dv *cdiv1.DataVolume) {
+	dv.Status.Phase, dv.Status.Progress = cdiv1.Succeeded, "100.0%"
+	dv.Status.Conditions = []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeReady, Status: "True", Reason: "Completed"}}
+	g.Expect(env.Client.Status().Update(context.Background(), dv)).To(Succeed())
 }

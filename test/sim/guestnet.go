@@ -48,6 +48,8 @@ type guestNetConfig struct {
 	// networkd default unit matches every interface), or a configuration
 	// the simulator does not read.
 	all bool
+	// configured says the guest has network config at all.
+	configured bool
 }
 
 // dhcpOn says whether the guest runs DHCP on the interface with MAC mac,
@@ -55,21 +57,20 @@ type guestNetConfig struct {
 // configures only one interface, the first (its fallback config;
 // kubevirt/kubevirt#5881 shows a second Multus interface left without an
 // address).
-func (c guestNetConfig) dhcpOn(mac string, first bool, configured bool) bool {
-	return c.all || c.dhcp[mac] || (!configured && first)
+func (c guestNetConfig) dhcpOn(mac string, first bool) bool {
+	return c.all || c.dhcp[mac] || (!c.configured && first)
 }
 
 // guestNetwork reads the guest's network configuration: cloud-init network
 // config version 2 (NoCloud's networkData, inline or from its Secret), or
-// the systemd-networkd units an Ignition config writes. configured says
-// whether there was any. A guest takes a static address only when its
+// the systemd-networkd units an Ignition config writes. A guest takes a static address only when its
 // configuration matches the interface's MAC.
-func (s *Simulator) guestNetwork(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (cfg guestNetConfig, configured bool, _ error) {
+func (s *Simulator) guestNetwork(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (cfg guestNetConfig, _ error) {
 	cfg = guestNetConfig{static: map[string][]string{}, dhcp: map[string]bool{}}
 	for _, v := range vmi.Spec.Volumes {
 		if cd := v.CloudInitConfigDrive; cd != nil && (cd.NetworkDataSecretRef != nil || cd.NetworkData != "" || cd.NetworkDataBase64 != "") {
-			cfg.all = true
-			return cfg, true, nil
+			cfg.all, cfg.configured = true, true
+			return cfg, nil
 		}
 		nc := v.CloudInitNoCloud
 		if nc == nil {
@@ -80,7 +81,7 @@ func (s *Simulator) guestNetwork(ctx context.Context, vmi *kubevirtv1.VirtualMac
 		case nc.NetworkDataSecretRef != nil:
 			secret := &corev1.Secret{}
 			if err := s.client.Get(ctx, types.NamespacedName{Namespace: vmi.Namespace, Name: nc.NetworkDataSecretRef.Name}, secret); err != nil {
-				return cfg, false, fmt.Errorf("reading network data Secret %s: %w", nc.NetworkDataSecretRef.Name, err)
+				return cfg, fmt.Errorf("reading network data Secret %s: %w", nc.NetworkDataSecretRef.Name, err)
 			}
 			if data = secret.Data["networkdata"]; data == nil {
 				data = secret.Data["networkData"]
@@ -93,16 +94,17 @@ func (s *Simulator) guestNetwork(ctx context.Context, vmi *kubevirtv1.VirtualMac
 		if len(data) == 0 {
 			break
 		}
+		cfg.configured = true
 		if !netplanAddresses(data, cfg) {
 			cfg.all = true
 		}
-		return cfg, true, nil
+		return cfg, nil
 	}
 	data, err := s.userData(ctx, vmi)
 	if err != nil || data == nil || data.Format != "ignition" {
-		return cfg, false, err
+		return cfg, err
 	}
-	cfg.all = true
+	cfg.all, cfg.configured = true, true
 	walkIgnition(data.Data, 0, func(ign *guestIgnition, _ []byte) {
 		for _, f := range ign.Storage.Files {
 			if !strings.HasPrefix(f.Path, "/etc/systemd/network/") || !strings.HasSuffix(f.Path, ".network") {
@@ -113,7 +115,7 @@ func (s *Simulator) guestNetwork(ctx context.Context, vmi *kubevirtv1.VirtualMac
 			}
 		}
 	})
-	return cfg, true, nil
+	return cfg, nil
 }
 
 // netplanAddresses reads network config v2 ethernets matched by MAC: their

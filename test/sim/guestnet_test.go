@@ -143,10 +143,11 @@ func TestGuestStaticAddressParsers(t *testing.T) {
 	// Without network config, cloud-init's fallback runs DHCP on the first
 	// interface only; a config runs it where it says.
 	none := guestNetConfig{}
-	if !none.dhcpOn("02:00:00:00:00:01", true, false) || none.dhcpOn("02:00:00:00:00:02", false, false) {
+	if !none.dhcpOn("02:00:00:00:00:01", true) || none.dhcpOn("02:00:00:00:00:02", false) {
 		t.Error("the fallback config is not the first interface's alone")
 	}
-	if cfg.dhcpOn("02:aa:00:00:00:09", true, true) {
+	cfg.configured = true
+	if cfg.dhcpOn("02:aa:00:00:00:09", true) {
 		t.Error("a config that does not name an interface ran DHCP on it")
 	}
 }

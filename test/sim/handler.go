@@ -163,7 +163,7 @@ func (s *Simulator) interfaces(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 	for _, i := range vmi.Spec.Domain.Devices.Interfaces {
 		specMAC[i.Name] = strings.ToLower(i.MacAddress)
 	}
-	cfg, configured, err := s.guestNetwork(ctx, vmi)
+	cfg, err := s.guestNetwork(ctx, vmi)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (s *Simulator) interfaces(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 			iface.IP, iface.IPs, iface.InterfaceName = static[mac][0], static[mac], fmt.Sprintf("eth%d", i)
 			iface.InfoSource += ", multus-status"
 			rest = append(rest, iface)
-		case n.Multus != nil && cfg.dhcpOn(mac, i == 0, configured):
+		case n.Multus != nil && cfg.dhcpOn(mac, i == 0):
 			// KubeVirt's DHCP server hands the guest the address the
 			// network's IPAM gave the pod, once the guest asks.
 			ip := s.ips.networkIP(qualified(vmi.Namespace, n.Multus.NetworkName))
