@@ -35,7 +35,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -69,7 +71,7 @@ func (r *KubevirtMachineReconciler) SetupWithManager(ctx context.Context, mgr ct
 		WithOptions(options).
 		Watches(&clusterv1.Machine{},
 			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("KubevirtMachine"))),
-			filter).
+			filter, machineChangedForInfra).
 		Watches(&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(clusterToMachines),
 			predicates.ClusterPausedTransitions(mgr.GetScheme(), log), filter).
@@ -208,6 +210,26 @@ func annotatedOwner(obj client.Object, key string) []reconcile.Request {
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
+
+// machineChangedForInfra passes the Machine updates a KubevirtMachine acts
+// on: its spec (bootstrap data, version, failure domain), labels,
+// annotations, deletion and nodeRef. Cluster API rewrites a Machine's
+// status conditions whenever the KubevirtMachine's change; waking the
+// KubevirtMachine for its own echo would spend Cluster API's one reconcile
+// a second per object (util/controller's ReconcilerRateLimiting) on
+// nothing, and the bootstrap data arriving just after would wait out the
+// rest of that second.
+var machineChangedForInfra = predicate.Or[client.Object](
+	predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+	predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		oldMachine, okOld := e.ObjectOld.(*clusterv1.Machine)
+		newMachine, okNew := e.ObjectNew.(*clusterv1.Machine)
+		if !okOld || !okNew {
+			return true
+		}
+		return !oldMachine.DeletionTimestamp.Equal(newMachine.DeletionTimestamp) ||
+			oldMachine.Status.NodeRef != newMachine.Status.NodeRef
+	}})
 
 // SecretMetadata is the metadata-only Secret the controllers watch; the
 // manager's cache strips it to what they read.
