@@ -44,11 +44,13 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
-// Targets says why no other infra node can take a machine's running VM,
-// empty when one can. A hot-plug rides a live migration, whose target pod
-// KubeVirt places under the VM's own node placement and never on the
-// source node; with no such node the migration stays Scheduling and the
-// update never ends, so the change is declined instead.
+// Targets says why a machine's running VM would never be live migrated
+// onto a hot-plugged CPU or memory, empty when it would. A hot-plug rides
+// a live migration that virt-controller starts only when KubeVirt's
+// workload update methods include LiveMigrate (a stock install has none),
+// and whose target pod KubeVirt places under the VM's own node placement
+// and never on the source node; without either the update never ends, so
+// the change is declined instead.
 type Targets interface {
 	NoTarget(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine) (string, error)
 }
@@ -74,14 +76,20 @@ func (t *InfraChecks) open(ctx context.Context, kc *infrav1.KubevirtCluster, km 
 		infracluster.User{Kind: "KubevirtMachine", NamespacedName: client.ObjectKeyFromObject(km)})
 }
 
-// NoTarget reads the machine's VM instance and the infra nodes and asks
-// NoOtherNode. A machine whose infra cluster is not available, whose
-// instance is not there, or whose nodes the provider may not list, is
-// left to the LiveMigratable condition.
+// NoTarget reads KubeVirt's workload update methods, then the machine's
+// VM instance and the infra nodes, and asks NoOtherNode. Methods it cannot
+// read decline, as a claim the provider cannot finish is not made; a
+// machine whose infra cluster is not available, whose instance is not
+// there, or whose nodes the provider may not list, is left to the
+// LiveMigratable condition.
 func (t *InfraChecks) NoTarget(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine) (string, error) {
 	access := t.open(ctx, kc, km)
 	if !access.Available() {
 		return "", nil
+	}
+	if why, err := kubevirtLacks(ctx, access.Infra.APIReader, migratesWorkloads, "whether virt-controller would start the migration",
+		"virt-controller would never start the migration: KubeVirt's spec.workloadUpdateStrategy.workloadUpdateMethods lacks LiveMigrate (docs/in-place-updates.md#turning-it-on)"); why != "" || err != nil {
+		return why, err
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if err := access.Infra.Client.Get(ctx, types.NamespacedName{Namespace: access.Infra.Namespace, Name: km.Name}, vmi); err != nil {
@@ -151,14 +159,9 @@ func (t *InfraChecks) NoGrowth(ctx context.Context, kc *infrav1.KubevirtCluster,
 		return "its infra cluster is not available to check the disks' storage classes: " + access.Outcome.Message, nil
 	}
 	infra := access.Infra
-	kvs := &kubevirtv1.KubeVirtList{}
-	switch err := infra.APIReader.List(ctx, kvs); {
-	case err != nil && (apierrors.IsForbidden(err) || meta.IsNoMatchError(err)):
-		return "the provider cannot read KubeVirt's configuration to tell whether its ExpandDisks feature gate is on: " + err.Error(), nil
-	case err != nil:
-		return "", fmt.Errorf("reading the KubeVirt configuration: %w", err)
-	case !slices.ContainsFunc(kvs.Items, expandsDisks):
-		return "KubeVirt's " + expandDisksGate + " feature gate is off, so the running VM would not see a larger claim", nil
+	if why, err := kubevirtLacks(ctx, infra.APIReader, expandsDisks, "whether its "+expandDisksGate+" feature gate is on",
+		"KubeVirt's "+expandDisksGate+" feature gate is off, so the running VM would not see a larger claim"); why != "" || err != nil {
+		return why, err
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if err := infra.Client.Get(ctx, types.NamespacedName{Namespace: infra.Namespace, Name: km.Name}, vmi); err != nil {
@@ -229,9 +232,32 @@ func noExpansion(ctx context.Context, c client.Reader, key types.NamespacedName)
 	return "", nil
 }
 
+// kubevirtLacks reads the infra cluster's KubeVirt configuration and says
+// why: missing, when no KubeVirt CR has what has looks for, or that the
+// provider cannot tell what, when it may not read them. Empty when one has.
+func kubevirtLacks(ctx context.Context, r client.Reader, has func(kubevirtv1.KubeVirt) bool, what, missing string) (string, error) {
+	kvs := &kubevirtv1.KubeVirtList{}
+	switch err := r.List(ctx, kvs); {
+	case err != nil && (apierrors.IsForbidden(err) || meta.IsNoMatchError(err)):
+		return "the provider cannot read KubeVirt's configuration to tell " + what + ": " + err.Error(), nil
+	case err != nil:
+		return "", fmt.Errorf("reading the KubeVirt configuration: %w", err)
+	case !slices.ContainsFunc(kvs.Items, has):
+		return missing, nil
+	}
+	return "", nil
+}
+
 // expandsDisks reports whether a KubeVirt installation grows running
 // disks with their claims.
 func expandsDisks(kv kubevirtv1.KubeVirt) bool {
 	dc := kv.Spec.Configuration.DeveloperConfiguration
 	return dc != nil && slices.Contains(dc.FeatureGates, expandDisksGate)
+}
+
+// migratesWorkloads reports whether a KubeVirt installation live migrates
+// running VMs onto a changed spec, which a CPU or memory hot-plug needs
+// (pkg/virt-controller/watch/workload-updater, v1.7.0).
+func migratesWorkloads(kv kubevirtv1.KubeVirt) bool {
+	return slices.Contains(kv.Spec.WorkloadUpdateStrategy.WorkloadUpdateMethods, kubevirtv1.WorkloadUpdateMethodLiveMigrate)
 }

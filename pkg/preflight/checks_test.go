@@ -71,13 +71,13 @@ func TestKubeVirtFindings(t *testing.T) {
 		{"no CR", nil, all, nil, []string{"kubevirt/Error/KubeVirtNotDeployed"}},
 		{"unreadable", nil, all, errors.New("forbidden"), []string{"kubevirt/Error/ReadFailed"}},
 		{"everything on", kubeVirt(kubevirtv1.KubeVirtPhaseDeployed, "v1.7.0", []string{"ExpandDisks", "ExperimentalIgnitionSupport"}, live), all, nil,
-			[]string{"kubevirt/OK/KubeVirtDeployed", "machinepools/OK/VirtualMachinePoolsServed", "disk-growth/OK/FeatureGateOn", "ignition/OK/FeatureGateOn", "live-migration/OK/LiveMigrateWorkloadUpdates"}},
+			[]string{"kubevirt/OK/KubeVirtDeployed", "machinepools/OK/VirtualMachinePoolsServed", "disk-growth/OK/FeatureGateOn", "live-migration/OK/LiveMigrateWorkloadUpdates"}},
 		{"stock install", kubeVirt(kubevirtv1.KubeVirtPhaseDeployed, "v1.6.2", nil), sets.New(kubeVirtAPI, cdiAPI), nil,
-			[]string{"kubevirt/OK/KubeVirtDeployed", "machinepools/Warning/VirtualMachinePoolsNotServed", "disk-growth/Warning/FeatureGateMissing", "ignition/Warning/FeatureGateMissing", "live-migration/Warning/LiveMigrateNotAWorkloadUpdateMethod"}},
+			[]string{"kubevirt/OK/KubeVirtDeployed", "machinepools/Warning/VirtualMachinePoolsNotServed", "disk-growth/Warning/FeatureGateMissing", "live-migration/Warning/LiveMigrateNotAWorkloadUpdateMethod"}},
 		{"too old", kubeVirt(kubevirtv1.KubeVirtPhaseDeployed, "v1.1.1", []string{"ExpandDisks", "ExperimentalIgnitionSupport"}, live), all, nil,
-			[]string{"kubevirt/Warning/KubeVirtTooOld", "machinepools/OK/VirtualMachinePoolsServed", "disk-growth/OK/FeatureGateOn", "ignition/OK/FeatureGateOn", "live-migration/OK/LiveMigrateWorkloadUpdates"}},
+			[]string{"kubevirt/Warning/KubeVirtTooOld", "machinepools/OK/VirtualMachinePoolsServed", "disk-growth/OK/FeatureGateOn", "live-migration/OK/LiveMigrateWorkloadUpdates"}},
 		{"deploying", kubeVirt(kubevirtv1.KubeVirtPhaseDeploying, "", []string{"ExpandDisks", "ExperimentalIgnitionSupport"}, live), all, nil,
-			[]string{"kubevirt/Error/KubeVirtNotDeployed", "machinepools/OK/VirtualMachinePoolsServed", "disk-growth/OK/FeatureGateOn", "ignition/OK/FeatureGateOn", "live-migration/OK/LiveMigrateWorkloadUpdates"}},
+			[]string{"kubevirt/Error/KubeVirtNotDeployed", "machinepools/OK/VirtualMachinePoolsServed", "disk-growth/OK/FeatureGateOn", "live-migration/OK/LiveMigrateWorkloadUpdates"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sameReasons(t, kubeVirtFindings(tc.kv, tc.served, tc.err), tc.want...)

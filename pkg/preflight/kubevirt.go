@@ -52,7 +52,6 @@ var (
 // Alpha).
 const (
 	expandDisksGate = "ExpandDisks"
-	ignitionGate    = "ExperimentalIgnitionSupport"
 )
 
 // Reasons of the KubeVirt and CDI findings.
@@ -144,9 +143,11 @@ func kubeVirtFindings(kv *kubevirtv1.KubeVirt, served sets.Set[string], err erro
 	if dc := kv.Spec.Configuration.DeveloperConfiguration; dc != nil {
 		gates = dc.FeatureGates
 	}
+	// No gate for Ignition: the provider hands it over on a config drive,
+	// which KubeVirt serves without ExperimentalIgnitionSupport (that gate
+	// guards only the kubevirt.io/ignitiondata annotation).
 	out = append(out,
-		gateFinding("disk-growth", name, gates, expandDisksGate, "a root disk size change rolls the machine instead of growing its disk in place"),
-		gateFinding("ignition", name, gates, ignitionGate, "the ignition flavor's guests (Flatcar) get no Ignition data and never join"))
+		gateFinding("disk-growth", name, gates, expandDisksGate, "a root disk size change rolls the machine instead of growing its disk in place"))
 	if slices.Contains(kv.Spec.WorkloadUpdateStrategy.WorkloadUpdateMethods, kubevirtv1.WorkloadUpdateMethodLiveMigrate) {
 		out = append(out, Finding{"live-migration", OK, LiveMigrateOnReason,
 			"KubeVirt " + name + " moves running VMs onto a changed spec by live migration (in-place CPU and memory)"})

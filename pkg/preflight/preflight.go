@@ -52,7 +52,7 @@ const (
 // Finding is one result of the preflight.
 type Finding struct {
 	// Check names what was looked at: kubevirt, cdi, storage,
-	// live-migration, disk-growth, ignition, machinepools, multus,
+	// live-migration, disk-growth, machinepools, multus,
 	// load-balancer, dns.
 	Check string `json:"check"`
 	// Severity is OK, Info, Warning or Error.

@@ -185,10 +185,11 @@ func TestInPlaceHooksReadTheMachines(t *testing.T) {
 }
 
 // TestInPlaceHooksNeedAMigrationTarget answers CanUpdateMachine with the
-// provider's InfraChecks on the real API server: a migratable VM whose
-// node placement allows no infra node but its own is declined, since the
-// hot-plug's live migration would never start, and taken in place once a
-// second node it may use is Ready.
+// provider's InfraChecks on the real API server: a migratable VM is
+// declined while KubeVirt's workload update methods lack LiveMigrate (a
+// stock install), then while its node placement allows no infra node but
+// its own, since the hot-plug's live migration would never start either
+// way, and taken in place once a second node it may use is Ready.
 func TestInPlaceHooksNeedAMigrationTarget(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -228,8 +229,16 @@ func TestInPlaceHooksNeedAMigrationTarget(t *testing.T) {
 	hooks := infraHooks(ctx, g)
 
 	canUpdate := func() string { return askTwoSockets(g, hooks, machine, km).Message }
-	g.Eventually(canUpdate).WithTimeout(10 * time.Second).Should(HavePrefix("needs new machines: CPU sockets 1 to 2: KubeVirt hot-plugs by live migration, and for the VM of machine " +
-		km.Name + " no infra node but " + ns + "-1 can take the VM"))
+	declined := "needs new machines: CPU sockets 1 to 2: KubeVirt hot-plugs by live migration, and for the VM of machine " + km.Name + " "
+	g.Eventually(canUpdate).WithTimeout(10*time.Second).Should(Equal(declined+
+		"virt-controller would never start the migration: KubeVirt's spec.workloadUpdateStrategy.workloadUpdateMethods lacks LiveMigrate (docs/in-place-updates.md#turning-it-on)"),
+		"no KubeVirt configuration live migrates workloads")
+
+	kv := &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"}, Spec: kubevirtv1.KubeVirtSpec{
+		WorkloadUpdateStrategy: kubevirtv1.KubeVirtWorkloadUpdateStrategy{WorkloadUpdateMethods: []kubevirtv1.WorkloadUpdateMethod{kubevirtv1.WorkloadUpdateMethodLiveMigrate}}}}
+	g.Expect(env.Client.Create(ctx, kv)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), kv) })
+	g.Expect(canUpdate()).To(HavePrefix(declined + "no infra node but " + ns + "-1 can take the VM"))
 	node(ns + "-2")
 	g.Eventually(canUpdate).WithTimeout(10*time.Second).Should(Equal("in place: CPU sockets 1 to 2"), "a second node the VM may use")
 }

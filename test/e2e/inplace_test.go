@@ -60,6 +60,7 @@ var _ = Describe("In-place updates", func() {
 	It("grow the control plane's and the workers' VMs without replacing them, one control-plane machine at a time, and roll what they cannot change", func() {
 		const name = "grow"
 		registerInPlaceExtension(ctx)
+		turnOnKubeVirtInPlace(ctx)
 		ns := newNamespace(ctx, "e2e-inplace-")
 		prepareFlavor(ctx, "multus", ns)
 		out, err := cc.RunWithVariables(ctx, nil, "generate", "cluster", name, "--infrastructure", "kubevirt:"+suite.ReleaseVersion, "-n", ns,
@@ -208,6 +209,17 @@ func registerInPlaceExtension(ctx context.Context) {
 		slices.Sort(hooks)
 		return hooks
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Equal([]string{"CanUpdateMachine", "CanUpdateMachineSet", "UpdateMachine"}))
+}
+
+// turnOnKubeVirtInPlace patches the infra cluster's KubeVirt CR, which
+// starts as KubeVirt's install leaves it, with the two patches
+// docs/in-place-updates.md gives: LiveMigrate among the workload update
+// methods (CPU and memory) and the ExpandDisks gate (disks). The spec puts
+// them back when it ends.
+func turnOnKubeVirtInPlace(ctx context.Context) {
+	restore, err := testenv.PatchKubeVirt(ctx, c, testenv.LiveMigrateUpdatesPatch, testenv.ExpandDisksPatch)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(restore(context.Background())).To(Succeed()) })
 }
 
 // growableCluster edits the generated multus cluster as a platform with

@@ -30,6 +30,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
 // growable gives a machine's VM room to grow in place: one socket of four
@@ -56,11 +57,15 @@ func updateInPlace(t *testing.T, tc *tenantCluster, km *infrav1.KubevirtMachine,
 }
 
 // TestInPlaceUpdateGrowsTheVM updates a running machine in place: the
-// provider gives the VM two sockets, 2Gi and a new label, KubeVirt
-// hot-plugs them through a live migration, and InPlaceUpdated turns True
-// with the same VM and instance.
+// provider gives the VM two sockets, 2Gi and a new label, KubeVirt (with
+// LiveMigrate among its workload update methods, as docs/in-place-updates.md
+// says) hot-plugs them through a live migration, and InPlaceUpdated turns
+// True with the same VM and instance.
 func TestInPlaceUpdateGrowsTheVM(t *testing.T) {
 	g := NewWithT(t)
+	restore, err := testenv.PatchKubeVirt(context.Background(), w.Env.Client, testenv.LiveMigrateUpdatesPatch)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { NewWithT(t).Expect(restore(context.Background())).To(Succeed()) })
 	tc := newTenantCluster(t, nil)
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "grown", Mutate: func(km *infrav1.KubevirtMachine) {
 		migratable(kubevirtv1.EvictionStrategyLiveMigrate)(km)

@@ -49,17 +49,6 @@ const (
 	sidecarImage  = "quay.io/kubevirt/sidecar-shim:" + KubeVirtVersion
 )
 
-// KubeVirtFeatureGates are the feature gates the world's KubeVirt CR turns
-// on: Ignition bootstrap data reaches guests only with
-// ExperimentalIgnitionSupport, as on any infra cluster for Ignition-based
-// tenants, and running disks grow with their claims only with ExpandDisks
-// (docs/in-place-updates.md#disks).
-var KubeVirtFeatureGates = []string{"ExperimentalIgnitionSupport", "ExpandDisks"}
-
-// KubeVirtWorkloadUpdateMethods are how virt-controller moves running
-// VMs onto a changed spec (a CPU or memory hot-plug): by live migration.
-var KubeVirtWorkloadUpdateMethods = []string{"LiveMigrate"}
-
 // skippedKinds are parts of the install set the world does not apply: the
 // CRDs are installed with the environment, the Deployments are replaced by
 // the processes started here.
@@ -70,7 +59,8 @@ var deferredKinds = map[string]bool{"ValidatingWebhookConfiguration": true, "Mut
 
 // StartKubeVirt installs KubeVirt's control plane as virt-operator would:
 // its namespace, RBAC, Services, ConfigMaps, admission policy and KubeVirt
-// CR from KubeVirt's own install set, certificates signed by a CA published
+// CR from KubeVirt's own install set (the CR as the install leaves it: no
+// feature gates, no workload update methods; see PatchKubeVirt), certificates signed by a CA published
 // in the kubevirt-ca ConfigMap, then runs virt-api on the ClusterIP of its
 // Service (where the API server's webhooks and aggregated APIs reach it)
 // and virt-controller, each authenticated as its service account, and
@@ -102,13 +92,6 @@ func (e *Env) StartKubeVirt(ctx context.Context) error {
 		case deferredKinds[o.GetKind()]:
 			deferred = append(deferred, o)
 			continue
-		case o.GetKind() == "KubeVirt":
-			o = o.DeepCopy()
-			_ = unstructured.SetNestedStringSlice(o.Object, KubeVirtFeatureGates, "spec", "configuration", "developerConfiguration", "featureGates")
-			// KubeVirt hot-plugs CPU and memory through a live migration
-			// only when the platform asks for it (empty means none); the
-			// world is set up as docs/in-place-updates.md says.
-			_ = unstructured.SetNestedStringSlice(o.Object, KubeVirtWorkloadUpdateMethods, "spec", "workloadUpdateStrategy", "workloadUpdateMethods")
 		case o.GetKind() == "ConfigMap" && o.GetName() == "kubevirt-ca":
 			o = o.DeepCopy()
 			_ = unstructured.SetNestedField(o.Object, string(ca.certPEM()), "data", "ca-bundle")

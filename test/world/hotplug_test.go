@@ -27,6 +27,8 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
 // growableVM is a VM with room to grow: one socket of four and 1Gi of
@@ -72,13 +74,18 @@ func computeCPU(p corev1.Pod) resource.Quantity {
 }
 
 // TestHotplugThroughMigration grows a running, migratable VM under
-// KubeVirt's LiveUpdate rollout: the real virt-controller patches the VM
-// instance and migrates it to a larger launcher pod (its workload
-// updater), the simulated target virt-handler finishes the hot-plug, and
-// the same VM instance runs with the new size and no restart pending.
+// KubeVirt's LiveUpdate rollout, with LiveMigrate among the workload update
+// methods as docs/in-place-updates.md tells a platform engineer to set:
+// the real virt-controller patches the VM instance and migrates it to a
+// larger launcher pod (its workload updater), the simulated target
+// virt-handler finishes the hot-plug, and the same VM instance runs with
+// the new size and no restart pending.
 func TestHotplugThroughMigration(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
+	restore, err := testenv.PatchKubeVirt(ctx, w.Env.Client, testenv.LiveMigrateUpdatesPatch)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
 	ns := namespace(t)
 	v := masqueradeVM(ns, "growing")
 	growableVM(v)

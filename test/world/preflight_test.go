@@ -18,7 +18,6 @@ package world_test
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +30,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,10 +49,11 @@ func finding(r preflight.Report, check, reason string) []preflight.Finding {
 }
 
 // TestPreflightFindings runs the preflight against the world's infra
-// cluster as it is (real KubeVirt and CDI), then against each shortcoming a
-// stock infra cluster may have, made for real: a gate off in the KubeVirt
-// CR, no load-balancer implementation, every StorageProfile copying, a DNS
-// the isolation policies do not open; each is put back after.
+// cluster as it is (real KubeVirt and CDI, KubeVirt's CR as its install
+// leaves it), then against each change or shortcoming an infra cluster may
+// have, made for real: the KubeVirt CR patched as docs/in-place-updates.md
+// says, no load-balancer implementation, every StorageProfile copying, a
+// DNS the isolation policies do not open; each is put back after.
 func TestPreflightFindings(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -76,7 +75,10 @@ func TestPreflightFindings(t *testing.T) {
 	g.Expect(r.Failed()).To(BeFalse(), "%+v", r.Findings)
 	g.Expect(finding(r, "kubevirt", preflight.KubeVirtDeployedReason)).To(ConsistOf(HaveField("Message", ContainSubstring(testenv.KubeVirtVersion))))
 	g.Expect(finding(r, "cdi", preflight.CDIDeployedReason)).To(ConsistOf(HaveField("Message", ContainSubstring(testenv.CDIVersion))))
-	g.Expect(finding(r, "disk-growth", preflight.FeatureGateOnReason)).To(HaveLen(1))
+	g.Expect(finding(r, "disk-growth", preflight.FeatureGateMissingReason)).To(ConsistOf(And(
+		HaveField("Severity", preflight.Warning),
+		HaveField("Message", ContainSubstring("lacks the ExpandDisks feature gate (spec.configuration.developerConfiguration.featureGates)")))))
+	g.Expect(finding(r, "live-migration", preflight.LiveMigrateOffReason)).To(ConsistOf(HaveField("Severity", preflight.Warning)))
 	g.Expect(finding(r, "load-balancer", preflight.LoadBalancerAvailableReason)).To(HaveLen(1))
 	g.Expect(finding(r, "storage", preflight.CopyOnlyStorageReason)).To(BeEmpty())
 	g.Expect(finding(r, "storage", preflight.CloneMethodReason)).To(ContainElement(And(
@@ -87,22 +89,14 @@ func TestPreflightFindings(t *testing.T) {
 	g.Expect(c.List(ctx, probes, client.InNamespace(ns))).To(Succeed())
 	g.Expect(probes.Items).To(BeEmpty(), "the probe Service outlived the preflight")
 
-	t.Run("missing gate", func(t *testing.T) {
+	t.Run("KubeVirt patched as the docs say", func(t *testing.T) {
 		g := NewWithT(t)
-		kv := &kubevirtv1.KubeVirt{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: testenv.KubeVirtNamespace, Name: "kubevirt"}, kv)).To(Succeed())
-		before := kv.DeepCopy()
-		gates := &kv.Spec.Configuration.DeveloperConfiguration.FeatureGates
-		*gates = slices.DeleteFunc(*gates, func(g string) bool { return g == "ExpandDisks" })
-		g.Expect(c.Patch(ctx, kv, client.MergeFrom(before))).To(Succeed())
-		t.Cleanup(func() {
-			restore := kv.DeepCopy()
-			restore.Spec.Configuration.DeveloperConfiguration.FeatureGates = before.Spec.Configuration.DeveloperConfiguration.FeatureGates
-			NewWithT(t).Expect(c.Patch(ctx, restore, client.MergeFrom(kv))).To(Succeed())
-		})
-		g.Expect(finding(passive(), "disk-growth", preflight.FeatureGateMissingReason)).To(ConsistOf(And(
-			HaveField("Severity", preflight.Warning),
-			HaveField("Message", ContainSubstring("lacks the ExpandDisks feature gate (spec.configuration.developerConfiguration.featureGates)")))))
+		restore, err := testenv.PatchKubeVirt(ctx, c, testenv.ExpandDisksPatch, testenv.LiveMigrateUpdatesPatch)
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
+		r := passive()
+		g.Expect(finding(r, "disk-growth", preflight.FeatureGateOnReason)).To(HaveLen(1))
+		g.Expect(finding(r, "live-migration", preflight.LiveMigrateOnReason)).To(HaveLen(1))
 	})
 
 	t.Run("no load-balancer implementation", func(t *testing.T) {

@@ -1,0 +1,111 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The world's KubeVirt CR starts as KubeVirt's install leaves it: no
+// feature gates, no workload update methods. These are the merge patches
+// docs/in-place-updates.md tells a platform engineer to apply to it with
+// kubectl; a test that needs what they turn on applies them the same way.
+const (
+	// LiveMigrateUpdatesPatch lets virt-controller live migrate running
+	// VMs onto a hot-plugged CPU or memory.
+	LiveMigrateUpdatesPatch = `{"spec":{"workloadUpdateStrategy":{"workloadUpdateMethods":["LiveMigrate"]}}}`
+	// ExpandDisksPatch turns on the ExpandDisks feature gate, without which
+	// a running VM keeps its disk's size when the claim grows.
+	ExpandDisksPatch = `{"spec":{"configuration":{"developerConfiguration":{"featureGates":["ExpandDisks"]}}}}`
+)
+
+// PatchKubeVirt applies the merge patches to every KubeVirt CR c sees and
+// returns what puts back the feature gates and workload update methods
+// each had before.
+func PatchKubeVirt(ctx context.Context, c client.Client, patches ...string) (restore func(context.Context) error, err error) {
+	kvs := &kubevirtv1.KubeVirtList{}
+	if err := c.List(ctx, kvs); err != nil {
+		return nil, fmt.Errorf("listing KubeVirt CRs: %w", err)
+	}
+	if len(kvs.Items) == 0 {
+		return nil, fmt.Errorf("no KubeVirt CR to patch")
+	}
+	var restores []func(context.Context) error
+	for i := range kvs.Items {
+		kv := &kvs.Items[i]
+		back, err := restorePatch(kv)
+		if err != nil {
+			return nil, err
+		}
+		key := client.ObjectKeyFromObject(kv)
+		for _, p := range patches {
+			if err := c.Patch(ctx, kv, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+				return nil, fmt.Errorf("patching KubeVirt %s with %s: %w", key, p, err)
+			}
+		}
+		restores = append(restores, func(ctx context.Context) error {
+			obj := &kubevirtv1.KubeVirt{}
+			obj.Namespace, obj.Name = key.Namespace, key.Name
+			return client.IgnoreNotFound(c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, back)))
+		})
+	}
+	return func(ctx context.Context) error {
+		for _, r := range restores {
+			if err := r(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// restorePatch is the merge patch that sets kv's feature gates and
+// workload update methods back to what they are now (null removes them).
+func restorePatch(kv *kubevirtv1.KubeVirt) ([]byte, error) {
+	var gates []string
+	if dc := kv.Spec.Configuration.DeveloperConfiguration; dc != nil {
+		gates = dc.FeatureGates
+	}
+	methods := kv.Spec.WorkloadUpdateStrategy.WorkloadUpdateMethods
+	orNull := func(v []string) any {
+		if v == nil {
+			return nil
+		}
+		return v
+	}
+	return json.Marshal(map[string]any{"spec": map[string]any{
+		"configuration":          map[string]any{"developerConfiguration": map[string]any{"featureGates": orNull(gates)}},
+		"workloadUpdateStrategy": map[string]any{"workloadUpdateMethods": orNull(methodNames(methods))},
+	}})
+}
+
+func methodNames(methods []kubevirtv1.WorkloadUpdateMethod) []string {
+	if methods == nil {
+		return nil
+	}
+	names := make([]string, len(methods))
+	for i, m := range methods {
+		names[i] = string(m)
+	}
+	return names
+}
