@@ -68,6 +68,39 @@ func TestCheckGuestAgent(t *testing.T) {
 	NewWithT(t).Consistently(tc.provisioned(bad)).WithTimeout(2 * time.Second).ShouldNot(Succeed())
 }
 
+// TestUserExecProbeRunsInTheGuest gives two machines a readiness probe of
+// their own, which KubeVirt runs in the guest through its agent: the
+// guest answers from its command table (docs/simulator.md), so a file the
+// user data wrote makes the VM Ready and a program the guest lacks never
+// does.
+func TestUserExecProbeRunsInTheGuest(t *testing.T) {
+	g := NewWithT(t)
+	tc := newTenantCluster(t, nil)
+	probed := func(cmd ...string) func(*infrav1.KubevirtMachine) {
+		return func(km *infrav1.KubevirtMachine) {
+			withCheck(infrav1.CheckStrategyNone)(km)
+			km.Spec.VirtualMachineTemplate.Spec.Template.Spec.ReadinessProbe = &kubevirtv1.Probe{
+				Handler: kubevirtv1.Handler{Exec: &corev1.ExecAction{Command: cmd}}, PeriodSeconds: 1}
+		}
+	}
+	data := "#cloud-config\nwrite_files:\n- path: /etc/capkv-test/healthy\n  content: ok\nruncmd:\n- kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml\n"
+	healthy := tc.newMachine(t, fixture.MachineOptions{Name: "probe-0", Data: data, Mutate: probed("cat", "/etc/capkv-test/healthy")})
+	lacking := tc.newMachine(t, fixture.MachineOptions{Name: "probe-1", Data: data, Mutate: probed("systemctl", "is-active", "kubelet")})
+	eventually(t, tc.provisioned(healthy)).Should(Succeed())
+
+	eventually(t, guestOutcome(w.Env.Client, tc.ns, lacking.Name)).Should(Equal("joined"))
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, lacking.Name, vmi)).To(Succeed())
+	g.Expect(vmi.Status.Phase).To(Equal(kubevirtv1.Running))
+	g.Consistently(func(g Gomega) {
+		g.Expect(infraGet(t, w.Env.Client, tc.ns, lacking.Name, vmi)).To(Succeed())
+		for _, c := range vmi.Status.Conditions {
+			g.Expect(c.Type == kubevirtv1.VirtualMachineInstanceReady && c.Status == corev1.ConditionTrue).To(BeFalse(), "the probe's program is not in the guest")
+		}
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+	g.Expect(tc.provisioned(lacking)()).NotTo(Succeed())
+}
+
 func TestCheckSSH(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()

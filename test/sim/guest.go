@@ -98,7 +98,7 @@ func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 	s.startSSH(vmi, data, outcome)
 	s.booted.Store(vmi.UID, outcome)
 	s.agents.Store(vmi.UID, known && img.GuestAgent)
-	s.probes.Store(vmi.UID, answersProbe(vmi, outcome, known && img.GuestAgent))
+	s.probes.Store(vmi.UID, answersProbe(vmi, known && img.GuestAgent, filesOf(data, outcome)))
 	return s.reportBoot(ctx, vmi, outcome)
 }
 
@@ -155,12 +155,20 @@ func (s *Simulator) reportBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachi
 }
 
 // answersProbe says whether a booted guest passes its VMI's readiness
-// probe, both of which KubeVirt runs through the guest agent: the agent
-// answers a ping; an exec probe (a kubelet health check) passes only on a
-// guest that joined its cluster.
-func answersProbe(vmi *kubevirtv1.VirtualMachineInstance, outcome string, agent bool) bool {
+// probe, both kinds of which KubeVirt runs through the guest agent: the
+// agent answers a ping; an exec probe's command runs in the guest
+// (runInGuest) and passes when it exits 0, as virt-probe's guest-exec
+// does.
+func answersProbe(vmi *kubevirtv1.VirtualMachineInstance, agent bool, files guestFiles) bool {
 	p := vmi.Spec.ReadinessProbe
-	return p != nil && agent && (p.GuestAgentPing != nil || p.Exec != nil && outcome == "joined")
+	if p == nil || !agent {
+		return false
+	}
+	if p.Exec != nil {
+		status, _ := runInGuest(probeCommand(p.Exec.Command), files)
+		return status == 0
+	}
+	return p.GuestAgentPing != nil
 }
 
 // probeLauncher has the kubelet run the launcher pod's readiness probe
@@ -188,8 +196,8 @@ func (s *Simulator) resumeGuest(ctx context.Context, vmi *kubevirtv1.VirtualMach
 	}
 	agent := vmiConditionTrue(vmi, kubevirtv1.VirtualMachineInstanceAgentConnected)
 	s.agents.Store(vmi.UID, agent)
-	s.probes.Store(vmi.UID, answersProbe(vmi, outcome, agent))
 	data, err := s.userData(ctx, vmi)
+	s.probes.Store(vmi.UID, answersProbe(vmi, agent, filesOf(data, outcome)))
 	if err == nil && data != nil && outcome == "joined" && s.Joiner != nil {
 		err = s.rejoin(ctx, vmi, data)
 	}

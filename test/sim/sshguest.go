@@ -56,7 +56,7 @@ type guestServer struct {
 	uid    types.UID
 	ln     net.Listener
 	config *ssh.ServerConfig
-	joined bool
+	files  guestFiles
 	mapped bool // whether routes holds the VMI's addresses; guarded by guestSSH.mu
 
 	mu    sync.Mutex
@@ -88,7 +88,7 @@ func (s *Simulator) startSSH(vmi *kubevirtv1.VirtualMachineInstance, data *Boots
 	if creds.hostKey == nil {
 		return
 	}
-	srv, err := newGuestServer(vmi.UID, creds, outcome == "joined")
+	srv, err := newGuestServer(vmi.UID, creds, filesOf(data, outcome))
 	if err != nil {
 		s.log.Error(err, "starting simulated guest sshd", "vmi", key)
 		return
@@ -208,7 +208,7 @@ func (s *Simulator) mapLateAddresses(ctx context.Context) bool {
 	return mapped
 }
 
-func newGuestServer(uid types.UID, creds guestCredentials, joined bool) (*guestServer, error) {
+func newGuestServer(uid types.UID, creds guestCredentials, files guestFiles) (*guestServer, error) {
 	config := &ssh.ServerConfig{
 		PublicKeyCallback: func(md ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 			if creds.authorized[md.User()][string(key.Marshal())] {
@@ -222,7 +222,7 @@ func newGuestServer(uid types.UID, creds guestCredentials, joined bool) (*guestS
 	if err != nil {
 		return nil, err
 	}
-	srv := &guestServer{uid: uid, ln: ln, config: config, joined: joined, conns: map[net.Conn]bool{}}
+	srv := &guestServer{uid: uid, ln: ln, config: config, files: files, conns: map[net.Conn]bool{}}
 	srv.wg.Add(1)
 	go srv.accept()
 	return srv, nil
@@ -290,8 +290,8 @@ func (srv *guestServer) serve(conn net.Conn) {
 	}
 }
 
-// session answers the one command the provider runs, test -f, as a shell
-// would; the guest has no other programs, shells or terminals.
+// session runs one command in the guest (runInGuest), as sshd would with
+// a shell; the guest has no other programs, shells or terminals.
 func (srv *guestServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer srv.wg.Done()
 	defer ch.Close()
@@ -305,15 +305,8 @@ func (srv *guestServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			continue
 		}
 		_ = req.Reply(true, nil)
-		status := uint32(127)
-		if f := strings.Fields(exec.Command); len(f) == 3 && f[0] == "test" && f[1] == "-f" {
-			status = 1
-			if strings.Trim(f[2], `'"`) == bootstrapSentinel && srv.joined {
-				status = 0
-			}
-		} else {
-			_, _ = fmt.Fprintf(ch.Stderr(), "sh: %s: not found\n", strings.SplitN(exec.Command, " ", 2)[0])
-		}
+		status, stderr := runInGuest(strings.Fields(exec.Command), srv.files)
+		_, _ = fmt.Fprint(ch.Stderr(), stderr)
 		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
 		ran = true // one command per session, as with sshd
 		_ = ch.Close()

@@ -251,7 +251,10 @@ func TestGuestSSHMapsAddressesLate(t *testing.T) {
 	}
 }
 
-func TestGuestSSHAnswersOnlyTest(t *testing.T) {
+// TestGuestSSHRunsTheCommandTable runs commands over the guest's sshd:
+// what the command table holds answers from the guest's files, anything
+// else is not found.
+func TestGuestSSHRunsTheCommandTable(t *testing.T) {
 	k := newGuestKeys(t)
 	s := New(DefaultOptions())
 	defer s.Close()
@@ -276,7 +279,8 @@ func TestGuestSSHAnswersOnlyTest(t *testing.T) {
 		"test -f " + bootstrapSentinel:        0,
 		"test -f '" + bootstrapSentinel + "'": 0,
 		"test -f /etc/passwd":                 1,
-		"cat " + bootstrapSentinel:            127,
+		"cat " + bootstrapSentinel:            0,
+		"bash -c 'test -f /x'":                127,
 	} {
 		session, err := client.NewSession()
 		if err != nil {
