@@ -111,6 +111,12 @@ type Options struct {
 	// cluster; its pods may reach port 22 of the VMs for the ssh bootstrap
 	// check. Empty leaves the port closed.
 	ProviderNamespace string
+	// SSHCheckSources are the address ranges from which the ssh bootstrap
+	// check's connections reach the VMs when they do not come from a pod
+	// of ProviderNamespace on the infra cluster: a provider on another
+	// (management) cluster, dialing directly from its nodes or through a
+	// gateway. They may reach port 22 of the VMs too.
+	SSHCheckSources []string
 	// InfraAPI are the addresses at which the VMs reach the infra API
 	// server, set per cluster: a cluster that asks for a tenant credential
 	// (docs/tenant-cloud.md) may reach them, since its cloud components
@@ -176,12 +182,16 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string, opts Options) 
 		if err != nil {
 			return nil, err
 		}
+		ingress, err := ingressRules(vms, opts)
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, &networkingv1.NetworkPolicy{
 			ObjectMeta: meta(PolicyName(kc)),
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: vms},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-				Ingress:     ingressRules(vms, opts),
+				Ingress:     ingress,
 				Egress:      egress,
 			},
 		})
@@ -216,18 +226,29 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string, opts Options) 
 	return out, nil
 }
 
-func ingressRules(vms map[string]string, opts Options) []networkingv1.NetworkPolicyIngressRule {
+// ingressRules let in the cluster's own VMs, and the ssh bootstrap check
+// on port 22: from the provider's namespace, and from the ranges it comes
+// from when the provider runs elsewhere.
+func ingressRules(vms map[string]string, opts Options) ([]networkingv1.NetworkPolicyIngressRule, error) {
 	rules := []networkingv1.NetworkPolicyIngressRule{{
 		From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: vms}}},
 	}}
+	var ssh []networkingv1.NetworkPolicyPeer
 	if opts.ProviderNamespace != "" {
-		rules = append(rules, networkingv1.NetworkPolicyIngressRule{
-			From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{corev1.LabelMetadataName: opts.ProviderNamespace}}}},
-			Ports: []networkingv1.NetworkPolicyPort{tcp(22)},
-		})
+		ssh = append(ssh, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{corev1.LabelMetadataName: opts.ProviderNamespace}}})
 	}
-	return rules
+	for _, cidr := range opts.SSHCheckSources {
+		_, n, err := net.ParseCIDR(strings.TrimSpace(cidr))
+		if err != nil {
+			return nil, fmt.Errorf("ssh check source CIDR %q: %w", cidr, err)
+		}
+		ssh = append(ssh, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: n.String()}})
+	}
+	if len(ssh) > 0 {
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{From: ssh, Ports: []networkingv1.NetworkPolicyPort{tcp(22)}})
+	}
+	return rules, nil
 }
 
 // loadBalancers lets anyone reach the worker VMs on the node port range:

@@ -223,3 +223,28 @@ func TestDefaultDNSResolvers(t *testing.T) {
 		}
 	}
 }
+
+// TestSSHCheckSources opens port 22 of the VMs to the ranges the ssh check
+// comes from when the provider runs on another cluster, beside its
+// namespace, and refuses a range that is not one.
+func TestSSHCheckSources(t *testing.T) {
+	kc := kcWith(func(*infrav1.KubevirtCluster) {})
+	got := byName(t, kc, Options{ProviderNamespace: "capkv-system", SSHCheckSources: []string{"192.0.2.0/24", " 2001:db8::1/128"}})
+	ingress := got["blue-kc-isolation"].Spec.Ingress
+	if len(ingress) != 2 || len(ingress[1].Ports) != 1 || ingress[1].Ports[0].Port.IntVal != 22 {
+		t.Fatalf("ingress %+v", ingress)
+	}
+	from := ingress[1].From
+	if len(from) != 3 || from[0].NamespaceSelector == nil || from[1].IPBlock.CIDR != "192.0.2.0/24" || from[2].IPBlock.CIDR != "2001:db8::1/128" {
+		t.Errorf("port 22 is open to %+v", from)
+	}
+	if only := byName(t, kc, Options{SSHCheckSources: []string{"198.51.100.7/32"}})["blue-kc-isolation"].Spec.Ingress; len(only) != 2 || len(only[1].From) != 1 {
+		t.Errorf("without a provider namespace, port 22 is open to %+v", only)
+	}
+	if closed := byName(t, kc, Options{})["blue-kc-isolation"].Spec.Ingress; len(closed) != 1 {
+		t.Errorf("with neither, port 22 is open: %+v", closed)
+	}
+	if _, err := Desired(kc, "blue", "infra-ns", Options{SSHCheckSources: []string{"10.0.0.1"}}); err == nil {
+		t.Error("an address without a prefix length was accepted")
+	}
+}

@@ -39,6 +39,8 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 		"Address ranges tenant VMs may not reach (the infra cluster's pod, service and node ranges), for clusters that set no isolation.deniedCIDRs.")
 	fs.StringSliceVar(&o.IsolationIPFamilies, "isolation-ip-families", []string{"IPv4", "IPv6"},
 		"IP families of the infra cluster; isolation opens internet egress for each.")
+	fs.StringSliceVar(&o.IsolationSSHCheckCIDRs, "isolation-ssh-check-cidrs", nil,
+		"Address ranges the ssh bootstrap check's connections come from when the manager does not run on the infra cluster (an external infra cluster: the management cluster's node or gateway addresses); isolation lets them reach port 22 of tenant VMs.")
 	fs.StringSliceVar(&o.InfraNodeLabels, "infra-node-labels", nil,
 		"Infra node label keys copied to the tenant Node of every VM placed there, besides topology.kubernetes.io/zone and region.")
 	fs.StringVar(&o.ProviderNamespace, "provider-namespace", os.Getenv("POD_NAMESPACE"),

@@ -25,6 +25,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/netip"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,6 +130,10 @@ type Options struct {
 	// IsolationIPFamilies are the infra cluster's IP families (IPv4, IPv6);
 	// empty means both.
 	IsolationIPFamilies []string
+	// IsolationSSHCheckCIDRs are the ranges the ssh bootstrap check's
+	// connections come from when the provider does not run on the infra
+	// cluster; isolation lets them reach port 22 of the VMs.
+	IsolationSSHCheckCIDRs []string
 	// InfraNodeLabels are infra node label keys copied to tenant Nodes,
 	// besides the zone and region labels.
 	InfraNodeLabels []string
@@ -349,13 +355,18 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("--infra-node-labels: %w", err)
 		}
 	}
+	for _, cidr := range o.IsolationSSHCheckCIDRs {
+		if _, err := netip.ParsePrefix(strings.TrimSpace(cidr)); err != nil {
+			return fmt.Errorf("--isolation-ssh-check-cidrs: %w", err)
+		}
+	}
 	// Every controller retries a failed object within MaxFailureBackoff.
 	retryCapped := failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)
 	if err := (&controllers.KubevirtClusterReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue, ClusterCache: clusterCache, Now: o.InProcess.Now,
 		Recorder: mgr.GetEventRecorder("kubevirtcluster-controller"), LoadBalancerFallback: o.LoadBalancerFallback,
 		Isolation: isolation.Options{DeniedCIDRs: o.IsolationDeniedCIDRs, ProviderNamespace: o.ProviderNamespace,
-			IPFamilies: families},
+			SSHCheckSources: o.IsolationSSHCheckCIDRs, IPFamilies: families},
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtClusterConcurrency, NewQueue: retryCapped}); err != nil {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}

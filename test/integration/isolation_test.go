@@ -117,7 +117,7 @@ func TestIsolationFlowTable(t *testing.T) {
 	}
 	pe := eval.NewPolicyEngine()
 	peers := map[string]string{
-		"external client": "203.0.113.7", "internet": "8.8.8.8", "image server": "198.51.100.10",
+		"external client": "203.0.113.7", "management cluster node": "192.0.2.50", "internet": "8.8.8.8", "image server": "198.51.100.10",
 		"infra service IP": "10.96.0.1", "infra pod IP": "10.244.3.7", "metadata service": "169.254.169.254",
 		"node-local DNS cache": "169.254.20.10",
 	}
