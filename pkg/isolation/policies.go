@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -226,6 +227,24 @@ func Desired(kc *infrav1.KubevirtCluster, clusterName, ns string, opts Options) 
 	return out, nil
 }
 
+// ParseSSHCheckSources parses the ranges of Options.SSHCheckSources. A
+// range with host bits set (10.0.0.1/24) is refused: it would open port 22
+// to more than the address it seems to name.
+func ParseSSHCheckSources(cidrs []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(cidrs))
+	for _, cidr := range cidrs {
+		p, err := netip.ParsePrefix(strings.TrimSpace(cidr))
+		if err != nil {
+			return nil, fmt.Errorf("ssh check source %q: %w", cidr, err)
+		}
+		if p != p.Masked() {
+			return nil, fmt.Errorf("ssh check source %q has host bits set; the range is %s", cidr, p.Masked())
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // ingressRules let in the cluster's own VMs, and the ssh bootstrap check
 // on port 22: from the provider's namespace, and from the ranges it comes
 // from when the provider runs elsewhere.
@@ -238,12 +257,12 @@ func ingressRules(vms map[string]string, opts Options) ([]networkingv1.NetworkPo
 		ssh = append(ssh, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
 			MatchLabels: map[string]string{corev1.LabelMetadataName: opts.ProviderNamespace}}})
 	}
-	for _, cidr := range opts.SSHCheckSources {
-		_, n, err := net.ParseCIDR(strings.TrimSpace(cidr))
-		if err != nil {
-			return nil, fmt.Errorf("ssh check source CIDR %q: %w", cidr, err)
-		}
-		ssh = append(ssh, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: n.String()}})
+	sources, err := ParseSSHCheckSources(opts.SSHCheckSources)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range sources {
+		ssh = append(ssh, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: p.String()}})
 	}
 	if len(ssh) > 0 {
 		rules = append(rules, networkingv1.NetworkPolicyIngressRule{From: ssh, Ports: []networkingv1.NetworkPolicyPort{tcp(22)}})

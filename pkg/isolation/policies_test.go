@@ -244,7 +244,9 @@ func TestSSHCheckSources(t *testing.T) {
 	if closed := byName(t, kc, Options{})["blue-kc-isolation"].Spec.Ingress; len(closed) != 1 {
 		t.Errorf("with neither, port 22 is open: %+v", closed)
 	}
-	if _, err := Desired(kc, "blue", "infra-ns", Options{SSHCheckSources: []string{"10.0.0.1"}}); err == nil {
-		t.Error("an address without a prefix length was accepted")
+	for _, bad := range []string{"10.0.0.1", "10.0.0.1/24", "fe80::1%eth0/64"} {
+		if _, err := Desired(kc, "blue", "infra-ns", Options{SSHCheckSources: []string{bad}}); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
 	}
 }

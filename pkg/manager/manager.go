@@ -25,8 +25,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"net/netip"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -355,10 +353,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("--infra-node-labels: %w", err)
 		}
 	}
-	for _, cidr := range o.IsolationSSHCheckCIDRs {
-		if _, err := netip.ParsePrefix(strings.TrimSpace(cidr)); err != nil {
-			return fmt.Errorf("--isolation-ssh-check-cidrs: %w", err)
-		}
+	if _, err := isolation.ParseSSHCheckSources(o.IsolationSSHCheckCIDRs); err != nil {
+		return fmt.Errorf("--isolation-ssh-check-cidrs: %w", err)
 	}
 	// Every controller retries a failed object within MaxFailureBackoff.
 	retryCapped := failurebackoff.NewQueue[reconcile.Request](MaxFailureBackoff)

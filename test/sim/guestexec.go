@@ -22,7 +22,8 @@ import (
 
 // guestFiles are the files a booted guest holds that its commands can see:
 // those its user data wrote (cloud-init's write_files, Ignition's
-// storage.files), and the bootstrap sentinel once it joined its cluster.
+// storage.files), and, once it joined its cluster, the bootstrap sentinel
+// and the kubelet's kubeconfig and configuration kubeadm writes.
 type guestFiles map[string]bool
 
 // filesOf are the files of a guest booted with data to outcome. User data
@@ -37,6 +38,10 @@ func filesOf(data *Bootstrap, outcome string) guestFiles {
 	}
 	if outcome == "joined" {
 		files[bootstrapSentinel] = true
+		// What kubeadm writes on every node it joins or initializes.
+		for _, path := range []string{"/etc/kubernetes/kubelet.conf", "/var/lib/kubelet/config.yaml"} {
+			files[path] = true
+		}
 	}
 	return files
 }

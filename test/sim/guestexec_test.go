@@ -39,6 +39,8 @@ func TestRunInGuest(t *testing.T) {
 	}{
 		"the sentinel of a joined guest":           {[]string{"test", "-f", bootstrapSentinel}, joined, 0},
 		"no sentinel before it joined":             {[]string{"test", "-f", bootstrapSentinel}, booted, 1},
+		"kubeadm's kubelet.conf once joined":       {[]string{"test", "-f", "/etc/kubernetes/kubelet.conf"}, joined, 0},
+		"no kubelet.conf before":                   {[]string{"test", "-f", "/etc/kubernetes/kubelet.conf"}, booted, 1},
 		"a file its user data wrote":               {[]string{"cat", "/etc/health/ok"}, booted, 0},
 		"a file nothing wrote":                     {[]string{"test", "-e", "/etc/health/missing"}, joined, 1},
 		"the bracket form":                         {[]string{"[", "-f", "/etc/health/ok", "]"}, booted, 0},

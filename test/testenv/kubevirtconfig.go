@@ -19,6 +19,7 @@ package testenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -51,32 +52,35 @@ func PatchKubeVirt(ctx context.Context, c client.Client, patches ...string) (res
 		return nil, fmt.Errorf("no KubeVirt CR to patch")
 	}
 	var restores []func(context.Context) error
-	for i := range kvs.Items {
-		kv := &kvs.Items[i]
-		back, err := restorePatch(kv)
-		if err != nil {
-			return nil, err
-		}
-		key := client.ObjectKeyFromObject(kv)
-		for _, p := range patches {
-			if err := c.Patch(ctx, kv, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
-				return nil, fmt.Errorf("patching KubeVirt %s with %s: %w", key, p, err)
-			}
-		}
-		restores = append(restores, func(ctx context.Context) error {
-			obj := &kubevirtv1.KubeVirt{}
-			obj.Namespace, obj.Name = key.Namespace, key.Name
-			return client.IgnoreNotFound(c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, back)))
-		})
-	}
-	return func(ctx context.Context) error {
+	restore = func(ctx context.Context) error {
 		for _, r := range restores {
 			if err := r(ctx); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, nil
+	}
+	for i := range kvs.Items {
+		kv := &kvs.Items[i]
+		back, err := restorePatch(kv)
+		if err != nil {
+			return nil, errors.Join(err, restore(ctx))
+		}
+		key := client.ObjectKeyFromObject(kv)
+		restores = append(restores, func(ctx context.Context) error {
+			obj := &kubevirtv1.KubeVirt{}
+			obj.Namespace, obj.Name = key.Namespace, key.Name
+			return client.IgnoreNotFound(c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, back)))
+		})
+		for _, p := range patches {
+			if err := c.Patch(ctx, kv, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+				// What was patched is put back, so that a failed call
+				// leaves no test after it a changed CR.
+				return nil, errors.Join(fmt.Errorf("patching KubeVirt %s with %s: %w", key, p, err), restore(ctx))
+			}
+		}
+	}
+	return restore, nil
 }
 
 // restorePatch is the merge patch that sets kv's feature gates and

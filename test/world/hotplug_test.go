@@ -132,6 +132,11 @@ func TestHotplugThroughMigration(t *testing.T) {
 func TestHotplugNeedsAMigratableVM(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
+	// With LiveMigrate on, so that no migration is KubeVirt's refusal,
+	// not the stock CR's.
+	restore, err := testenv.PatchKubeVirt(ctx, w.Env.Client, testenv.LiveMigrateUpdatesPatch)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
 	ns := namespace(t)
 	v := vm(ns, "bridged-growing", growableVM)
 	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
@@ -157,6 +162,11 @@ func TestHotplugNeedsAMigratableVM(t *testing.T) {
 func TestHotplugPendsWithoutMigration(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
+	// With LiveMigrate on, so that no migration is KubeVirt's refusal,
+	// not the stock CR's.
+	restore, err := testenv.PatchKubeVirt(ctx, w.Env.Client, testenv.LiveMigrateUpdatesPatch)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
 	ns := namespace(t)
 	v := vm(ns, "bridged-cpu", growableVM)
 	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
