@@ -59,10 +59,7 @@ func runInGuest(argv []string, files guestFiles) (uint32, string) {
 	if len(argv) == 0 {
 		return 127, "sh: : not found\n"
 	}
-	args := make([]string, len(argv))
-	for i, a := range argv {
-		args[i] = strings.Trim(a, `'"`)
-	}
+	args := argv
 	if args[0] == "[" && args[len(args)-1] == "]" {
 		args = append([]string{"test"}, args[1:len(args)-1]...)
 	}
@@ -86,6 +83,17 @@ func runInGuest(argv []string, files guestFiles) (uint32, string) {
 		return 0, ""
 	}
 	return 127, "sh: " + args[0] + ": not found\n"
+}
+
+// shellWords splits an ssh session's command line as a shell would for the
+// table's commands: at blanks, each word's quotes removed. A probe's argv
+// reaches the guest agent already split and is taken as it is.
+func shellWords(line string) []string {
+	words := strings.Fields(line)
+	for i, w := range words {
+		words[i] = strings.Trim(w, `'"`)
+	}
+	return words
 }
 
 // probeCommand is the command an exec probe runs in the guest: the VMI's

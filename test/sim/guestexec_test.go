@@ -37,19 +37,20 @@ func TestRunInGuest(t *testing.T) {
 		files guestFiles
 		want  uint32
 	}{
-		"the sentinel of a joined guest":           {[]string{"test", "-f", bootstrapSentinel}, joined, 0},
-		"no sentinel before it joined":             {[]string{"test", "-f", bootstrapSentinel}, booted, 1},
-		"kubeadm's kubelet.conf once joined":       {[]string{"test", "-f", "/etc/kubernetes/kubelet.conf"}, joined, 0},
-		"no kubelet.conf before":                   {[]string{"test", "-f", "/etc/kubernetes/kubelet.conf"}, booted, 1},
-		"a file its user data wrote":               {[]string{"cat", "/etc/health/ok"}, booted, 0},
-		"a file nothing wrote":                     {[]string{"test", "-e", "/etc/health/missing"}, joined, 1},
-		"the bracket form":                         {[]string{"[", "-f", "/etc/health/ok", "]"}, booted, 0},
-		"true":                                     {[]string{"true"}, nil, 0},
-		"false":                                    {[]string{"false"}, nil, 1},
-		"a shell, which the guest cannot run":      {[]string{"/bin/sh", "-c", "true"}, joined, 127},
-		"a program the table does not hold":        {[]string{"systemctl", "is-active", "kubelet"}, joined, 127},
-		"no command":                               {nil, joined, 127},
-		"test with a flag the table does not know": {[]string{"test", "-d", "/etc"}, joined, 127},
+		"the sentinel of a joined guest":                {[]string{"test", "-f", bootstrapSentinel}, joined, 0},
+		"no sentinel before it joined":                  {[]string{"test", "-f", bootstrapSentinel}, booted, 1},
+		"a probe's argv keeps its quotes, as exec does": {[]string{"test", "-f", "'" + bootstrapSentinel + "'"}, joined, 1},
+		"kubeadm's kubelet.conf once joined":            {[]string{"test", "-f", "/etc/kubernetes/kubelet.conf"}, joined, 0},
+		"no kubelet.conf before":                        {[]string{"test", "-f", "/etc/kubernetes/kubelet.conf"}, booted, 1},
+		"a file its user data wrote":                    {[]string{"cat", "/etc/health/ok"}, booted, 0},
+		"a file nothing wrote":                          {[]string{"test", "-e", "/etc/health/missing"}, joined, 1},
+		"the bracket form":                              {[]string{"[", "-f", "/etc/health/ok", "]"}, booted, 0},
+		"true":                                          {[]string{"true"}, nil, 0},
+		"false":                                         {[]string{"false"}, nil, 1},
+		"a shell, which the guest cannot run":           {[]string{"/bin/sh", "-c", "true"}, joined, 127},
+		"a program the table does not hold":             {[]string{"systemctl", "is-active", "kubelet"}, joined, 127},
+		"no command":                                    {nil, joined, 127},
+		"test with a flag the table does not know":      {[]string{"test", "-d", "/etc"}, joined, 127},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got, _ := runInGuest(tc.argv, tc.files); got != tc.want {

@@ -305,7 +305,7 @@ func (srv *guestServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			continue
 		}
 		_ = req.Reply(true, nil)
-		status, stderr := runInGuest(strings.Fields(exec.Command), srv.files)
+		status, stderr := runInGuest(shellWords(exec.Command), srv.files)
 		_, _ = fmt.Fprint(ch.Stderr(), stderr)
 		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
 		ran = true // one command per session, as with sshd
