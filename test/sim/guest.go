@@ -66,6 +66,33 @@ type Joiner interface {
 	Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, data Bootstrap) error
 }
 
+// UnreachableError says the network dropped a joining guest's connections
+// to its control plane (Simulator.Reachable). kubeadm join retries its
+// discovery until kubeadmDiscoveryTimeout, then fails.
+type UnreachableError struct {
+	// From is the guest's endpoint; To the address kubeadm dials.
+	From, To string
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("kubeadm join: %s could not reach the control plane at %s within %s: i/o timeout", e.From, e.To, kubeadmDiscoveryTimeout)
+}
+
+// kubeadm join's discovery timeout and retry interval, by default
+// (discovery.timeout in kubeadm's v1beta3 JoinConfiguration, timeouts.discovery
+// in v1beta4; constants.DiscoveryRetryInterval).
+const (
+	kubeadmDiscoveryTimeout       = 5 * time.Minute
+	kubeadmDiscoveryRetryInterval = 5 * time.Second
+)
+
+// minDiscoveryRetry keeps a scaled-down retry from spinning.
+const minDiscoveryRetry = 250 * time.Millisecond
+
+// errJoinRetrying says kubeadm is still retrying an unreachable control
+// plane.
+var errJoinRetrying = errors.New("kubeadm join is retrying its discovery")
+
 // bootGuest simulates the guest OS once the VMI runs: after the boot delay it
 // reads its user data the way cloud-init or Ignition would, and with valid
 // data joins its cluster. Invalid data leaves a running VM that never joins,
@@ -91,6 +118,9 @@ func (s *Simulator) bootGuest(ctx context.Context, vmi *kubevirtv1.VirtualMachin
 	}
 	img, known := s.Images.Lookup(ref)
 	outcome, err := s.runBootstrap(ctx, vmi, data, ref, img, known)
+	if errors.Is(err, errJoinRetrying) {
+		return reconcile.Result{RequeueAfter: max(s.scaled(kubeadmDiscoveryRetryInterval), minDiscoveryRetry)}, nil
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -122,6 +152,14 @@ func (s *Simulator) runBootstrap(ctx context.Context, vmi *kubevirtv1.VirtualMac
 	err := s.joinWithKubeadm(ctx, vmi, data, ref, img, known)
 	if err == nil && s.Joiner != nil {
 		s.Counters.Add(GuestsJoined, 1)
+	}
+	var unreachable *UnreachableError
+	if errors.As(err, &unreachable) {
+		if time.Since(runningSince(vmi)) < s.scaled(s.opts.BootDelay+kubeadmDiscoveryTimeout) {
+			return "", errJoinRetrying
+		}
+		s.Counters.Add(GuestBootFailures, 1)
+		return "bootstrap-failed: " + unreachable.Error(), nil
 	}
 	var refusal *KubeadmRefusedError
 	if errors.As(err, &refusal) {

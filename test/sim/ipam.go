@@ -97,3 +97,14 @@ func (a *ipAllocator) allocate(key string, cidr *net.IPNet, offset uint32) strin
 	binary.BigEndian.PutUint32(ip, base+offset+1+a.next[key])
 	return ip.String()
 }
+
+// reserved is an address of the pod CIDR that podIP reaches only after
+// handing out all others: its last but one. Processes standing in for pods
+// use it.
+func (a *ipAllocator) reserved() string {
+	ones, bits := a.pod.Mask.Size()
+	last := binary.BigEndian.Uint32(a.pod.IP.To4()) | (1<<(bits-ones) - 1)
+	ip := make(net.IP, 4)
+	binary.BigEndian.PutUint32(ip, last-1)
+	return ip.String()
+}

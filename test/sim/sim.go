@@ -82,6 +82,10 @@ type Simulator struct {
 	// Joiner makes a guest with valid bootstrap data join its cluster; nil
 	// means guests boot but join nothing.
 	Joiner Joiner
+	// Provider is where the provider's connections to guests (the ssh
+	// bootstrap check) come from; ProviderEndpoint unless the world says
+	// otherwise.
+	Provider Endpoint
 	// LBBackend routes load balancer traffic; nil leaves it unrouted.
 	LBBackend LoadBalancerBackend
 	lb        *loadBalancer
@@ -119,7 +123,7 @@ type Simulator struct {
 
 // New returns a simulator; call SetupWithManager to run it.
 func New(opts Options) *Simulator {
-	return &Simulator{opts: opts, Counters: NewCounters(), ips: newIPAllocator(opts.PodCIDR, opts.MultusCIDR), lb: newLoadBalancer(), Images: NewCatalog(),
+	return &Simulator{opts: opts, Counters: NewCounters(), ips: newIPAllocator(opts.PodCIDR, opts.MultusCIDR), lb: newLoadBalancer(), Images: NewCatalog(), Provider: ProviderEndpoint,
 		kubeletResync: make(chan event.GenericEvent)}
 }
 

@@ -150,7 +150,9 @@ func (s *Simulator) stopAllSSH() {
 }
 
 // DialGuest dials a simulated guest's SSH server by the VM address the
-// provider sees; other addresses are refused, like an unreachable network.
+// provider sees, from Provider; addresses of no guest are refused, like an
+// unreachable network, and connections the NetworkPolicies refuse are
+// dropped (Connect).
 func (s *Simulator) DialGuest(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	ip := net.ParseIP(host)
@@ -162,12 +164,17 @@ func (s *Simulator) DialGuest(ctx context.Context, network, addr string) (net.Co
 	if srv == nil && s.mapLateAddresses(ctx) {
 		srv = s.guests.lookup(target)
 	}
+	portNum, _ := strconv.ParseUint(port, 10, 16)
 	if srv == nil {
 		// Failing at once, rather than stalling like a dropped packet,
 		// keeps tests fast; the provider must retry either way.
-		portNum, _ := strconv.Atoi(port)
-		return nil, &net.OpError{Op: "dial", Net: network, Addr: &net.TCPAddr{IP: ip, Port: portNum},
+		return nil, &net.OpError{Op: "dial", Net: network, Addr: &net.TCPAddr{IP: ip, Port: int(portNum)},
 			Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
+	}
+	// The guest is there; whether the connection reaches it is the
+	// NetworkPolicies' call.
+	if err := s.Connect(ctx, s.Provider, AddressEndpoint(ip.String()), "TCP", int32(portNum)); err != nil {
+		return nil, err
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", srv.ln.Addr().String())

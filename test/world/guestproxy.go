@@ -72,6 +72,9 @@ func (p *guestProxy) serve() {
 	}
 }
 
+// connectTimeout is how long Linux tries a TCP connect by default.
+const connectTimeout = 127 * time.Second
+
 // SOCKS5 reply codes.
 const (
 	socksSucceeded       = 0x00
@@ -89,7 +92,11 @@ func (p *guestProxy) tunnel(conn net.Conn) {
 		return
 	}
 	_ = conn.SetDeadline(time.Time{})
-	guest, err := p.dial(p.ctx, "tcp", target)
+	// A connection the network drops waits as long as Linux's connect
+	// does (tcp_syn_retries 6: 127 s), though its client gives up sooner.
+	ctx, cancel := context.WithTimeout(p.ctx, connectTimeout)
+	guest, err := p.dial(ctx, "tcp", target)
+	cancel()
 	if err != nil {
 		_ = reply(conn, socksHostUnreachable)
 		return

@@ -19,7 +19,10 @@ package world
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -37,6 +40,8 @@ type vmJoiner struct {
 	// infra reads the infra cluster, where control-plane Services are.
 	infra     client.Reader
 	workloads *Workloads
+	// network judges the guest's connection to its control plane.
+	network *sim.Simulator
 }
 
 var (
@@ -50,6 +55,12 @@ func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInsta
 	if err != nil || !ok {
 		// Not a tenant machine: it boots and joins nothing.
 		return err
+	}
+	if !data.Init {
+		// kubeadm join first connects to the control plane.
+		if err := j.reachControlPlane(ctx, vmi, member.Cluster); err != nil {
+			return err
+		}
 	}
 	// kubeadm checks its kubelet against the version Cluster API asked
 	// for; the Node then reports the kubelet the guest really runs.
@@ -118,4 +129,64 @@ func (j *vmJoiner) memberOf(ctx context.Context, vmi *kubevirtv1.VirtualMachineI
 		}
 	}
 	return Member{}, false, nil
+}
+
+// reachControlPlane has a joining guest connect to its cluster's
+// control-plane Service, whose address the CNI translates to one of the
+// control-plane VMs before policies apply: the join goes ahead when the
+// NetworkPolicies let the guest reach any of them, as kubeadm's retries
+// would find one. A cluster with no control-plane VM running yet (tests of
+// workers alone) is not checked, nor a guest without a pod network.
+func (j *vmJoiner) reachControlPlane(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, cluster types.NamespacedName) error {
+	svc, backends, err := j.controlPlaneBackends(ctx, vmi, cluster)
+	if err != nil || len(backends) == 0 {
+		return err
+	}
+	from, err := j.network.GuestEndpoint(ctx, vmi)
+	if err != nil || from.IP != "" {
+		// A VM without a pod network reaches its control plane over its
+		// other network, where no policy applies.
+		return err
+	}
+	port := svc.Spec.Ports[0].TargetPort.IntVal
+	if port == 0 {
+		port = svc.Spec.Ports[0].Port
+	}
+	for _, backend := range backends {
+		ok, err := j.network.Reachable(ctx, from, sim.PodEndpoint(backend), "TCP", port)
+		if err != nil || ok {
+			return err
+		}
+	}
+	return &sim.UnreachableError{From: from.String(),
+		To: net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))}
+}
+
+// controlPlaneBackends finds the tenant's control-plane Service in the VM's
+// namespace and the running control-plane VMs' launcher pods it selects,
+// other than the guest's own.
+func (j *vmJoiner) controlPlaneBackends(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, cluster types.NamespacedName) (*corev1.Service, []types.NamespacedName, error) {
+	services := &corev1.ServiceList{}
+	if err := j.infra.List(ctx, services, client.InNamespace(vmi.Namespace), client.MatchingLabels{infrav1.ClusterNameLabel: cluster.Name}); err != nil {
+		return nil, nil, err
+	}
+	for i := range services.Items {
+		svc := &services.Items[i]
+		if tenant, ok := tenantOf(svc); !ok || tenant != cluster || len(svc.Spec.Ports) == 0 {
+			continue
+		}
+		pods := &corev1.PodList{}
+		if err := j.infra.List(ctx, pods, client.InNamespace(svc.Namespace), client.MatchingLabels(svc.Spec.Selector)); err != nil {
+			return nil, nil, err
+		}
+		var backends []types.NamespacedName
+		for _, pod := range pods.Items {
+			if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && pod.DeletionTimestamp.IsZero() &&
+				pod.Labels[kubevirtv1.CreatedByLabel] != string(vmi.UID) {
+				backends = append(backends, client.ObjectKeyFromObject(&pod))
+			}
+		}
+		return svc, backends, nil
+	}
+	return nil, nil, nil
 }

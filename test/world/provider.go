@@ -26,6 +26,11 @@ import (
 // ProviderNamespace is where the world's provider manager pretends to run.
 const ProviderNamespace = "capkv-system"
 
+// ManagementNodeAddress is where, in a world with an external infra
+// cluster, the provider's connections to guests come from: a node of the
+// management cluster, outside the infra cluster's pod network.
+const ManagementNodeAddress = "192.0.2.50"
+
 // StartProvider runs the provider's manager against the world's management
 // cluster (testenv.StartManager) with ProviderOptions(o). It returns a
 // function that stops the manager and waits for it.

@@ -195,6 +195,11 @@ func (w *World) build(o Options) error {
 		opts = *o.Sim
 	}
 	w.Sim = sim.New(opts)
+	if o.ExternalInfra {
+		// The provider runs beside the management cluster, so its
+		// connections reach the infra cluster from outside it.
+		w.Sim.Provider = sim.AddressEndpoint(ManagementNodeAddress)
+	}
 	if o.WithCAPI || o.WithWorkloads {
 		if w.Workloads, err = newWorkloads(w.ctx, w.managements); err != nil {
 			return err
@@ -307,7 +312,7 @@ func (w *World) startSimulator() error {
 		return err
 	}
 	if w.Workloads != nil {
-		w.Sim.Joiner = &vmJoiner{mgmt: w.managements, infra: w.Infra.Client, workloads: w.Workloads}
+		w.Sim.Joiner = &vmJoiner{mgmt: w.managements, infra: w.Infra.Client, workloads: w.Workloads, network: w.Sim}
 		w.Sim.LBBackend = &lbBackend{workloads: w.Workloads}
 		infraMgr := mgr
 		if w.Infra != w.Env {
