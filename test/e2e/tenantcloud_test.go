@@ -18,20 +18,25 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 // checkTenantCloud checks a running cluster of the cloud-provider flavors:
@@ -66,6 +71,7 @@ func checkTenantCloud(ctx context.Context, flavor string, kc *infrav1.KubevirtCl
 	Eventually(func() error {
 		return tenant.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubevirt-cloud-controller-manager"}, &appsv1.Deployment{})
 	}, time.Minute).Should(Succeed())
+	checkNodesInitialized(ctx, tenant, kc, flavor == "cloud-provider")
 	if flavor != "cloud-provider-csi" {
 		return
 	}
@@ -78,4 +84,79 @@ func checkTenantCloud(ctx context.Context, flavor string, kc *infrav1.KubevirtCl
 	Expect(tenant.Get(ctx, client.ObjectKey{Name: "kubevirt"}, sc)).To(Succeed())
 	Expect(sc.Provisioner).To(Equal("csi.kubevirt.io"))
 	Expect(sc.Parameters).To(HaveKeyWithValue("infraStorageClassName", ""), "empty: the infra cluster's default")
+}
+
+// checkNodesInitialized checks that the world's CCM, acting with the
+// tenant's credential alone, initialized every Node its kubelet (run with
+// cloud-provider: external) left tainted. With dropVerb, it then takes
+// get on VM instances out of the credential's ClusterRole: a Node tainted
+// again stays so, the CCM's call Forbidden, until the verb is back.
+func checkNodesInitialized(ctx context.Context, tenant client.Client, kc *infrav1.KubevirtCluster, dropVerb bool) {
+	By("the CCM initialized every Node through the credential: the uninitialized taint is gone")
+	cluster := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}
+	nodes := &corev1.NodeList{}
+	Eventually(func(g Gomega) {
+		g.Expect(tenant.List(ctx, nodes)).To(Succeed())
+		g.Expect(nodes.Items).NotTo(BeEmpty())
+		// The node controller syncs only Nodes that carry the taint: its
+		// event says the kubelet put it there and the CCM took it off.
+		events := &corev1.EventList{}
+		g.Expect(tenant.List(ctx, events, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+		synced := map[string]bool{}
+		for _, e := range events.Items {
+			if e.Reason == "Synced" && e.Source.Component == "cloud-node-controller" {
+				synced[e.InvolvedObject.Name] = true
+			}
+		}
+		for _, n := range nodes.Items {
+			g.Expect(synced).To(HaveKey(n.Name), "the CCM synced node %s", n.Name)
+			g.Expect(n.Spec.Taints).NotTo(ContainElement(HaveField("Key", world.TaintUninitialized)), "node %s: %s",
+				n.Name, w.Workloads.CloudControllerError(cluster, n.Name))
+			g.Expect(n.Spec.ProviderID).To(Equal("kubevirt://" + n.Name))
+			g.Expect(n.Status.Addresses).To(ContainElement(HaveField("Type", corev1.NodeInternalIP)))
+		}
+	}, time.Minute).Should(Succeed())
+	if !dropVerb {
+		return
+	}
+
+	By("without get on VM instances in its ClusterRole, the CCM is Forbidden and a Node tainted again stays tainted")
+	binding := &rbacv1.RoleBinding{}
+	Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: kc.Name + "-tenant-cloud"}, binding)).To(Succeed())
+	role := &rbacv1.ClusterRole{}
+	Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: binding.RoleRef.Name}, role)).To(Succeed())
+	original := role.DeepCopy()
+	restore := func() {
+		current := &rbacv1.ClusterRole{}
+		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: original.Name}, current)).To(Succeed())
+		current.Rules = original.Rules
+		Expect(w.Infra.Client.Update(ctx, current)).To(Succeed())
+	}
+	DeferCleanup(restore)
+	dropped := 0
+	for i, rule := range role.Rules {
+		if slices.Contains(rule.Resources, "virtualmachineinstances") {
+			role.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(rule.Verbs), func(v string) bool { return v == "get" })
+			dropped++
+		}
+	}
+	Expect(dropped).To(Equal(1), "the role grants VM instances in one rule")
+	Expect(w.Infra.Client.Update(ctx, role)).To(Succeed())
+	node := &nodes.Items[0]
+	Expect(tenant.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
+	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: world.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	Expect(tenant.Update(ctx, node)).To(Succeed())
+	Eventually(func() string { return w.Workloads.CloudControllerError(cluster, node.Name) }, time.Minute).Should(
+		MatchRegexp(`getting the instance of node .*: virtualmachineinstances.kubevirt.io .* is forbidden: User "system:serviceaccount:` +
+			kc.Namespace + ":" + kc.Name + `-tenant-cloud" cannot get resource "virtualmachineinstances"`))
+	Expect(tenant.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
+	Expect(node.Spec.Taints).To(ContainElement(HaveField("Key", world.TaintUninitialized)))
+
+	By("with the verb back, the CCM initializes the Node")
+	restore()
+	Eventually(func(g Gomega) {
+		g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
+		g.Expect(node.Spec.Taints).NotTo(ContainElement(HaveField("Key", world.TaintUninitialized)))
+	}, time.Minute).Should(Succeed())
+	Expect(w.Workloads.CloudControllerError(cluster, node.Name)).To(BeEmpty())
 }

@@ -181,6 +181,27 @@ func networkdAddresses(unit []byte, out map[string][]string) {
 // kubeadm writes to /var/lib/kubelet/kubeadm-flags.env.
 var kubeadmNodeIPRE = regexp.MustCompile(`name:\s*"?node-ip"?\s*\n\s*value:\s*"?([0-9a-fA-F.:]+)`)
 
+// kubeadmExternalCloudRE finds kubeadm's kubeletExtraArgs entry
+// cloud-provider: external (v1beta4's list form and v1beta3's map form);
+// externalCloudFlagRE the flag itself, in a command line or variable.
+var (
+	kubeadmExternalCloudRE = regexp.MustCompile(`(name:\s*"?cloud-provider"?\s*\n\s*value:|cloud-provider:)\s*"?external\b`)
+	externalCloudFlagRE    = regexp.MustCompile(`--cloud-provider[= ]"?external\b`)
+)
+
+// ExternalCloudProvider says whether the guest's kubelet runs with
+// --cloud-provider=external, from kubeadm's kubeletExtraArgs or a flag the
+// data passes: such a kubelet registers its Node tainted
+// node.cloudprovider.kubernetes.io/uninitialized until a cloud controller
+// manager initializes it.
+func ExternalCloudProvider(data *Bootstrap) bool {
+	if data == nil {
+		return false
+	}
+	text := bootstrapText(data)
+	return kubeadmExternalCloudRE.MatchString(text) || externalCloudFlagRE.MatchString(text)
+}
+
 // nodeIPFlagRE finds a --node-ip flag in a command line or variable.
 var nodeIPFlagRE = regexp.MustCompile(`--node-ip[= ]"?([0-9a-fA-F.:]+)`)
 

@@ -151,3 +151,22 @@ func TestGuestStaticAddressParsers(t *testing.T) {
 		t.Error("a config that does not name an interface ran DHCP on it")
 	}
 }
+
+func TestExternalCloudProvider(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       bool
+	}{
+		{"kubeadm v1beta4 list", "#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm-join-config.yaml\n  content: |\n    nodeRegistration:\n      kubeletExtraArgs:\n      - name: cloud-provider\n        value: external\nruncmd: [kubeadm join]\n", true},
+		{"kubeadm v1beta3 map", "#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm-join-config.yaml\n  content: |\n    nodeRegistration:\n      kubeletExtraArgs:\n        cloud-provider: external\nruncmd: [kubeadm join]\n", true},
+		{"a flag", "#cloud-config\nwrite_files:\n- path: /etc/default/kubelet\n  content: KUBELET_EXTRA_ARGS=--cloud-provider=external\nruncmd: [kubeadm join]\n", true},
+		{"another provider", "#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm-join-config.yaml\n  content: |\n    nodeRegistration:\n      kubeletExtraArgs:\n      - name: cloud-provider\n        value: externalish\nruncmd: [kubeadm join]\n", false},
+		{"none", "#cloud-config\nruncmd: [kubeadm join]\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ExternalCloudProvider(&Bootstrap{Format: "cloud-config", Data: []byte(tc.data)}); got != tc.want {
+				t.Errorf("ExternalCloudProvider = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
@@ -237,7 +238,12 @@ func TestGuestSSHLifecycle(t *testing.T) {
 func TestGuestSSHMapsAddressesLate(t *testing.T) {
 	k := newGuestKeys(t)
 	scheme := runtime.NewScheme()
+	// Pods, namespaces and NetworkPolicies too: the dial asks the
+	// policies, of which there are none.
 	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	booted := testVMI("vm", "uid-1")

@@ -73,6 +73,7 @@ func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInsta
 	if member.Address, err = sim.NodeIP(&data, vmi); err != nil {
 		return err
 	}
+	member.ExternalCloudProvider = sim.ExternalCloudProvider(&data)
 	if !j.workloads.Has(member.Cluster) {
 		if err := j.workloads.ensureBehindLoadBalancer(ctx, j.infra, vmi.Namespace, member.Cluster); err != nil {
 			return err

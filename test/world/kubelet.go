@@ -113,8 +113,50 @@ func (w *Workloads) runKubelets(ctx context.Context) {
 				_ = w.syncNetwork(ctx, rg.GetClient(), name, nodes)
 			}
 		}
+		pending := w.pendingCloud()
 		w.mu.Unlock()
+		// The cloud controller managers call the infra API server: not
+		// under the lock joins take.
+		for _, name := range pending {
+			if rg := w.mgr.GetResourceGroup(name); rg != nil {
+				// An error is the next tick's to retry, as the node
+				// controller requeues the Node.
+				_ = w.cloud.initialize(ctx, rg.GetClient(), name)
+			}
+		}
 	}
+}
+
+// runCloudControllers has cc play the tenants' cloud controller managers.
+func (w *Workloads) runCloudControllers(cc *cloudController) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cloud = cc
+}
+
+// pendingCloud lists the clusters whose cloud controller managers may
+// have Nodes to initialize; the caller holds w.mu.
+func (w *Workloads) pendingCloud() []string {
+	if w.cloud == nil {
+		return nil
+	}
+	out := make([]string, 0, len(w.addrs))
+	for cluster := range w.addrs {
+		out = append(out, cluster)
+	}
+	return out
+}
+
+// CloudControllerError is the last error the tenant's cloud controller
+// manager met initializing a Node, or "" (none, or it succeeded).
+func (w *Workloads) CloudControllerError(cluster types.NamespacedName, node string) string {
+	w.mu.Lock()
+	cc := w.cloud
+	w.mu.Unlock()
+	if cc == nil {
+		return ""
+	}
+	return cc.failure(groupName(cluster), node)
 }
 
 // syncNetwork turns Ready the Nodes of one cluster that wait for a CNI the

@@ -35,18 +35,28 @@ import (
 //go:linkname inmemoryStorageV1 sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server/api.storageV1ResourceList
 var inmemoryStorageV1 *metav1.APIResourceList
 
+// inmemoryCoreV1 is what it answers for the core group: no Events, which
+// every API server serves and the world's cloud controller manager
+// records.
+//
+//go:linkname inmemoryCoreV1 sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server/api.corev1APIResourceList
+var inmemoryCoreV1 *metav1.APIResourceList
+
 var serveStorageClasses sync.Once
 
 // addStorageClasses makes the in-memory tenant API servers serve
-// StorageClasses, as every Kubernetes API server does.
+// StorageClasses and Events, as every Kubernetes API server does.
 func addStorageClasses() {
 	serveStorageClasses.Do(func() {
-		if slices.ContainsFunc(inmemoryStorageV1.APIResources, func(r metav1.APIResource) bool { return r.Name == "storageclasses" }) {
-			return
-		}
-		inmemoryStorageV1.APIResources = append(inmemoryStorageV1.APIResources, metav1.APIResource{
-			Name: "storageclasses", SingularName: "storageclass", Kind: "StorageClass", ShortNames: []string{"sc"},
-			Verbs: []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
-		})
+		verbs := []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+		serve(inmemoryStorageV1, metav1.APIResource{Name: "storageclasses", SingularName: "storageclass", Kind: "StorageClass", ShortNames: []string{"sc"}, Verbs: verbs})
+		serve(inmemoryCoreV1, metav1.APIResource{Name: "events", SingularName: "event", Namespaced: true, Kind: "Event", ShortNames: []string{"ev"}, Verbs: verbs})
 	})
+}
+
+// serve adds a resource to a group version's discovery, once.
+func serve(list *metav1.APIResourceList, r metav1.APIResource) {
+	if !slices.ContainsFunc(list.APIResources, func(have metav1.APIResource) bool { return have.Name == r.Name }) {
+		list.APIResources = append(list.APIResources, r)
+	}
 }

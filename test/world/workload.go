@@ -71,6 +71,9 @@ type Workloads struct {
 	cniWritten map[string]map[string]bool
 	// waiting are the Nodes, by cluster, whose kubelets wait for a CNI.
 	waiting map[string]map[string]bool
+	// cloud plays the tenants' cloud controller managers; nil until the
+	// world sets it.
+	cloud *cloudController
 }
 
 func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
@@ -204,6 +207,10 @@ type Member struct {
 	// the guest's address on its default route (sim.NodeIP); none for a
 	// member that did not boot from bootstrap data.
 	Address string
+	// ExternalCloudProvider says the kubelet runs with
+	// --cloud-provider=external: it leaves the Node to a cloud controller
+	// manager.
+	ExternalCloudProvider bool
 }
 
 // Join makes a machine a Node of its cluster, with the control-plane pieces
@@ -235,6 +242,11 @@ func (w *Workloads) Join(ctx context.Context, m Member) error {
 	if m.ControlPlane {
 		node.Labels["node-role.kubernetes.io/control-plane"] = ""
 		node.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	if m.ExternalCloudProvider {
+		// kubelet_node_status.go, initialNode: the cloud controller
+		// manager removes it once it has initialized the Node.
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
 	}
 	node.Spec.Taints = readyTaints(node.Spec.Taints, ready)
 	if ready != corev1.ConditionTrue {

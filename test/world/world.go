@@ -312,6 +312,7 @@ func (w *World) startSimulator() error {
 		return err
 	}
 	if w.Workloads != nil {
+		w.Workloads.runCloudControllers(newCloudController(w.Sim, w.Infra.Client, w.Infra.Scheme))
 		w.Sim.Joiner = &vmJoiner{mgmt: w.managements, infra: w.Infra.Client, workloads: w.Workloads, network: w.Sim}
 		w.Sim.LBBackend = &lbBackend{workloads: w.Workloads}
 		infraMgr := mgr

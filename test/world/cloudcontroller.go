@@ -1,0 +1,343 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package world
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+)
+
+// TaintUninitialized is the taint a kubelet run with
+// --cloud-provider=external registers its Node with, until a cloud
+// controller manager initializes it (k8s.io/cloud-provider
+// api/well_known_taints.go, TaintExternalCloudProvider; the kubelet's
+// initialNode).
+const TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
+
+// Labels the cloud node controller sets (k8s.io/cloud-provider
+// controllers/node/node_controller.go, getNodeModifiersFromCloudProvider).
+const (
+	instanceTypeLabel     = "node.kubernetes.io/instance-type"
+	betaInstanceTypeLabel = "beta.kubernetes.io/instance-type"
+	// instancetypeAnnotation is where kubevirt-cloud-controller-manager
+	// reads a VM instance's type.
+	instancetypeAnnotation = "kubevirt.io/instancetype-name"
+)
+
+// cloudCallTimeout bounds one call the simulated CCM makes to the infra
+// API server.
+const cloudCallTimeout = 10 * time.Second
+
+// cloudController plays kubevirt-cloud-controller-manager v0.6.0 in every
+// tenant cluster that runs one, with Kubernetes' cloud node controller: it
+// initializes the Nodes its kubelets left to it. It works on the infra
+// cluster only with the credential mounted into its Deployment, so the
+// real API server's authorizer judges every call, and it reaches the infra
+// API server only where the NetworkPolicies let a control-plane VM through.
+type cloudController struct {
+	// network judges the connection to the infra API server.
+	network *sim.Simulator
+	// infra finds the VM the CCM runs in, for the network only.
+	infra  client.Reader
+	scheme *runtime.Scheme
+
+	mu sync.Mutex
+	// clients are the credential clients by cluster, with the kubeconfig
+	// each was built from: a rotated token makes a new one.
+	clients map[string]credentialClient
+	// failures are the last error by cluster and Node.
+	failures map[string]map[string]string
+}
+
+type credentialClient struct {
+	kubeconfig string
+	client     client.Client
+}
+
+// cloudConfig is what the CCM reads from its --cloud-config
+// (cloud-provider-kubevirt pkg/provider/cloud.go, CloudConfig).
+type cloudConfig struct {
+	Kubeconfig  string `json:"kubeconfig"`
+	Namespace   string `json:"namespace"`
+	InstancesV2 struct {
+		Enabled              *bool `json:"enabled"`
+		ZoneAndRegionEnabled *bool `json:"zoneAndRegionEnabled"`
+	} `json:"instancesV2"`
+}
+
+// infraAccess is how a tenant's CCM reaches the infra cluster.
+type infraAccess struct {
+	client    client.Client
+	namespace string
+	server    *url.URL
+	config    cloudConfig
+}
+
+func newCloudController(network *sim.Simulator, infra client.Reader, scheme *runtime.Scheme) *cloudController {
+	return &cloudController{network: network, infra: infra, scheme: scheme,
+		clients: map[string]credentialClient{}, failures: map[string]map[string]string{}}
+}
+
+// initialize has the cluster's CCM, if it runs, initialize every Node
+// that carries TaintUninitialized. A Node it fails on keeps its taint and
+// is tried again on the next call, as the node controller requeues it.
+func (cc *cloudController) initialize(ctx context.Context, c inmemoryruntime.Client, cluster string) error {
+	ccm, found, err := findCCM(ctx, c)
+	if err != nil || !found {
+		return err
+	}
+	var nodes []corev1.Node
+	if err := listAs(ctx, c, corev1.SchemeGroupVersion.WithKind("NodeList"), &nodes); err != nil {
+		return err
+	}
+	var waiting []*corev1.Node
+	for i := range nodes {
+		if hasTaint(&nodes[i], TaintUninitialized) {
+			waiting = append(waiting, &nodes[i])
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	access, err := cc.access(ctx, c, cluster, ccm)
+	if err == nil {
+		err = cc.reach(ctx, nodes, access)
+	}
+	for _, node := range waiting {
+		nodeErr := err
+		if nodeErr == nil {
+			nodeErr = cc.initializeNode(ctx, c, access, node)
+		}
+		cc.fail(cluster, node.Name, nodeErr)
+	}
+	return nil
+}
+
+// initializeNode does what the node controller does with InstancesV2's
+// InstanceMetadata (cloud-provider-kubevirt pkg/provider/instances_v2.go):
+// the VM instance named like the Node gives the provider ID, the
+// addresses of its "default" interface and its instance type; zone and
+// region come from its infra Node when enabled. All changes and the
+// taint's removal go in one update; on any error the Node is left as it
+// was.
+func (cc *cloudController) initializeNode(ctx context.Context, c inmemoryruntime.Client, access infraAccess, node *corev1.Node) error {
+	callCtx, cancel := context.WithTimeout(ctx, cloudCallTimeout)
+	defer cancel()
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	if err := access.client.Get(callCtx, types.NamespacedName{Namespace: access.namespace, Name: node.Name}, vmi); err != nil {
+		return fmt.Errorf("getting the instance of node %s: %w", node.Name, err)
+	}
+	if enabled(access.config.InstancesV2.ZoneAndRegionEnabled) {
+		host := &corev1.Node{}
+		if err := access.client.Get(callCtx, types.NamespacedName{Name: vmi.Status.NodeName}, host); err != nil {
+			return fmt.Errorf("getting the zone of node %s: %w", node.Name, err)
+		}
+		for _, key := range []string{corev1.LabelTopologyZone, corev1.LabelTopologyRegion} {
+			if v := host.Labels[key]; v != "" {
+				setLabel(node, key, v)
+			}
+		}
+	}
+	if node.Spec.ProviderID == "" {
+		node.Spec.ProviderID = "kubevirt://" + vmi.Name
+	}
+	if t := vmi.Annotations[instancetypeAnnotation]; t != "" {
+		setLabel(node, instanceTypeLabel, t)
+		setLabel(node, betaInstanceTypeLabel, t)
+	}
+	if addrs := defaultInterfaceAddresses(vmi); len(addrs) > 0 {
+		// The kubelet's hostname address stays.
+		for _, a := range node.Status.Addresses {
+			if a.Type == corev1.NodeHostName {
+				addrs = append(addrs, a)
+			}
+		}
+		node.Status.Addresses = addrs
+	}
+	var taints []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.Key != TaintUninitialized {
+			taints = append(taints, t)
+		}
+	}
+	node.Spec.Taints = taints
+	if err := c.Update(ctx, node); err != nil {
+		return err
+	}
+	// The node controller records it (syncNode's "Synced" event).
+	now := metav1.Now()
+	return c.Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: fmt.Sprintf("%s.%x", node.Name, now.UnixNano())},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID},
+		Reason:         "Synced", Message: "Node synced successfully", Type: corev1.EventTypeNormal,
+		Source: corev1.EventSource{Component: cloudNodeController}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	})
+}
+
+// cloudNodeController is the source of the node controller's events.
+const cloudNodeController = "cloud-node-controller"
+
+// defaultInterfaceAddresses are the InternalIPs of the instance's
+// interface named "default", each once.
+func defaultInterfaceAddresses(vmi *kubevirtv1.VirtualMachineInstance) []corev1.NodeAddress {
+	var out []corev1.NodeAddress
+	seen := map[string]bool{}
+	for _, iface := range vmi.Status.Interfaces {
+		if iface.Name != "default" {
+			continue
+		}
+		for _, ip := range iface.IPs {
+			if ip != "" && !seen[ip] {
+				seen[ip] = true
+				out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+			}
+		}
+	}
+	return out
+}
+
+// access reads the CCM's cloud config and infra kubeconfig from what its
+// Deployment mounts, and returns a client acting with that credential.
+func (cc *cloudController) access(ctx context.Context, c inmemoryruntime.Client, cluster string, ccm ccmDeployment) (infraAccess, error) {
+	raw, err := ccm.file(ctx, c, ccm.arg("--cloud-config"))
+	if err != nil {
+		return infraAccess{}, fmt.Errorf("reading the cloud config: %w", err)
+	}
+	access := infraAccess{}
+	if err := yaml.Unmarshal(raw, &access.config); err != nil {
+		return infraAccess{}, fmt.Errorf("parsing the cloud config: %w", err)
+	}
+	kubeconfig, err := ccm.file(ctx, c, access.config.Kubeconfig)
+	if err != nil {
+		return infraAccess{}, fmt.Errorf("reading the infra kubeconfig: %w", err)
+	}
+	loaded, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return infraAccess{}, fmt.Errorf("parsing the infra kubeconfig: %w", err)
+	}
+	access.namespace = access.config.Namespace
+	if ctxConfig := loaded.Contexts[loaded.CurrentContext]; access.namespace == "" && ctxConfig != nil {
+		access.namespace = ctxConfig.Namespace
+	}
+	restConfig, err := clientcmd.NewDefaultClientConfig(*loaded, nil).ClientConfig()
+	if err != nil {
+		return infraAccess{}, fmt.Errorf("the infra kubeconfig: %w", err)
+	}
+	if access.server, err = url.Parse(restConfig.Host); err != nil {
+		return infraAccess{}, fmt.Errorf("the infra kubeconfig's server: %w", err)
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cached, ok := cc.clients[cluster]; ok && cached.kubeconfig == string(kubeconfig) {
+		access.client = cached.client
+		return access, nil
+	}
+	if access.client, err = client.New(restConfig, client.Options{Scheme: cc.scheme}); err != nil {
+		return infraAccess{}, err
+	}
+	cc.clients[cluster] = credentialClient{kubeconfig: string(kubeconfig), client: access.client}
+	return access, nil
+}
+
+// reach checks that the CCM, on the host network of a control-plane VM,
+// can connect to the infra API server under the NetworkPolicies in force.
+func (cc *cloudController) reach(ctx context.Context, nodes []corev1.Node, access infraAccess) error {
+	host, portText := access.server.Hostname(), access.server.Port()
+	if portText == "" {
+		portText = "443"
+	}
+	port, err := strconv.ParseInt(portText, 10, 32)
+	if err != nil {
+		return err
+	}
+	for _, node := range nodes {
+		if _, cp := node.Labels["node-role.kubernetes.io/control-plane"]; !cp {
+			continue
+		}
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if err := cc.infra.Get(ctx, types.NamespacedName{Namespace: access.namespace, Name: node.Name}, vmi); err != nil {
+			continue
+		}
+		from, err := cc.network.GuestEndpoint(ctx, vmi)
+		if err != nil {
+			return err
+		}
+		ok, err := cc.network.Reachable(ctx, from, sim.AddressEndpoint(host), "TCP", int32(port))
+		if err != nil || ok {
+			return err
+		}
+		return &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.ParseIP(host), Port: int(port)}, Err: errDropped}
+	}
+	return nil
+}
+
+// fail records the last error initializing a Node; nil clears it.
+func (cc *cloudController) fail(cluster, node string, err error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if err == nil {
+		delete(cc.failures[cluster], node)
+		return
+	}
+	if cc.failures[cluster] == nil {
+		cc.failures[cluster] = map[string]string{}
+	}
+	cc.failures[cluster][node] = err.Error()
+}
+
+// failure is the last error initializing a Node, or "".
+func (cc *cloudController) failure(cluster, node string) string {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.failures[cluster][node]
+}
+
+func hasTaint(node *corev1.Node, key string) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func setLabel(node *corev1.Node, key, value string) {
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	node.Labels[key] = value
+}
+
+// enabled reads an optional switch that defaults to on.
+func enabled(b *bool) bool { return b == nil || *b }
