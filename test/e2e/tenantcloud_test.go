@@ -19,6 +19,7 @@ package e2e
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -30,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,6 +74,9 @@ func checkTenantCloud(ctx context.Context, flavor string, kc *infrav1.KubevirtCl
 		return tenant.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubevirt-cloud-controller-manager"}, &appsv1.Deployment{})
 	}, time.Minute).Should(Succeed())
 	checkNodesInitialized(ctx, tenant, kc, flavor == "cloud-provider")
+	if flavor == "cloud-provider-csi" {
+		checkLoadBalancer(ctx, tenant, kc)
+	}
 	if flavor != "cloud-provider-csi" {
 		return
 	}
@@ -159,4 +164,49 @@ func checkNodesInitialized(ctx context.Context, tenant client.Client, kc *infrav
 		g.Expect(node.Spec.Taints).NotTo(ContainElement(HaveField("Key", world.TaintUninitialized)))
 	}, time.Minute).Should(Succeed())
 	Expect(w.Workloads.CloudControllerError(cluster, node.Name)).To(BeEmpty())
+}
+
+// checkLoadBalancer has the tenant ask for a LoadBalancer Service: the
+// world's CCM, with the credential, makes an infra Service that selects
+// the worker VMs on the Service's node port, copies its address back, and
+// deletes it with the tenant's Service.
+func checkLoadBalancer(ctx context.Context, tenant client.Client, kc *infrav1.KubevirtCluster) {
+	By("a tenant LoadBalancer Service gets an infra Service on the workers' node port, and its address")
+	// The in-memory tenant API server allocates no node ports; the
+	// Service names one, as a user may.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080}}}}
+	Expect(tenant.Create(ctx, svc)).To(Succeed())
+	infraSvc := &corev1.Service{}
+	Eventually(func(g Gomega) {
+		list := &corev1.ServiceList{}
+		g.Expect(w.Infra.Client.List(ctx, list, client.InNamespace(kc.Namespace),
+			client.MatchingLabels{"cluster.x-k8s.io/tenant-service-name": "web", "cluster.x-k8s.io/tenant-service-namespace": "default"})).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1))
+		*infraSvc = list.Items[0]
+		g.Expect(infraSvc.Status.LoadBalancer.Ingress).NotTo(BeEmpty())
+		g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(svc), svc)).To(Succeed())
+		g.Expect(svc.Status.LoadBalancer.Ingress).To(Equal(infraSvc.Status.LoadBalancer.Ingress))
+	}, time.Minute).Should(Succeed(), "CCM: %s", w.Workloads.CloudControllerError(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}, "default/web"))
+	Expect(svc.UID).NotTo(BeEmpty())
+	Expect(infraSvc.Name).To(Equal(("a" + strings.ReplaceAll(string(svc.UID), "-", ""))[:32]), "named as the service controller names it")
+	Expect(infraSvc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+	Expect(infraSvc.Spec.Ports).To(ConsistOf(HaveField("TargetPort", intstr.FromInt32(30080))))
+	Expect(infraSvc.Spec.Selector).To(Equal(map[string]string{"cluster.x-k8s.io/role": "worker", "cluster.x-k8s.io/cluster-name": kc.Name}))
+	// The flavor's cluster has no worker; its control plane's launcher
+	// pod shows the VMs carry both keys, with the role the selector skips.
+	pods := &corev1.PodList{}
+	Expect(w.Infra.Client.List(ctx, pods, client.InNamespace(kc.Namespace), client.MatchingLabels{"cluster.x-k8s.io/cluster-name": kc.Name})).To(Succeed())
+	Expect(pods.Items).NotTo(BeEmpty())
+	Expect(pods.Items[0].Labels).To(HaveKeyWithValue("cluster.x-k8s.io/role", "control-plane"))
+
+	By("deleting the tenant Service deletes the infra Service")
+	Expect(tenant.Delete(ctx, svc)).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(w.Infra.Client.Get(ctx, client.ObjectKeyFromObject(infraSvc), &corev1.Service{}))
+	}, time.Minute).Should(BeTrue())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(tenant.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}))
+	}, time.Minute).Should(BeTrue(), "the cleanup finalizer is gone")
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package world
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -60,8 +61,9 @@ const (
 const cloudCallTimeout = 10 * time.Second
 
 // cloudController plays kubevirt-cloud-controller-manager v0.6.0 in every
-// tenant cluster that runs one, with Kubernetes' cloud node controller: it
-// initializes the Nodes its kubelets left to it. It works on the infra
+// tenant cluster that runs one, with Kubernetes' cloud node and service
+// controllers: it initializes the Nodes its kubelets left to it and gives
+// LoadBalancer Services an infra Service and its address. It works on the infra
 // cluster only with the credential mounted into its Deployment, so the
 // real API server's authorizer judges every call, and it reaches the infra
 // API server only where the NetworkPolicies let a control-plane VM through.
@@ -76,7 +78,8 @@ type cloudController struct {
 	// clients are the credential clients by cluster, with the kubeconfig
 	// each was built from: a rotated token makes a new one.
 	clients map[string]credentialClient
-	// failures are the last error by cluster and Node.
+	// failures are the last error by cluster and object: a Node's name,
+	// a Service's namespace/name.
 	failures map[string]map[string]string
 }
 
@@ -109,10 +112,11 @@ func newCloudController(network *sim.Simulator, infra client.Reader, scheme *run
 		clients: map[string]credentialClient{}, failures: map[string]map[string]string{}}
 }
 
-// initialize has the cluster's CCM, if it runs, initialize every Node
-// that carries TaintUninitialized. A Node it fails on keeps its taint and
-// is tried again on the next call, as the node controller requeues it.
-func (cc *cloudController) initialize(ctx context.Context, c inmemoryruntime.Client, cluster string) error {
+// sync has the cluster's CCM, if it runs, initialize every Node that
+// carries TaintUninitialized and keep the infra Services of the tenant's
+// LoadBalancer Services. What fails is left as it was and tried again on
+// the next call, as the controllers requeue it.
+func (cc *cloudController) sync(ctx context.Context, c inmemoryruntime.Client, cluster string) error {
 	ccm, found, err := findCCM(ctx, c)
 	if err != nil || !found {
 		return err
@@ -127,19 +131,35 @@ func (cc *cloudController) initialize(ctx context.Context, c inmemoryruntime.Cli
 			waiting = append(waiting, &nodes[i])
 		}
 	}
-	if len(waiting) == 0 {
+	var services []corev1.Service
+	if err := listAs(ctx, c, corev1.SchemeGroupVersion.WithKind("ServiceList"), &services); err != nil {
+		return err
+	}
+	balancers := pendingLoadBalancers(services)
+	if len(waiting) == 0 && len(balancers) == 0 {
 		return nil
 	}
 	access, err := cc.access(ctx, c, cluster, ccm)
 	if err == nil {
 		err = cc.reach(ctx, nodes, access)
 	}
+	callCtx, cancel := context.WithTimeout(ctx, cloudCallTimeout)
+	defer cancel()
 	for _, node := range waiting {
 		nodeErr := err
 		if nodeErr == nil {
-			nodeErr = cc.initializeNode(ctx, c, access, node)
+			nodeErr = cc.initializeNode(callCtx, c, access, node)
 		}
 		cc.fail(cluster, node.Name, nodeErr)
+	}
+	// The CCM's --cluster-name names the tenant on the infra Services.
+	clusterName := cmp.Or(ccm.arg("--cluster-name"), "kubernetes")
+	for _, svc := range balancers {
+		svcErr := err
+		if svcErr == nil {
+			svcErr = cc.syncLoadBalancer(callCtx, c, access, clusterName, svc)
+		}
+		cc.fail(cluster, svc.Namespace+"/"+svc.Name, svcErr)
 	}
 	return nil
 }
@@ -152,15 +172,13 @@ func (cc *cloudController) initialize(ctx context.Context, c inmemoryruntime.Cli
 // taint's removal go in one update; on any error the Node is left as it
 // was.
 func (cc *cloudController) initializeNode(ctx context.Context, c inmemoryruntime.Client, access infraAccess, node *corev1.Node) error {
-	callCtx, cancel := context.WithTimeout(ctx, cloudCallTimeout)
-	defer cancel()
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := access.client.Get(callCtx, types.NamespacedName{Namespace: access.namespace, Name: node.Name}, vmi); err != nil {
+	if err := access.client.Get(ctx, types.NamespacedName{Namespace: access.namespace, Name: node.Name}, vmi); err != nil {
 		return fmt.Errorf("getting the instance of node %s: %w", node.Name, err)
 	}
 	if enabled(access.config.InstancesV2.ZoneAndRegionEnabled) {
 		host := &corev1.Node{}
-		if err := access.client.Get(callCtx, types.NamespacedName{Name: vmi.Status.NodeName}, host); err != nil {
+		if err := access.client.Get(ctx, types.NamespacedName{Name: vmi.Status.NodeName}, host); err != nil {
 			return fmt.Errorf("getting the zone of node %s: %w", node.Name, err)
 		}
 		for _, key := range []string{corev1.LabelTopologyZone, corev1.LabelTopologyRegion} {
@@ -302,7 +320,7 @@ func (cc *cloudController) reach(ctx context.Context, nodes []corev1.Node, acces
 	return nil
 }
 
-// fail records the last error initializing a Node; nil clears it.
+// fail records the last error on an object; nil clears it.
 func (cc *cloudController) fail(cluster, node string, err error) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -316,7 +334,7 @@ func (cc *cloudController) fail(cluster, node string, err error) {
 	cc.failures[cluster][node] = err.Error()
 }
 
-// failure is the last error initializing a Node, or "".
+// failure is the last error on an object, or "".
 func (cc *cloudController) failure(cluster, node string) string {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()

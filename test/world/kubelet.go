@@ -121,7 +121,7 @@ func (w *Workloads) runKubelets(ctx context.Context) {
 			if rg := w.mgr.GetResourceGroup(name); rg != nil {
 				// An error is the next tick's to retry, as the node
 				// controller requeues the Node.
-				_ = w.cloud.initialize(ctx, rg.GetClient(), name)
+				_ = w.cloud.sync(ctx, rg.GetClient(), name)
 			}
 		}
 	}
@@ -148,15 +148,16 @@ func (w *Workloads) pendingCloud() []string {
 }
 
 // CloudControllerError is the last error the tenant's cloud controller
-// manager met initializing a Node, or "" (none, or it succeeded).
-func (w *Workloads) CloudControllerError(cluster types.NamespacedName, node string) string {
+// manager met on an object, a Node by name or a Service by
+// namespace/name, or "" (none, or it succeeded since).
+func (w *Workloads) CloudControllerError(cluster types.NamespacedName, object string) string {
 	w.mu.Lock()
 	cc := w.cloud
 	w.mu.Unlock()
 	if cc == nil {
 		return ""
 	}
-	return cc.failure(groupName(cluster), node)
+	return cc.failure(groupName(cluster), object)
 }
 
 // syncNetwork turns Ready the Nodes of one cluster that wait for a CNI the

@@ -78,7 +78,7 @@ func (w *Workloads) startLBProxy(cluster types.NamespacedName, host string, port
 		ErrorLog:      log.New(io.Discard, "", 0),
 	}
 	p := &lbProxy{listener: l, transport: transport, server: &http.Server{
-		Handler:           nodeStatus(proxy),
+		Handler:           nodeStatus(withUIDs(proxy)),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get},

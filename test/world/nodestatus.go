@@ -25,7 +25,12 @@ import (
 	"net/http"
 	"regexp"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // nodeStatusPath is the path of a Node's status subresource.
@@ -87,4 +92,67 @@ func writeStatus(rw http.ResponseWriter, code int, reason metav1.StatusReason, m
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure, Code: int32(code), Reason: reason, Message: message,
 	})
+}
+
+// maxCreateBody bounds the body of a create the world reads, as
+// kube-apiserver bounds a request body (3 MiB).
+const maxCreateBody = 3 << 20
+
+// createCodecs decode and encode the kinds clients create through the
+// proxy, in JSON or protobuf (client-go sends built-in kinds as protobuf).
+var createCodecs = serializer.NewCodecFactory(clientgoscheme.Scheme)
+
+// withUIDs gives each object created through the proxy a UID, as
+// kube-apiserver does on every create (metadata.uid; the in-memory server
+// leaves it empty, its cache's hooks say "TODO: UID"). Controllers key
+// what they make on it: the CCM names a LoadBalancer Service's infra
+// Service after it. A body it cannot read passes unchanged.
+func withUIDs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		info, ok := runtime.SerializerInfoForMediaType(createCodecs.SupportedMediaTypes(), media)
+		if r.Method != http.MethodPost || !ok {
+			next.ServeHTTP(rw, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxCreateBody))
+		if err != nil {
+			writeStatus(rw, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
+			return
+		}
+		if withUID, err := setUID(info, body); err == nil {
+			body = withUID
+		}
+		created := r.Clone(r.Context())
+		created.Body, created.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		next.ServeHTTP(rw, created)
+	})
+}
+
+// setUID gives the encoded object a UID unless it has one: a kind of the
+// scheme through its serializer, any other JSON object as a map.
+func setUID(info runtime.SerializerInfo, body []byte) ([]byte, error) {
+	if obj, _, err := info.Serializer.Decode(body, nil, nil); err == nil {
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		if accessor.GetUID() != "" {
+			return body, nil
+		}
+		accessor.SetUID(uuid.NewUUID())
+		var buf bytes.Buffer
+		err = info.Serializer.Encode(obj, &buf)
+		return buf.Bytes(), err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, err
+	}
+	m, ok := obj["metadata"].(map[string]any)
+	if !ok || m["uid"] != nil {
+		return body, nil
+	}
+	m["uid"] = string(uuid.NewUUID())
+	return json.Marshal(obj)
 }

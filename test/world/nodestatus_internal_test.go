@@ -17,6 +17,8 @@ limitations under the License.
 package world
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +26,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestNodeStatus(t *testing.T) {
@@ -73,4 +78,68 @@ func TestNodeStatus(t *testing.T) {
 			g.Expect(gotBody).To(Equal(tt.wantBody))
 		})
 	}
+}
+
+func TestWithUIDsGivesCreatesAUID(t *testing.T) {
+	for _, tt := range []struct {
+		name, method, contentType, body string
+		wantUID                         string // "" for a new one
+	}{
+		{"a create gets one", http.MethodPost, "application/json", `{"kind":"Service","metadata":{"name":"web"}}`, ""},
+		{"a UID sent is kept", http.MethodPost, "application/json", `{"metadata":{"name":"web","uid":"u-1"}}`, "u-1"},
+		{"an update passes unchanged", http.MethodPut, "application/json", `{"metadata":{"name":"web"}}`, "-"},
+		{"a body it cannot read passes unchanged", http.MethodPost, "application/vnd.kubernetes.protobuf", `k8s...`, "-"},
+		{"a kind the scheme lacks gets one", http.MethodPost, "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"web"}}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var got []byte
+			handler := withUIDs(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				var err error
+				got, err = io.ReadAll(r.Body)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(r.ContentLength).To(BeEquivalentTo(len(got)))
+			}))
+			req := httptest.NewRequest(tt.method, "/api/v1/namespaces/default/services", strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", tt.contentType)
+			handler.ServeHTTP(httptest.NewRecorder(), req)
+			if tt.wantUID == "-" {
+				g.Expect(string(got)).To(Equal(tt.body))
+				return
+			}
+			var obj struct {
+				Metadata struct{ UID, Name string } `json:"metadata"`
+			}
+			g.Expect(json.Unmarshal(got, &obj)).To(Succeed())
+			g.Expect(obj.Metadata.Name).To(Equal("web"))
+			if tt.wantUID != "" {
+				g.Expect(obj.Metadata.UID).To(Equal(tt.wantUID))
+			} else {
+				g.Expect(obj.Metadata.UID).To(MatchRegexp(`^[0-9a-f-]{36}$`))
+			}
+		})
+	}
+}
+
+func TestWithUIDsReadsProtobuf(t *testing.T) {
+	g := NewWithT(t)
+	const proto = "application/vnd.kubernetes.protobuf"
+	info, ok := runtime.SerializerInfoForMediaType(createCodecs.SupportedMediaTypes(), proto)
+	g.Expect(ok).To(BeTrue())
+	var body bytes.Buffer
+	g.Expect(info.Serializer.Encode(&corev1.Service{TypeMeta: metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web"}}, &body)).To(Succeed())
+	var got runtime.Object
+	handler := withUIDs(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		g.Expect(err).NotTo(HaveOccurred())
+		got, _, err = info.Serializer.Decode(b, nil, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+	}))
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/services", &body)
+	req.Header.Set("Content-Type", proto)
+	handler.ServeHTTP(httptest.NewRecorder(), req)
+	g.Expect(got).To(BeAssignableToTypeOf(&corev1.Service{}))
+	g.Expect(got.(*corev1.Service).Name).To(Equal("web"))
+	g.Expect(string(got.(*corev1.Service).UID)).To(MatchRegexp(`^[0-9a-f-]{36}$`))
 }
