@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,7 +74,7 @@ func checkTenantCloud(ctx context.Context, flavor string, kc *infrav1.KubevirtCl
 	Eventually(func() error {
 		return tenant.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubevirt-cloud-controller-manager"}, &appsv1.Deployment{})
 	}, time.Minute).Should(Succeed())
-	checkNodesInitialized(ctx, tenant, kc, flavor == "cloud-provider")
+	checkNodesInitialized(ctx, tenant, asTenant, kc, flavor == "cloud-provider")
 	if flavor == "cloud-provider-csi" {
 		checkLoadBalancer(ctx, tenant, kc)
 	}
@@ -96,7 +97,7 @@ func checkTenantCloud(ctx context.Context, flavor string, kc *infrav1.KubevirtCl
 // cloud-provider: external) left tainted. With dropVerb, it then takes
 // get on VM instances out of the credential's ClusterRole: a Node tainted
 // again stays so, the CCM's call Forbidden, until the verb is back.
-func checkNodesInitialized(ctx context.Context, tenant client.Client, kc *infrav1.KubevirtCluster, dropVerb bool) {
+func checkNodesInitialized(ctx context.Context, tenant, asTenant client.Client, kc *infrav1.KubevirtCluster, dropVerb bool) {
 	By("the CCM initialized every Node through the credential: the uninitialized taint is gone")
 	cluster := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}
 	nodes := &corev1.NodeList{}
@@ -118,7 +119,11 @@ func checkNodesInitialized(ctx context.Context, tenant client.Client, kc *infrav
 			g.Expect(n.Spec.Taints).NotTo(ContainElement(HaveField("Key", world.TaintUninitialized)), "node %s: %s",
 				n.Name, w.Workloads.CloudControllerError(cluster, n.Name))
 			g.Expect(n.Spec.ProviderID).To(Equal("kubevirt://" + n.Name))
-			g.Expect(n.Status.Addresses).To(ContainElement(HaveField("Type", corev1.NodeInternalIP)))
+			vmi := &kubevirtv1.VirtualMachineInstance{}
+			g.Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: n.Name}, vmi)).To(Succeed())
+			g.Expect(vmi.Status.Interfaces).NotTo(BeEmpty())
+			g.Expect(n.Status.Addresses).To(ContainElement(corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: vmi.Status.Interfaces[0].IP}),
+				"the address of the instance's default interface")
 		}
 	}, time.Minute).Should(Succeed())
 	if !dropVerb {
@@ -147,6 +152,12 @@ func checkNodesInitialized(ctx context.Context, tenant client.Client, kc *infrav
 	}
 	Expect(dropped).To(Equal(1), "the role grants VM instances in one rule")
 	Expect(w.Infra.Client.Update(ctx, role)).To(Succeed())
+	// The API server's authorizer follows the role through an informer:
+	// taint the Node only once the credential is refused.
+	Eventually(func() bool {
+		err := asTenant.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: nodes.Items[0].Name}, &kubevirtv1.VirtualMachineInstance{})
+		return apierrors.IsForbidden(err)
+	}, time.Minute).Should(BeTrue())
 	node := &nodes.Items[0]
 	Expect(tenant.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
 	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: world.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
@@ -163,7 +174,7 @@ func checkNodesInitialized(ctx context.Context, tenant client.Client, kc *infrav
 		g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
 		g.Expect(node.Spec.Taints).NotTo(ContainElement(HaveField("Key", world.TaintUninitialized)))
 	}, time.Minute).Should(Succeed())
-	Expect(w.Workloads.CloudControllerError(cluster, node.Name)).To(BeEmpty())
+	Eventually(func() string { return w.Workloads.CloudControllerError(cluster, node.Name) }, time.Minute).Should(BeEmpty())
 }
 
 // checkLoadBalancer has the tenant ask for a LoadBalancer Service: the

@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -104,6 +105,8 @@ func TestNetworkPoliciesDecideConnections(t *testing.T) {
 	kc := get(t, a.c, a.kc)
 	kc.Annotations = map[string]string{clusterv1.PausedAnnotation: "true"}
 	g.Expect(a.c.Update(ctx, kc)).To(Succeed())
+	// Once the controller says so, no reconcile puts the policy back.
+	eventually(t, func() bool { return conditions.IsTrue(get(t, a.c, a.kc), clusterv1.PausedCondition) }).Should(BeTrue())
 	g.Expect(w.Env.Client.Delete(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{
 		Namespace: a.ns, Name: kc.Name + "-api-server"}})).To(Succeed())
 	eventually(t, func() error { return connect(user, cpA, 6443) }).Should(dropped())
@@ -136,8 +139,20 @@ func TestNetworkPoliciesGateJoinAndSSHCheck(t *testing.T) {
 	launcherPod(t, tc, cp)
 	tc.newMachine(t, fixture.MachineOptions{Name: "worker"})
 
+	// kubeadm retries its discovery for 5 minutes (3 s scaled) from boot
+	// before it gives up.
+	var running time.Time
+	eventually(t, func() bool {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if infraGet(t, w.Env.Client, tc.ns, "worker", vmi) != nil || vmi.Status.Phase != kubevirtv1.Running {
+			return false
+		}
+		running = time.Now()
+		return true
+	}).Should(BeTrue())
 	eventually(t, guestOutcome(w.Env.Client, tc.ns, "worker")).Should(
 		MatchRegexp(`^bootstrap-failed: kubeadm join: .* could not reach the control plane at .*:6443 within 5m0s: i/o timeout$`))
+	g.Expect(time.Since(running)).To(BeNumerically(">", 1500*time.Millisecond), "the guest gave up only after retrying (the Running timestamp counts whole seconds)")
 	// Until the guest's sshd is up, the check finds no route; then the
 	// policy drops its connections.
 	eventually(t, func() string { return condition(get(t, tc.c, cp), infrav1.BootstrapSucceededCondition) }).Should(

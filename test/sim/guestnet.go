@@ -185,8 +185,8 @@ var kubeadmNodeIPRE = regexp.MustCompile(`name:\s*"?node-ip"?\s*\n\s*value:\s*"?
 // cloud-provider: external (v1beta4's list form and v1beta3's map form);
 // externalCloudFlagRE the flag itself, in a command line or variable.
 var (
-	kubeadmExternalCloudRE = regexp.MustCompile(`(name:\s*"?cloud-provider"?\s*\n\s*value:|cloud-provider:)\s*"?external\b`)
-	externalCloudFlagRE    = regexp.MustCompile(`--cloud-provider[= ]"?external\b`)
+	kubeadmExternalCloudRE = regexp.MustCompile(`(name:\s*"?cloud-provider"?\s*\n\s*value:|cloud-provider:)\s*"?external("|\s|$)`)
+	externalCloudFlagRE    = regexp.MustCompile(`--cloud-provider[= ]"?external("|\s|$)`)
 )
 
 // ExternalCloudProvider says whether the guest's kubelet runs with
@@ -212,14 +212,14 @@ var nodeIPFlagRE = regexp.MustCompile(`--node-ip[= ]"?([0-9a-fA-F.:]+)`)
 // /etc/hosts, which the kubelet skips). It fails when the kubelet would not
 // start: the provider's node IP script found no address.
 func NodeIP(data *Bootstrap, vmi *kubevirtv1.VirtualMachineInstance) (string, error) {
-	ip, err := nodeIPFlag(data, vmi)
+	ip, err := NodeIPFlag(data, vmi)
 	if err != nil || ip != "" {
 		return ip, err
 	}
 	return defaultRouteAddress(vmi), nil
 }
 
-// nodeIPFlag is the address the guest's kubelet is told to report with
+// NodeIPFlag is the address the guest's kubelet is told to report with
 // --node-ip, or "" when nothing tells it, resolved as systemd would start
 // kubeadm's kubelet unit: the last ExecStart of the kubelet.service.d
 // drop-ins the data writes expands its variables, where an EnvironmentFile
@@ -228,7 +228,7 @@ func NodeIP(data *Bootstrap, vmi *kubevirtv1.VirtualMachineInstance) (string, er
 // ExecStart passes KUBELET_KUBEADM_ARGS (kubeletExtraArgs) then
 // KUBELET_EXTRA_ARGS. An ExecStartPre running the provider's node IP
 // script writes its environment file first (see runNodeIPScript).
-func nodeIPFlag(data *Bootstrap, vmi *kubevirtv1.VirtualMachineInstance) (string, error) {
+func NodeIPFlag(data *Bootstrap, vmi *kubevirtv1.VirtualMachineInstance) (string, error) {
 	if data == nil {
 		return "", nil
 	}

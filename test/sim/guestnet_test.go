@@ -60,7 +60,7 @@ func TestNodeIPFollowsSystemd(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got, err := nodeIPFlag(tc.data, &kubevirtv1.VirtualMachineInstance{}); err != nil || got != tc.want {
+			if got, err := NodeIPFlag(tc.data, &kubevirtv1.VirtualMachineInstance{}); err != nil || got != tc.want {
 				t.Errorf("nodeIPFlag = %q, %v, want %q", got, err, tc.want)
 			}
 		})
@@ -160,6 +160,7 @@ func TestExternalCloudProvider(t *testing.T) {
 		{"kubeadm v1beta4 list", "#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm-join-config.yaml\n  content: |\n    nodeRegistration:\n      kubeletExtraArgs:\n      - name: cloud-provider\n        value: external\nruncmd: [kubeadm join]\n", true},
 		{"kubeadm v1beta3 map", "#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm-join-config.yaml\n  content: |\n    nodeRegistration:\n      kubeletExtraArgs:\n        cloud-provider: external\nruncmd: [kubeadm join]\n", true},
 		{"a flag", "#cloud-config\nwrite_files:\n- path: /etc/default/kubelet\n  content: KUBELET_EXTRA_ARGS=--cloud-provider=external\nruncmd: [kubeadm join]\n", true},
+		{"external-ish", "#cloud-config\nwrite_files:\n- path: /etc/default/kubelet\n  content: KUBELET_EXTRA_ARGS=--cloud-provider=external-foo\nruncmd: [kubeadm join]\n", false},
 		{"another provider", "#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm-join-config.yaml\n  content: |\n    nodeRegistration:\n      kubeletExtraArgs:\n      - name: cloud-provider\n        value: externalish\nruncmd: [kubeadm join]\n", false},
 		{"none", "#cloud-config\nruncmd: [kubeadm join]\n", false},
 	} {

@@ -19,9 +19,11 @@ package world
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -45,6 +47,12 @@ import (
 // api/well_known_taints.go, TaintExternalCloudProvider; the kubelet's
 // initialNode).
 const TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
+
+// ProvidedNodeIPAnnotation is where a kubelet run with
+// --cloud-provider=external and --node-ip records that address for the
+// cloud controller manager (k8s.io/cloud-provider
+// api/well_known_annotations.go, AnnotationAlphaProvidedIPAddr).
+const ProvidedNodeIPAnnotation = "alpha.kubernetes.io/provided-node-ip"
 
 // Labels the cloud node controller sets (k8s.io/cloud-provider
 // controllers/node/node_controller.go, getNodeModifiersFromCloudProvider).
@@ -176,6 +184,9 @@ func (cc *cloudController) initializeNode(ctx context.Context, c inmemoryruntime
 	if err := access.client.Get(ctx, types.NamespacedName{Namespace: access.namespace, Name: node.Name}, vmi); err != nil {
 		return fmt.Errorf("getting the instance of node %s: %w", node.Name, err)
 	}
+	if !enabled(access.config.InstancesV2.Enabled) {
+		return errors.New("instancesV2 is disabled in the cloud config: the node controller gets no instance metadata")
+	}
 	if enabled(access.config.InstancesV2.ZoneAndRegionEnabled) {
 		host := &corev1.Node{}
 		if err := access.client.Get(ctx, types.NamespacedName{Name: vmi.Status.NodeName}, host); err != nil {
@@ -194,15 +205,31 @@ func (cc *cloudController) initializeNode(ctx context.Context, c inmemoryruntime
 		setLabel(node, instanceTypeLabel, t)
 		setLabel(node, betaInstanceTypeLabel, t)
 	}
-	if addrs := defaultInterfaceAddresses(vmi); len(addrs) > 0 {
-		// The kubelet's hostname address stays.
+	addrs := defaultInterfaceAddresses(vmi)
+	if len(addrs) == 0 {
+		// The CCM keeps the Node's own InternalIPs then.
 		for _, a := range node.Status.Addresses {
-			if a.Type == corev1.NodeHostName {
+			if a.Type == corev1.NodeInternalIP {
 				addrs = append(addrs, a)
 			}
 		}
-		node.Status.Addresses = addrs
 	}
+	if provided := node.Annotations[ProvidedNodeIPAnnotation]; provided != "" {
+		// The kubelet was given --node-ip: the node controller takes the
+		// cloud's addresses only if that one is among them
+		// (node/helpers/address.go, GetNodeAddressesFromNodeIP).
+		if !slices.ContainsFunc(addrs, func(a corev1.NodeAddress) bool { return a.Address == provided }) {
+			return fmt.Errorf("failed to get node address from cloud provider that matches ip: %s", provided)
+		}
+		addrs = slices.DeleteFunc(addrs, func(a corev1.NodeAddress) bool { return a.Type == corev1.NodeInternalIP && a.Address != provided })
+	}
+	// The kubelet's hostname address stays.
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeHostName {
+			addrs = append(addrs, a)
+		}
+	}
+	node.Status.Addresses = addrs
 	var taints []corev1.Taint
 	for _, t := range node.Spec.Taints {
 		if t.Key != TaintUninitialized {
@@ -213,14 +240,16 @@ func (cc *cloudController) initializeNode(ctx context.Context, c inmemoryruntime
 	if err := c.Update(ctx, node); err != nil {
 		return err
 	}
-	// The node controller records it (syncNode's "Synced" event).
+	// The node controller records it (syncNode's "Synced" event), as an
+	// event recorder does: without failing on it.
 	now := metav1.Now()
-	return c.Create(ctx, &corev1.Event{
+	_ = c.Create(ctx, &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: fmt.Sprintf("%s.%x", node.Name, now.UnixNano())},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID},
 		Reason:         "Synced", Message: "Node synced successfully", Type: corev1.EventTypeNormal,
 		Source: corev1.EventSource{Component: cloudNodeController}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	})
+	return nil
 }
 
 // cloudNodeController is the source of the node controller's events.

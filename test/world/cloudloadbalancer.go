@@ -57,6 +57,11 @@ func wantsLoadBalancer(svc *corev1.Service) bool {
 // off) once it does not. An infra Service that has no address yet is
 // looked at again the next second, as the CCM polls for it.
 func (cc *cloudController) syncLoadBalancer(ctx context.Context, c inmemoryruntime.Client, access infraAccess, clusterName string, svc *corev1.Service) error {
+	if svc.UID == "" {
+		// Its infra Service is named after the UID: without one, two
+		// Services would share it.
+		return fmt.Errorf("tenant Service %s/%s has no UID", svc.Namespace, svc.Name)
+	}
 	key := types.NamespacedName{Namespace: access.namespace, Name: loadBalancerName(svc)}
 	infraSvc := &corev1.Service{}
 	err := access.client.Get(ctx, key, infraSvc)

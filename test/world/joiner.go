@@ -74,6 +74,9 @@ func (j *vmJoiner) Join(ctx context.Context, vmi *kubevirtv1.VirtualMachineInsta
 		return err
 	}
 	member.ExternalCloudProvider = sim.ExternalCloudProvider(&data)
+	if member.NodeIPFlag, err = sim.NodeIPFlag(&data, vmi); err != nil {
+		return err
+	}
 	if !j.workloads.Has(member.Cluster) {
 		if err := j.workloads.ensureBehindLoadBalancer(ctx, j.infra, vmi.Namespace, member.Cluster); err != nil {
 			return err

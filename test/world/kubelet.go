@@ -113,17 +113,7 @@ func (w *Workloads) runKubelets(ctx context.Context) {
 				_ = w.syncNetwork(ctx, rg.GetClient(), name, nodes)
 			}
 		}
-		pending := w.pendingCloud()
 		w.mu.Unlock()
-		// The cloud controller managers call the infra API server: not
-		// under the lock joins take.
-		for _, name := range pending {
-			if rg := w.mgr.GetResourceGroup(name); rg != nil {
-				// An error is the next tick's to retry, as the node
-				// controller requeues the Node.
-				_ = w.cloud.sync(ctx, rg.GetClient(), name)
-			}
-		}
 	}
 }
 
@@ -134,17 +124,35 @@ func (w *Workloads) runCloudControllers(cc *cloudController) {
 	w.cloud = cc
 }
 
-// pendingCloud lists the clusters whose cloud controller managers may
-// have Nodes to initialize; the caller holds w.mu.
-func (w *Workloads) pendingCloud() []string {
-	if w.cloud == nil {
-		return nil
+// runCloud runs the tenants' cloud controller managers every second, in a
+// goroutine of their own: their calls to the infra API server do not hold
+// up the kubelets.
+func (w *Workloads) runCloud(ctx context.Context) {
+	t := time.NewTicker(kubeletSyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		cc, clusters := w.cloud, make([]string, 0, len(w.addrs))
+		for cluster := range w.addrs {
+			clusters = append(clusters, cluster)
+		}
+		w.mu.Unlock()
+		if cc == nil {
+			continue
+		}
+		for _, name := range clusters {
+			if rg := w.mgr.GetResourceGroup(name); rg != nil {
+				// An error is the next tick's to retry, as the controllers
+				// requeue their objects.
+				_ = cc.sync(ctx, rg.GetClient(), name)
+			}
+		}
 	}
-	out := make([]string, 0, len(w.addrs))
-	for cluster := range w.addrs {
-		out = append(out, cluster)
-	}
-	return out
 }
 
 // CloudControllerError is the last error the tenant's cloud controller

@@ -106,7 +106,9 @@ var createCodecs = serializer.NewCodecFactory(clientgoscheme.Scheme)
 // kube-apiserver does on every create (metadata.uid; the in-memory server
 // leaves it empty, its cache's hooks say "TODO: UID"). Controllers key
 // what they make on it: the CCM names a LoadBalancer Service's infra
-// Service after it. A body it cannot read passes unchanged.
+// Service after it. A body it cannot read passes unchanged. Objects the
+// world writes to the in-memory server directly, and clusters served on
+// the mux alone, still have none.
 func withUIDs(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -115,9 +117,13 @@ func withUIDs(next http.Handler) http.Handler {
 			next.ServeHTTP(rw, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxCreateBody))
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxCreateBody+1))
 		if err != nil {
 			writeStatus(rw, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
+			return
+		}
+		if len(body) > maxCreateBody {
+			writeStatus(rw, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "the request body is larger than 3 MiB")
 			return
 		}
 		if withUID, err := setUID(info, body); err == nil {
@@ -129,16 +135,14 @@ func withUIDs(next http.Handler) http.Handler {
 	})
 }
 
-// setUID gives the encoded object a UID unless it has one: a kind of the
-// scheme through its serializer, any other JSON object as a map.
+// setUID gives the encoded object a new UID, replacing any it carries as
+// kube-apiserver does (FillObjectMetaSystemFields): a kind of the scheme
+// through its serializer, any other JSON object as a map.
 func setUID(info runtime.SerializerInfo, body []byte) ([]byte, error) {
 	if obj, _, err := info.Serializer.Decode(body, nil, nil); err == nil {
 		accessor, err := meta.Accessor(obj)
 		if err != nil {
 			return nil, err
-		}
-		if accessor.GetUID() != "" {
-			return body, nil
 		}
 		accessor.SetUID(uuid.NewUUID())
 		var buf bytes.Buffer
@@ -150,7 +154,7 @@ func setUID(info runtime.SerializerInfo, body []byte) ([]byte, error) {
 		return nil, err
 	}
 	m, ok := obj["metadata"].(map[string]any)
-	if !ok || m["uid"] != nil {
+	if !ok {
 		return body, nil
 	}
 	m["uid"] = string(uuid.NewUUID())

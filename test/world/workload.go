@@ -94,6 +94,7 @@ func newWorkloads(ctx context.Context, mgmt client.Reader) (*Workloads, error) {
 		proxies: map[string]map[string]*lbProxy{}, cniWritten: map[string]map[string]bool{},
 		waiting: map[string]map[string]bool{}}
 	go w.runKubelets(ctx)
+	go w.runCloud(ctx)
 	return w, nil
 }
 
@@ -211,6 +212,8 @@ type Member struct {
 	// --cloud-provider=external: it leaves the Node to a cloud controller
 	// manager.
 	ExternalCloudProvider bool
+	// NodeIPFlag is the kubelet's --node-ip, if it was given one.
+	NodeIPFlag string
 }
 
 // Join makes a machine a Node of its cluster, with the control-plane pieces
@@ -247,6 +250,9 @@ func (w *Workloads) Join(ctx context.Context, m Member) error {
 		// kubelet_node_status.go, initialNode: the cloud controller
 		// manager removes it once it has initialized the Node.
 		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+		if m.NodeIPFlag != "" {
+			node.Annotations = map[string]string{ProvidedNodeIPAnnotation: m.NodeIPFlag}
+		}
 	}
 	node.Spec.Taints = readyTaints(node.Spec.Taints, ready)
 	if ready != corev1.ConditionTrue {
