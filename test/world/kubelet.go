@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -95,25 +96,20 @@ func WritesCNIConfig(ds *appsv1.DaemonSet, node *corev1.Node) bool {
 }
 
 // runKubelets plays the runtime check of every tenant kubelet that waits
-// for its network, until ctx ends: its Node turns Ready once a CNI would
-// have written its configuration there.
+// for its network, every second until ctx ends: its Node turns Ready once
+// a CNI would have written its configuration there.
 func (w *Workloads) runKubelets(ctx context.Context) {
-	t := time.NewTicker(kubeletSyncPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	wait.UntilWithContext(ctx, w.syncKubelets, kubeletSyncPeriod)
+}
+
+func (w *Workloads) syncKubelets(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, nodes := range w.waiting {
+		if rg := w.mgr.GetResourceGroup(name); rg != nil {
+			// An error is the next tick's to retry, as a kubelet does.
+			_ = w.syncNetwork(ctx, rg.GetClient(), name, nodes)
 		}
-		w.mu.Lock()
-		for name, nodes := range w.waiting {
-			if rg := w.mgr.GetResourceGroup(name); rg != nil {
-				// An error is the next tick's to retry, as a kubelet does.
-				_ = w.syncNetwork(ctx, rg.GetClient(), name, nodes)
-			}
-		}
-		w.mu.Unlock()
 	}
 }
 
@@ -128,29 +124,24 @@ func (w *Workloads) runCloudControllers(cc *cloudController) {
 // goroutine of their own: their calls to the infra API server do not hold
 // up the kubelets.
 func (w *Workloads) runCloud(ctx context.Context) {
-	t := time.NewTicker(kubeletSyncPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		w.mu.Lock()
-		cc, clusters := w.cloud, make([]string, 0, len(w.addrs))
-		for cluster := range w.addrs {
-			clusters = append(clusters, cluster)
-		}
-		w.mu.Unlock()
-		if cc == nil {
-			continue
-		}
-		for _, name := range clusters {
-			if rg := w.mgr.GetResourceGroup(name); rg != nil {
-				// An error is the next tick's to retry, as the controllers
-				// requeue their objects.
-				_ = cc.sync(ctx, rg.GetClient(), name)
-			}
+	wait.UntilWithContext(ctx, w.syncCloud, kubeletSyncPeriod)
+}
+
+func (w *Workloads) syncCloud(ctx context.Context) {
+	w.mu.Lock()
+	cc, clusters := w.cloud, make([]string, 0, len(w.addrs))
+	for cluster := range w.addrs {
+		clusters = append(clusters, cluster)
+	}
+	w.mu.Unlock()
+	if cc == nil {
+		return
+	}
+	for _, name := range clusters {
+		if rg := w.mgr.GetResourceGroup(name); rg != nil {
+			// An error is the next tick's to retry, as the controllers
+			// requeue their objects.
+			_ = cc.sync(ctx, rg.GetClient(), name)
 		}
 	}
 }
