@@ -88,7 +88,9 @@ type terminationMessage struct {
 }
 
 // setupCDIPods plays the kubelet for the pods the real cdi-controller
-// creates and the real scheduler binds (docs/simulator.md#cdis-pods).
+// creates and the real scheduler binds (docs/simulator.md#cdis-pods), and
+// for virt-controller's hot-plug attachment pods, which only hold volumes
+// on a node.
 func (s *Simulator) setupCDIPods(mgr ctrl.Manager) error {
 	bound := predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return isBoundCDIPod(e.Object) },
@@ -103,7 +105,8 @@ func (s *Simulator) setupCDIPods(mgr ctrl.Manager) error {
 }
 
 // isBoundCDIPod says whether the kubelet has work on a pod: one of CDI's,
-// bound to a node, not ended or being deleted.
+// or a hot-plug attachment pod, which runs as they do, bound to a node,
+// not ended or being deleted.
 func isBoundCDIPod(o client.Object) bool {
 	pod, ok := o.(*corev1.Pod)
 	if !ok || pod.Spec.NodeName == "" || len(pod.Spec.Containers) == 0 {
@@ -113,7 +116,7 @@ func isBoundCDIPod(o client.Object) bool {
 	switch pod.Labels[cdiComponentLabel] {
 	case cdiImporter, cdiCloneSource, cdiUploadServer:
 	default:
-		if !poller {
+		if !poller && !isAttachmentPod(pod) {
 			return false
 		}
 	}

@@ -101,7 +101,9 @@ func (s *Simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 		vmi.Status.Machine = &kubevirtv1.Machine{Type: machineType(vmi)}
 		vmi.Status.SelinuxContext = "none"
 	case vmi.Status.Phase == kubevirtv1.Running:
-		return s.bootGuest(ctx, vmi)
+		if !syncHotplugVolumes(vmi) {
+			return s.bootGuest(ctx, vmi)
+		}
 	}
 	if equality.Semantic.DeepEqual(before.Status, vmi.Status) {
 		return reconcile.Result{}, nil

@@ -196,6 +196,11 @@ func Start(o Options) (*Env, error) {
 	if o.WithCAPKVWebhooks {
 		env.WebhookInstallOptions.Paths = []string{ProviderWebhookManifests()}
 	}
+	// envtest turns the ServiceAccount admission plugin off; a real API
+	// server runs it, and it gives every pod the default ServiceAccount's
+	// token volume, which virt-controller counts on an attachment pod
+	// (kubevirt volume-hotplug.go, podVolumesMatchesReadyVolumes).
+	env.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
 	// virt-api is an aggregated API server: it needs the aggregation layer.
 	certsDir, err := os.MkdirTemp("", "capkv-apiserver-certs-")
 	if err != nil {

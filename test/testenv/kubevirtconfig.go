@@ -29,8 +29,9 @@ import (
 
 // The world's KubeVirt CR starts as KubeVirt's install leaves it: no
 // feature gates, no workload update methods. These are the merge patches
-// docs/in-place-updates.md tells a platform engineer to apply to it with
-// kubectl; a test that needs what they turn on applies them the same way.
+// docs/in-place-updates.md and docs/tenant-cloud.md tell a platform
+// engineer to apply to it with kubectl; a test that needs what they turn
+// on applies them the same way.
 const (
 	// LiveMigrateUpdatesPatch lets virt-controller live migrate running
 	// VMs onto a hot-plugged CPU or memory.
@@ -38,6 +39,10 @@ const (
 	// ExpandDisksPatch turns on the ExpandDisks feature gate, without which
 	// a running VM keeps its disk's size when the claim grows.
 	ExpandDisksPatch = `{"spec":{"configuration":{"developerConfiguration":{"featureGates":["ExpandDisks"]}}}}`
+	// HotplugVolumesPatch turns on the HotplugVolumes feature gate, without
+	// which virt-api refuses the addvolume the tenant's CSI driver calls
+	// (docs/tenant-cloud.md).
+	HotplugVolumesPatch = `{"spec":{"configuration":{"developerConfiguration":{"featureGates":["HotplugVolumes"]}}}}`
 )
 
 // PatchKubeVirt applies the merge patches to every KubeVirt CR c sees and

@@ -24,17 +24,22 @@ import (
 )
 
 // TestKubeVirtPatchesAreTheDocs holds the tests to what a platform
-// engineer is told: each patch they apply is in docs/in-place-updates.md,
-// word for word, as a kubectl patch of the KubeVirt CR.
+// engineer is told: each patch they apply is in its doc, word for word, as
+// a kubectl patch of the KubeVirt CR.
 func TestKubeVirtPatchesAreTheDocs(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "docs", "in-place-updates.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Join(strings.Fields(strings.ReplaceAll(string(raw), "\\\n", " ")), " ")
-	for _, p := range []string{LiveMigrateUpdatesPatch, ExpandDisksPatch} {
-		if want := "kubectl patch kubevirt -n kubevirt kubevirt --type merge -p '" + p + "'"; !strings.Contains(doc, want) {
-			t.Errorf("docs/in-place-updates.md does not give %s", want)
+	for doc, patches := range map[string][]string{
+		"in-place-updates.md": {LiveMigrateUpdatesPatch, ExpandDisksPatch},
+		"tenant-cloud.md":     {HotplugVolumesPatch},
+	} {
+		raw, err := os.ReadFile(filepath.Join(RepoRoot(), "docs", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(strings.ReplaceAll(string(raw), "\\\n", " ")), " ")
+		for _, p := range patches {
+			if want := "kubectl patch kubevirt -n kubevirt kubevirt --type merge -p '" + p + "'"; !strings.Contains(text, want) {
+				t.Errorf("docs/%s does not give %s", doc, want)
+			}
 		}
 	}
 }

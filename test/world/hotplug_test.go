@@ -23,12 +23,15 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 // growableVM is a VM with room to grow: one socket of four and 1Gi of
@@ -198,4 +201,81 @@ func TestGrowthBeyondTheMaximumIsRefused(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("Number of sockets in CPU topology is greater than the maximum sockets allowed")))
 	err = grow(ctx, g, v, 1, "6Gi")
 	g.Expect(err).To(MatchError(ContainSubstring("Guest memory is greater than the configured maxGuest memory")))
+}
+
+// TestVolumeHotplug plugs a blank DataVolume into a running VM through
+// virt-api's addvolume, as the tenant's CSI driver does. virt-api refuses
+// it on a stock KubeVirt; with the HotplugVolumes gate on, as
+// docs/tenant-cloud.md says, the real virt-controller adds it to the VM
+// instance and starts an attachment pod on its node, the simulated
+// virt-handler mounts and attaches it, and it turns Ready with a target.
+// removevolume takes it out: unmounted, its attachment pod deleted, its
+// status gone.
+func TestVolumeHotplug(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	v := masqueradeVM(ns, "plugged")
+	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
+	dv := dataVolume(ns, "extra", world.StandardClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}})
+	g.Expect(w.Env.Client.Create(ctx, dv)).To(Succeed())
+	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
+	g.Eventually(dvPhase(g, dv), 60*time.Second).Should(Equal(cdiv1.Succeeded))
+	virt, err := world.NewVirtSubresourceClient(w.Env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	add := &kubevirtv1.AddVolumeOptions{Name: "extra",
+		Disk:         &kubevirtv1.Disk{Serial: "extra-serial", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusSCSI}}},
+		VolumeSource: &kubevirtv1.HotplugVolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: "extra"}}}
+
+	err = world.PutVirtSubresource(ctx, virt, ns, "virtualmachines", v.Name, "addvolume", add)
+	g.Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "a stock KubeVirt refuses: %v", err)
+	g.Expect(err).To(MatchError(ContainSubstring("Enable DeclarativeHotplugVolumes or HotplugVolumes feature gate")))
+
+	restore, err := testenv.PatchKubeVirt(ctx, w.Env.Client, testenv.HotplugVolumesPatch)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
+	// virt-api reads the gate through an informer.
+	g.Eventually(func() error {
+		return world.PutVirtSubresource(ctx, virt, ns, "virtualmachines", v.Name, "addvolume", add)
+	}, 30*time.Second).Should(Succeed())
+	first := vmiOf(g, v)()
+	var attachPod string
+	g.Eventually(func(g Gomega) {
+		vmi := vmiOf(g, v)()
+		g.Expect(vmi.UID).To(Equal(first.UID), "a hot-plug keeps the VM instance")
+		vs := volumeStatus(vmi, "extra")
+		g.Expect(vs).NotTo(BeNil())
+		g.Expect(vs.Phase).To(Equal(kubevirtv1.VolumeReady))
+		g.Expect(vs.Target).To(Equal("sda"))
+		g.Expect(vs.HotplugVolume).NotTo(BeNil())
+		attachPod = vs.HotplugVolume.AttachPodName
+	}, 60*time.Second).Should(Succeed())
+	pod := &corev1.Pod{}
+	g.Expect(w.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: attachPod}, pod)).To(Succeed())
+	g.Expect(pod.Spec.NodeName).To(Equal(first.Status.NodeName), "the attachment pod runs beside the launcher")
+	g.Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", "extra")))
+	vm := &kubevirtv1.VirtualMachine{}
+	g.Expect(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(v), vm)).To(Succeed())
+	g.Expect(vm.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Name", "extra")), "the VM keeps it across restarts")
+
+	g.Expect(world.PutVirtSubresource(ctx, virt, ns, "virtualmachines", v.Name, "removevolume",
+		&kubevirtv1.RemoveVolumeOptions{Name: "extra"})).To(Succeed())
+	g.Eventually(func() *kubevirtv1.VolumeStatus { return volumeStatus(vmiOf(g, v)(), "extra") }, 60*time.Second).Should(BeNil())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(w.Env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+	}, 30*time.Second).Should(BeTrue(), "virt-controller deletes the attachment pod")
+	g.Expect(vmiOf(g, v)().UID).To(Equal(first.UID))
+}
+
+// volumeStatus is the status of one of a VMI's volumes, or nil.
+func volumeStatus(vmi *kubevirtv1.VirtualMachineInstance, name string) *kubevirtv1.VolumeStatus {
+	if vmi == nil {
+		return nil
+	}
+	for i := range vmi.Status.VolumeStatus {
+		if vmi.Status.VolumeStatus[i].Name == name {
+			return &vmi.Status.VolumeStatus[i]
+		}
+	}
+	return nil
 }
