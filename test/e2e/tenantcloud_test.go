@@ -18,6 +18,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -29,16 +31,20 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -75,12 +81,10 @@ func checkTenantCloud(ctx context.Context, flavor string, kc *infrav1.KubevirtCl
 		return tenant.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubevirt-cloud-controller-manager"}, &appsv1.Deployment{})
 	}, time.Minute).Should(Succeed())
 	checkNodesInitialized(ctx, tenant, asTenant, kc, flavor == "cloud-provider")
-	if flavor == "cloud-provider-csi" {
-		checkLoadBalancer(ctx, tenant, kc)
-	}
 	if flavor != "cloud-provider-csi" {
 		return
 	}
+	checkLoadBalancer(ctx, tenant, kc)
 	Eventually(func() error {
 		return tenant.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubevirt-csi-controller"}, &appsv1.Deployment{})
 	}, time.Minute).Should(Succeed())
@@ -90,6 +94,7 @@ func checkTenantCloud(ctx context.Context, flavor string, kc *infrav1.KubevirtCl
 	Expect(tenant.Get(ctx, client.ObjectKey{Name: "kubevirt"}, sc)).To(Succeed())
 	Expect(sc.Provisioner).To(Equal("csi.kubevirt.io"))
 	Expect(sc.Parameters).To(HaveKeyWithValue("infraStorageClassName", ""), "empty: the infra cluster's default")
+	checkVolumes(ctx, tenant, asTenant, kc)
 }
 
 // checkNodesInitialized checks that the world's CCM, acting with the
@@ -131,33 +136,9 @@ func checkNodesInitialized(ctx context.Context, tenant, asTenant client.Client, 
 	}
 
 	By("without get on VM instances in its ClusterRole, the CCM is Forbidden and a Node tainted again stays tainted")
-	binding := &rbacv1.RoleBinding{}
-	Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: kc.Name + "-tenant-cloud"}, binding)).To(Succeed())
-	role := &rbacv1.ClusterRole{}
-	Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: binding.RoleRef.Name}, role)).To(Succeed())
-	original := role.DeepCopy()
-	restore := func() {
-		current := &rbacv1.ClusterRole{}
-		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: original.Name}, current)).To(Succeed())
-		current.Rules = original.Rules
-		Expect(w.Infra.Client.Update(ctx, current)).To(Succeed())
-	}
-	DeferCleanup(restore)
-	dropped := 0
-	for i, rule := range role.Rules {
-		if slices.Contains(rule.Resources, "virtualmachineinstances") {
-			role.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(rule.Verbs), func(v string) bool { return v == "get" })
-			dropped++
-		}
-	}
-	Expect(dropped).To(Equal(1), "the role grants VM instances in one rule")
-	Expect(w.Infra.Client.Update(ctx, role)).To(Succeed())
-	// The API server's authorizer follows the role through an informer:
-	// taint the Node only once the credential is refused.
-	Eventually(func() bool {
-		err := asTenant.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: nodes.Items[0].Name}, &kubevirtv1.VirtualMachineInstance{})
-		return apierrors.IsForbidden(err)
-	}, time.Minute).Should(BeTrue())
+	restore := withoutVerb(ctx, kc, "virtualmachineinstances", "get", func() error {
+		return asTenant.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: nodes.Items[0].Name}, &kubevirtv1.VirtualMachineInstance{})
+	})
 	node := &nodes.Items[0]
 	Expect(tenant.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
 	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: world.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
@@ -175,6 +156,36 @@ func checkNodesInitialized(ctx context.Context, tenant, asTenant client.Client, 
 		g.Expect(node.Spec.Taints).NotTo(ContainElement(HaveField("Key", world.TaintUninitialized)))
 	}, time.Minute).Should(Succeed())
 	Eventually(func() string { return w.Workloads.CloudControllerError(cluster, node.Name) }, time.Minute).Should(BeEmpty())
+}
+
+// withoutVerb takes a verb on a resource out of the ClusterRole bound to
+// the cluster's credential, waits until call, made with the credential,
+// is Forbidden (the API server's authorizer follows the role through an
+// informer), and returns what puts the role back, also run at cleanup.
+func withoutVerb(ctx context.Context, kc *infrav1.KubevirtCluster, resource, verb string, call func() error) (restore func()) {
+	binding := &rbacv1.RoleBinding{}
+	Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: kc.Name + "-tenant-cloud"}, binding)).To(Succeed())
+	role := &rbacv1.ClusterRole{}
+	Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: binding.RoleRef.Name}, role)).To(Succeed())
+	original := role.DeepCopy()
+	restore = func() {
+		current := &rbacv1.ClusterRole{}
+		Expect(w.Infra.Client.Get(ctx, client.ObjectKey{Name: original.Name}, current)).To(Succeed())
+		current.Rules = original.Rules
+		Expect(w.Infra.Client.Update(ctx, current)).To(Succeed())
+	}
+	DeferCleanup(restore)
+	dropped := 0
+	for i, rule := range role.Rules {
+		if slices.Contains(rule.Resources, resource) {
+			role.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(rule.Verbs), func(v string) bool { return v == verb })
+			dropped++
+		}
+	}
+	Expect(dropped).To(Equal(1), "the role grants %s in one rule", resource)
+	Expect(w.Infra.Client.Update(ctx, role)).To(Succeed())
+	Eventually(func() bool { return apierrors.IsForbidden(call()) }, time.Minute).Should(BeTrue())
+	return restore
 }
 
 // checkLoadBalancer has the tenant ask for a LoadBalancer Service: the
@@ -220,4 +231,93 @@ func checkLoadBalancer(ctx context.Context, tenant client.Client, kc *infrav1.Ku
 	Eventually(func() bool {
 		return apierrors.IsNotFound(tenant.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}))
 	}, time.Minute).Should(BeTrue(), "the cleanup finalizer is gone")
+}
+
+// checkVolumes has the tenant claim a volume of the flavor's StorageClass.
+// The world's CSI controller, with the credential alone, makes its
+// DataVolume and binds the claim; without create on DataVolumes in the
+// credential's ClusterRole, that is Forbidden and the claim waits. A
+// VolumeAttachment, as the attach-detach controller makes one for a pod
+// on the Node, hot-plugs the volume into the Node's VM through virt-api
+// (with HotplugVolumes on, as docs/tenant-cloud.md says), and deleting it
+// unplugs it; deleting the claim deletes the DataVolume.
+func checkVolumes(ctx context.Context, tenant, asTenant client.Client, kc *infrav1.KubevirtCluster) {
+	cluster := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}
+	restoreKubeVirt, err := testenv.PatchKubeVirt(ctx, c, testenv.HotplugVolumesPatch)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(restoreKubeVirt(ctx)).To(Succeed()) })
+
+	By("without create on DataVolumes in its ClusterRole, the CSI controller cannot provision a claim")
+	probe := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: kc.Namespace, Name: "pvc-probe"},
+		Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
+			Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}
+	restoreRole := withoutVerb(ctx, kc, "datavolumes", "create", func() error { return asTenant.Create(ctx, probe.DeepCopy(), client.DryRunAll) })
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To("kubevirt"),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	Expect(tenant.Create(ctx, claim)).To(Succeed())
+	Eventually(func() string { return w.Workloads.CSIControllerError(cluster, "PersistentVolumeClaim default/data") }, time.Minute).Should(
+		MatchRegexp(`failed to provision volume with StorageClass "kubevirt": datavolumes.cdi.kubevirt.io is forbidden: User "system:serviceaccount:` +
+			kc.Namespace + ":" + kc.Name + `-tenant-cloud" cannot create resource "datavolumes"`))
+	Expect(tenant.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+	Expect(claim.Spec.VolumeName).To(BeEmpty())
+
+	By("with the verb back, the claim binds to a volume whose DataVolume the credential made")
+	restoreRole()
+	Eventually(func(g Gomega) {
+		g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		g.Expect(claim.Status.Phase).To(Equal(corev1.ClaimBound))
+	}, time.Minute).Should(Succeed(), "CSI: %s", w.Workloads.CSIControllerError(cluster, "PersistentVolumeClaim default/data"))
+	Expect(claim.Spec.VolumeName).To(Equal("pvc-" + string(claim.UID)))
+	pv := &corev1.PersistentVolume{}
+	Expect(tenant.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv)).To(Succeed())
+	Expect(pv.Spec.CSI).NotTo(BeNil())
+	Expect(pv.Spec.CSI.Driver).To(Equal("csi.kubevirt.io"))
+	dv := &cdiv1.DataVolume{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: pv.Spec.CSI.VolumeHandle}, dv)).To(Succeed())
+	Expect(dv.Labels).To(HaveKeyWithValue("cluster.x-k8s.io/cluster-name", kc.Name), "the driver's --infra-cluster-labels")
+	Expect(dv.Spec.Source.Blank).NotTo(BeNil())
+	Expect(pv.Spec.CSI.VolumeAttributes).To(HaveKeyWithValue("serial", string(dv.UID)))
+
+	By("a VolumeAttachment hot-plugs the volume into the Node's VM")
+	nodes := &corev1.NodeList{}
+	Expect(tenant.List(ctx, nodes)).To(Succeed())
+	Expect(nodes.Items).NotTo(BeEmpty())
+	node := nodes.Items[0].Name
+	// The attach-detach controller's name for it.
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("csi-%x", sha256.Sum256([]byte(pv.Spec.CSI.VolumeHandle+"csi.kubevirt.io"+node)))},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "csi.kubevirt.io", NodeName: node,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv.Name}}}
+	Expect(tenant.Create(ctx, va)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(va), va)).To(Succeed())
+		g.Expect(va.Status.Attached).To(BeTrue())
+	}, 2*time.Minute).Should(Succeed(), func() string {
+		return fmt.Sprintf("CSI: %s; hot-plug: %s", w.Workloads.CSIControllerError(cluster, "VolumeAttachment "+va.Name),
+			w.Workloads.CSIControllerError(cluster, "VirtualMachine "+node))
+	})
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: node}, vmi)).To(Succeed())
+	Expect(vmi.Status.VolumeStatus).To(ContainElement(And(HaveField("Name", dv.Name), HaveField("Phase", kubevirtv1.VolumeReady),
+		HaveField("HotplugVolume", Not(BeNil())))))
+	vm := &kubevirtv1.VirtualMachine{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: node}, vm)).To(Succeed())
+	Expect(vm.Spec.Template.Spec.Domain.Devices.Disks).To(ContainElement(And(HaveField("Name", dv.Name), HaveField("Serial", string(dv.UID)))))
+
+	By("deleting the VolumeAttachment unplugs the volume")
+	Expect(tenant.Delete(ctx, va)).To(Succeed())
+	Eventually(func() bool { return apierrors.IsNotFound(tenant.Get(ctx, client.ObjectKeyFromObject(va), va)) }, 2*time.Minute).Should(BeTrue(),
+		"the attacher's finalizer is gone once detached: %s", w.Workloads.CSIControllerError(cluster, "VolumeAttachment "+va.Name))
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: node}, vmi)).To(Succeed())
+	Expect(vmi.Status.VolumeStatus).NotTo(ContainElement(HaveField("Name", dv.Name)))
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: node}, vm)).To(Succeed())
+	Expect(vm.Spec.Template.Spec.Volumes).NotTo(ContainElement(HaveField("Name", dv.Name)))
+
+	By("deleting the claim deletes its volume and DataVolume")
+	Expect(tenant.Delete(ctx, claim)).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(dv), &cdiv1.DataVolume{})) &&
+			apierrors.IsNotFound(tenant.Get(ctx, client.ObjectKeyFromObject(pv), &corev1.PersistentVolume{}))
+	}, time.Minute).Should(BeTrue(), "CSI: %s", w.Workloads.CSIControllerError(cluster, "PersistentVolume "+pv.Name))
 }

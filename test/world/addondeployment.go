@@ -19,8 +19,8 @@ package world
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -33,36 +33,53 @@ import (
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
 )
 
-// errDropped is what a connection the network dropped fails with.
-var errDropped = os.ErrDeadlineExceeded
-
-// ccmDeployment is a tenant Deployment whose container runs
-// kubevirt-cloud-controller-manager (--cloud-provider=kubevirt). No pod
-// runs in a tenant cluster; the Deployment stands for its pod, as a CNI's
-// DaemonSet does for the kubelets.
-type ccmDeployment struct {
+// addonDeployment is a tenant Deployment whose container runs one of the
+// infra cluster's add-ons: kubevirt-cloud-controller-manager, or
+// kubevirt-csi-driver's controller. No pod runs in a tenant cluster; the
+// Deployment stands for its pod, as a CNI's DaemonSet does for the
+// kubelets.
+type addonDeployment struct {
 	deployment appsv1.Deployment
 	container  corev1.Container
 }
 
 // findCCM finds the tenant's CCM Deployment, if any.
-func findCCM(ctx context.Context, c inmemoryruntime.Client) (ccmDeployment, bool, error) {
+func findCCM(ctx context.Context, c inmemoryruntime.Client) (addonDeployment, bool, error) {
+	return findAddon(ctx, c, func(a addonDeployment) bool { return a.hasArg("--cloud-provider=kubevirt") })
+}
+
+// findCSIController finds the Deployment running the tenant's CSI
+// driver's controller service, if any.
+func findCSIController(ctx context.Context, c inmemoryruntime.Client) (addonDeployment, bool, error) {
+	return findAddon(ctx, c, func(a addonDeployment) bool {
+		return a.hasArg("--run-controller-service=true") && a.arg("--infra-cluster-kubeconfig") != ""
+	})
+}
+
+// findAddon finds the first container of the tenant's Deployments that
+// matches.
+func findAddon(ctx context.Context, c inmemoryruntime.Client, match func(addonDeployment) bool) (addonDeployment, bool, error) {
 	var deployments []appsv1.Deployment
 	if err := listAs(ctx, c, appsv1.SchemeGroupVersion.WithKind("DeploymentList"), &deployments); err != nil {
-		return ccmDeployment{}, false, err
+		return addonDeployment{}, false, err
 	}
 	for _, d := range deployments {
 		for _, ctr := range d.Spec.Template.Spec.Containers {
-			if slices.Contains(ctr.Args, "--cloud-provider=kubevirt") || slices.Contains(ctr.Command, "--cloud-provider=kubevirt") {
-				return ccmDeployment{deployment: d, container: ctr}, true, nil
+			if a := (addonDeployment{deployment: d, container: ctr}); match(a) {
+				return a, true, nil
 			}
 		}
 	}
-	return ccmDeployment{}, false, nil
+	return addonDeployment{}, false, nil
+}
+
+// hasArg says whether the container is run with an argument.
+func (d addonDeployment) hasArg(arg string) bool {
+	return slices.Contains(d.container.Args, arg) || slices.Contains(d.container.Command, arg)
 }
 
 // arg is the value of a --flag=value argument, or "".
-func (d ccmDeployment) arg(flag string) string {
+func (d addonDeployment) arg(flag string) string {
 	for _, a := range append(slices.Clone(d.container.Command), d.container.Args...) {
 		if v, ok := strings.CutPrefix(a, flag+"="); ok {
 			return v
@@ -73,7 +90,7 @@ func (d ccmDeployment) arg(flag string) string {
 
 // file reads a file as the container sees it: a key of the ConfigMap or
 // Secret volume mounted at a directory holding it.
-func (d ccmDeployment) file(ctx context.Context, c inmemoryruntime.Client, file string) ([]byte, error) {
+func (d addonDeployment) file(ctx context.Context, c inmemoryruntime.Client, file string) ([]byte, error) {
 	if file == "" {
 		return nil, fmt.Errorf("no file named")
 	}
@@ -132,4 +149,45 @@ func getAs(ctx context.Context, c inmemoryruntime.Client, gvk schema.GroupVersio
 		return err
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
+}
+
+// envReference matches a $(NAME) reference in a container's arguments.
+var envReference = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expand replaces the $(NAME) references in an argument's value with the
+// container's environment variables, as the kubelet does; a variable
+// taken from a Secret or ConfigMap key is read from it. A reference to
+// no variable stays as written, as the kubelet leaves it.
+func (d addonDeployment) expand(ctx context.Context, c inmemoryruntime.Client, value string) (string, error) {
+	var err error
+	out := envReference.ReplaceAllStringFunc(value, func(ref string) string {
+		name := envReference.FindStringSubmatch(ref)[1]
+		i := slices.IndexFunc(d.container.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+		if i < 0 || err != nil {
+			return ref
+		}
+		env := d.container.Env[i]
+		key := types.NamespacedName{Namespace: d.deployment.Namespace}
+		switch from := env.ValueFrom; {
+		case from == nil:
+			return env.Value
+		case from.SecretKeyRef != nil:
+			key.Name = from.SecretKeyRef.Name
+			secret := &corev1.Secret{}
+			if err = getAs(ctx, c, corev1.SchemeGroupVersion.WithKind("Secret"), key, secret); err == nil {
+				return string(secret.Data[from.SecretKeyRef.Key])
+			}
+		case from.ConfigMapKeyRef != nil:
+			key.Name = from.ConfigMapKeyRef.Name
+			cm := &corev1.ConfigMap{}
+			if err = getAs(ctx, c, corev1.SchemeGroupVersion.WithKind("ConfigMap"), key, cm); err == nil {
+				return cm.Data[from.ConfigMapKeyRef.Key]
+			}
+		}
+		return ref
+	})
+	if err != nil {
+		return "", fmt.Errorf("the container's variable in %s: %w", value, err)
+	}
+	return out, nil
 }

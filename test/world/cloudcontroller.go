@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
@@ -64,6 +66,9 @@ const (
 	instancetypeAnnotation = "kubevirt.io/instancetype-name"
 )
 
+// errDropped is what a connection the network dropped fails with.
+var errDropped = os.ErrDeadlineExceeded
+
 // cloudCallTimeout bounds one call the simulated CCM makes to the infra
 // API server.
 const cloudCallTimeout = 10 * time.Second
@@ -87,13 +92,24 @@ type cloudController struct {
 	// each was built from: a rotated token makes a new one.
 	clients map[string]credentialClient
 	// failures are the last error by cluster and object: a Node's name,
-	// a Service's namespace/name.
+	// a Service's namespace/name; for the CSI controller, the kind and
+	// name ("PersistentVolumeClaim default/data").
 	failures map[string]map[string]string
+	// inflight are the CSI controller's calls under way, by cluster and
+	// VolumeAttachment.
+	inflight map[string]bool
 }
 
+// credentialClient acts on the infra cluster with one kubeconfig.
 type credentialClient struct {
 	kubeconfig string
 	client     client.Client
+	// virt reaches virt-api's subresources (addvolume, removevolume).
+	virt *rest.RESTClient
+	// server is the kubeconfig's API server, and namespace its current
+	// context's namespace.
+	server    *url.URL
+	namespace string
 }
 
 // cloudConfig is what the CCM reads from its --cloud-config
@@ -109,15 +125,13 @@ type cloudConfig struct {
 
 // infraAccess is how a tenant's CCM reaches the infra cluster.
 type infraAccess struct {
-	client    client.Client
-	namespace string
-	server    *url.URL
-	config    cloudConfig
+	credentialClient
+	config cloudConfig
 }
 
 func newCloudController(network *sim.Simulator, infra client.Reader, scheme *runtime.Scheme) *cloudController {
 	return &cloudController{network: network, infra: infra, scheme: scheme,
-		clients: map[string]credentialClient{}, failures: map[string]map[string]string{}}
+		clients: map[string]credentialClient{}, failures: map[string]map[string]string{}, inflight: map[string]bool{}}
 }
 
 // sync has the cluster's CCM, if it runs, initialize every Node that
@@ -149,7 +163,7 @@ func (cc *cloudController) sync(ctx context.Context, c inmemoryruntime.Client, c
 	}
 	access, err := cc.access(ctx, c, cluster, ccm)
 	if err == nil {
-		err = cc.reach(ctx, nodes, access)
+		err = cc.reach(ctx, nodes, access.credentialClient)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, cloudCallTimeout)
 	defer cancel()
@@ -276,7 +290,7 @@ func defaultInterfaceAddresses(vmi *kubevirtv1.VirtualMachineInstance) []corev1.
 
 // access reads the CCM's cloud config and infra kubeconfig from what its
 // Deployment mounts, and returns a client acting with that credential.
-func (cc *cloudController) access(ctx context.Context, c inmemoryruntime.Client, cluster string, ccm ccmDeployment) (infraAccess, error) {
+func (cc *cloudController) access(ctx context.Context, c inmemoryruntime.Client, cluster string, ccm addonDeployment) (infraAccess, error) {
 	raw, err := ccm.file(ctx, c, ccm.arg("--cloud-config"))
 	if err != nil {
 		return infraAccess{}, fmt.Errorf("reading the cloud config: %w", err)
@@ -289,37 +303,50 @@ func (cc *cloudController) access(ctx context.Context, c inmemoryruntime.Client,
 	if err != nil {
 		return infraAccess{}, fmt.Errorf("reading the infra kubeconfig: %w", err)
 	}
+	if access.credentialClient, err = cc.credential(cluster+" ccm", kubeconfig); err != nil {
+		return infraAccess{}, err
+	}
+	// The cloud config's namespace wins over the kubeconfig's.
+	access.namespace = cmp.Or(access.config.Namespace, access.namespace)
+	return access, nil
+}
+
+// credential returns the clients acting with a kubeconfig, built once per
+// component (key) and kubeconfig: a rotated token makes new ones.
+func (cc *cloudController) credential(key string, kubeconfig []byte) (credentialClient, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cached, ok := cc.clients[key]; ok && cached.kubeconfig == string(kubeconfig) {
+		return cached, nil
+	}
 	loaded, err := clientcmd.Load(kubeconfig)
 	if err != nil {
-		return infraAccess{}, fmt.Errorf("parsing the infra kubeconfig: %w", err)
+		return credentialClient{}, fmt.Errorf("parsing the infra kubeconfig: %w", err)
 	}
-	access.namespace = access.config.Namespace
-	if ctxConfig := loaded.Contexts[loaded.CurrentContext]; access.namespace == "" && ctxConfig != nil {
-		access.namespace = ctxConfig.Namespace
+	cred := credentialClient{kubeconfig: string(kubeconfig)}
+	if ctxConfig := loaded.Contexts[loaded.CurrentContext]; ctxConfig != nil {
+		cred.namespace = ctxConfig.Namespace
 	}
 	restConfig, err := clientcmd.NewDefaultClientConfig(*loaded, nil).ClientConfig()
 	if err != nil {
-		return infraAccess{}, fmt.Errorf("the infra kubeconfig: %w", err)
+		return credentialClient{}, fmt.Errorf("the infra kubeconfig: %w", err)
 	}
-	if access.server, err = url.Parse(restConfig.Host); err != nil {
-		return infraAccess{}, fmt.Errorf("the infra kubeconfig's server: %w", err)
+	if cred.server, err = url.Parse(restConfig.Host); err != nil {
+		return credentialClient{}, fmt.Errorf("the infra kubeconfig's server: %w", err)
 	}
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cached, ok := cc.clients[cluster]; ok && cached.kubeconfig == string(kubeconfig) {
-		access.client = cached.client
-		return access, nil
+	if cred.client, err = client.New(restConfig, client.Options{Scheme: cc.scheme}); err != nil {
+		return credentialClient{}, err
 	}
-	if access.client, err = client.New(restConfig, client.Options{Scheme: cc.scheme}); err != nil {
-		return infraAccess{}, err
+	if cred.virt, err = NewVirtSubresourceClient(restConfig); err != nil {
+		return credentialClient{}, err
 	}
-	cc.clients[cluster] = credentialClient{kubeconfig: string(kubeconfig), client: access.client}
-	return access, nil
+	cc.clients[key] = cred
+	return cred, nil
 }
 
 // reach checks that the CCM, on the host network of a control-plane VM,
 // can connect to the infra API server under the NetworkPolicies in force.
-func (cc *cloudController) reach(ctx context.Context, nodes []corev1.Node, access infraAccess) error {
+func (cc *cloudController) reach(ctx context.Context, nodes []corev1.Node, access credentialClient) error {
 	host, portText := access.server.Hostname(), access.server.Port()
 	if portText == "" {
 		portText = "443"

@@ -142,6 +142,7 @@ func (w *Workloads) syncCloud(ctx context.Context) {
 			// An error is the next tick's to retry, as the controllers
 			// requeue their objects.
 			_ = cc.sync(ctx, rg.GetClient(), name)
+			_ = cc.syncCSI(ctx, rg.GetClient(), name)
 		}
 	}
 }
@@ -150,13 +151,26 @@ func (w *Workloads) syncCloud(ctx context.Context) {
 // manager met on an object, a Node by name or a Service by
 // namespace/name, or "" (none, or it succeeded since).
 func (w *Workloads) CloudControllerError(cluster types.NamespacedName, object string) string {
+	return w.cloudFailure(groupName(cluster), object)
+}
+
+// CSIControllerError is the last error the tenant's CSI controller met on
+// an object, by kind and name ("PersistentVolumeClaim default/data",
+// "VolumeAttachment csi-…", "VirtualMachine <name>" for its hot-plug
+// calls), or "".
+func (w *Workloads) CSIControllerError(cluster types.NamespacedName, object string) string {
+	return w.cloudFailure(csiKey(groupName(cluster)), object)
+}
+
+// cloudFailure is the last error kept under a key, or "".
+func (w *Workloads) cloudFailure(key, object string) string {
 	w.mu.Lock()
 	cc := w.cloud
 	w.mu.Unlock()
 	if cc == nil {
 		return ""
 	}
-	return cc.failure(groupName(cluster), object)
+	return cc.failure(key, object)
 }
 
 // syncNetwork turns Ready the Nodes of one cluster that wait for a CNI the

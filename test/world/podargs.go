@@ -54,6 +54,9 @@ type launch struct {
 	user *syscall.Credential
 }
 
+// serviceAccountMount is where a pod's ServiceAccount token is mounted.
+const serviceAccountMount = "/var/run/secrets/kubernetes.io/serviceaccount"
+
 // prepare turns the pod's container into a process launch: the binary for
 // the container's command, its arguments with the pod's own listen
 // addresses, its environment, its Secret volumes written to disk and a
@@ -81,6 +84,11 @@ func (r *PodRunner) prepare(ctx context.Context, pod *corev1.Pod, ctr *container
 	for _, m := range c.VolumeMounts {
 		flag, ok := secretMountFlags[strings.TrimSuffix(m.MountPath, "/")]
 		vol := volumeNamed(pod, m.Name)
+		if vol != nil && vol.Projected != nil && strings.TrimSuffix(m.MountPath, "/") == serviceAccountMount {
+			// The API server's ServiceAccount admission mounts the
+			// token; the kubeconfig below stands for it.
+			continue
+		}
 		if vol == nil || vol.Secret == nil || !ok {
 			return nil, fmt.Errorf("pod %s mounts %s at %s; the world maps only Secret volumes at %v", pod.Name, m.Name, m.MountPath, secretMountFlags)
 		}

@@ -37,7 +37,8 @@ var inmemoryStorageV1 *metav1.APIResourceList
 
 // inmemoryCoreV1 is what it answers for the core group: no Events, which
 // every API server serves and the world's cloud controller manager
-// records.
+// records, and no PersistentVolumeClaims or PersistentVolumes, which the
+// CSI driver's users make and its provisioner binds.
 //
 //go:linkname inmemoryCoreV1 sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server/api.corev1APIResourceList
 var inmemoryCoreV1 *metav1.APIResourceList
@@ -45,12 +46,15 @@ var inmemoryCoreV1 *metav1.APIResourceList
 var serveStorageClasses sync.Once
 
 // addStorageClasses makes the in-memory tenant API servers serve
-// StorageClasses and Events, as every Kubernetes API server does.
+// StorageClasses, Events, PersistentVolumeClaims and PersistentVolumes,
+// as every Kubernetes API server does.
 func addStorageClasses() {
 	serveStorageClasses.Do(func() {
 		verbs := []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 		serve(inmemoryStorageV1, metav1.APIResource{Name: "storageclasses", SingularName: "storageclass", Kind: "StorageClass", ShortNames: []string{"sc"}, Verbs: verbs})
 		serve(inmemoryCoreV1, metav1.APIResource{Name: "events", SingularName: "event", Namespaced: true, Kind: "Event", ShortNames: []string{"ev"}, Verbs: verbs})
+		serve(inmemoryCoreV1, metav1.APIResource{Name: "persistentvolumeclaims", SingularName: "persistentvolumeclaim", Namespaced: true, Kind: "PersistentVolumeClaim", ShortNames: []string{"pvc"}, Verbs: verbs})
+		serve(inmemoryCoreV1, metav1.APIResource{Name: "persistentvolumes", SingularName: "persistentvolume", Kind: "PersistentVolume", ShortNames: []string{"pv"}, Verbs: verbs})
 	})
 }
 
