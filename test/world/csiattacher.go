@@ -113,14 +113,21 @@ func (cc *cloudController) attach(ctx context.Context, c inmemoryruntime.Client,
 		if err := cc.unpublish(ctx, access, pv.Spec.CSI.VolumeHandle, vm); err != nil {
 			return err
 		}
-		return updateAttachment(ctx, c, va, func(cur *storagev1.VolumeAttachment) {
-			controllerutil.RemoveFinalizer(cur, csiAttacherFinalizer)
-		})
+		return releaseAttachment(ctx, c, va)
 	}
-	if err := updateAttachment(ctx, c, va, func(cur *storagev1.VolumeAttachment) {
-		controllerutil.AddFinalizer(cur, csiAttacherFinalizer)
-	}); err != nil {
-		return err
+	// The attacher attaches only what it holds its finalizer on: a
+	// VolumeAttachment deleted meanwhile is left alone.
+	cur := &storagev1.VolumeAttachment{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(va), cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !cur.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if controllerutil.AddFinalizer(cur, csiAttacherFinalizer) {
+		if err := c.Update(ctx, cur); err != nil {
+			return err
+		}
 	}
 	rwx := slices.Contains(pv.Spec.AccessModes, corev1.ReadWriteMany)
 	publishErr := cc.publish(ctx, access, pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.VolumeAttributes, rwx, vm)
@@ -131,6 +138,23 @@ func (cc *cloudController) attach(ctx context.Context, c inmemoryruntime.Client,
 			cur.Status.AttachError = &storagev1.VolumeError{Time: metav1.Now(), Message: "rpc error: " + publishErr.Error()}
 		}
 	}))
+}
+
+// releaseAttachment takes the attacher's finalizer off a VolumeAttachment
+// being deleted. A real API server then removes it; the in-memory tenant
+// server leaves that to a loop that runs every 30 s or more, so the
+// delete is asked for again, which removes it at once.
+func releaseAttachment(ctx context.Context, c inmemoryruntime.Client, va *storagev1.VolumeAttachment) error {
+	cur := &storagev1.VolumeAttachment{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(va), cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if controllerutil.RemoveFinalizer(cur, csiAttacherFinalizer) {
+		if err := c.Update(ctx, cur); err != nil {
+			return err
+		}
+	}
+	return client.IgnoreNotFound(c.Delete(ctx, cur))
 }
 
 // updateAttachment changes the VolumeAttachment as it is now.
@@ -176,7 +200,8 @@ func (cc *cloudController) publish(ctx context.Context, access csiAccess, volume
 	} else if err != nil {
 		return err
 	}
-	inSpec, err := access.vmHasVolume(ctx, vm, volume)
+	// The fast path: nothing to do if the VM's spec holds it.
+	inSpec, err := access.vmHasVolume(ctx, vm, volume, false)
 	if err != nil {
 		return err
 	}
@@ -188,6 +213,11 @@ func (cc *cloudController) publish(ctx context.Context, access csiAccess, volume
 			DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBus(attrs[csiBusKey])}}},
 		VolumeSource: &kubevirtv1.HotplugVolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: volume}}}
 	if err := cc.retry(ctx, access, vm, func() error {
+		// Each attempt looks at the VM first: one that took the volume
+		// from an attempt whose answer was lost is not asked again.
+		if plugged, err := access.vmHasVolume(ctx, vm, volume, true); err != nil || plugged {
+			return err
+		}
 		return PutVirtSubresource(ctx, access.virt, access.namespace, "virtualmachines", vm, "addvolume", add)
 	}); err != nil {
 		return err
@@ -202,7 +232,7 @@ func (cc *cloudController) publish(ctx context.Context, access csiAccess, volume
 		}) {
 			return false, nil
 		}
-		return access.vmHasVolume(ctx, vm, volume)
+		return access.vmHasVolume(ctx, vm, volume, false)
 	})
 }
 
@@ -217,11 +247,11 @@ func (cc *cloudController) unpublish(ctx context.Context, access csiAccess, volu
 	}
 	if err := cc.retry(ctx, access, vm, func() error {
 		remove := &kubevirtv1.RemoveVolumeOptions{Name: volume}
-		inSpec, err := access.vmHasVolume(ctx, vm, volume)
+		plugged, err := access.vmHasVolume(ctx, vm, volume, true)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if inSpec {
+		if plugged {
 			return PutVirtSubresource(ctx, access.virt, access.namespace, "virtualmachines", vm, "removevolume", remove)
 		}
 		vmi := &kubevirtv1.VirtualMachineInstance{}
@@ -246,22 +276,24 @@ func (cc *cloudController) unpublish(ctx context.Context, access csiAccess, volu
 // VM's last CSI error) and returns only that it timed out.
 func (cc *cloudController) retry(ctx context.Context, access csiAccess, vm string, call func() error) error {
 	return wait.ExponentialBackoffWithContext(ctx, hotplugBackoff, func(context.Context) (bool, error) {
-		if err := call(); err != nil {
-			cc.fail(csiKey(access.cluster), "VirtualMachine "+vm, err)
-			return false, nil
-		}
-		return true, nil
+		err := call()
+		cc.fail(csiKey(access.cluster), "VirtualMachine "+vm, err)
+		return err == nil, nil
 	})
 }
 
 // vmHasVolume says whether the VM's template holds a claim or DataVolume
-// volume of that name.
-func (a csiAccess) vmHasVolume(ctx context.Context, vm, volume string) (bool, error) {
+// volume of that name (EnsureVolumeAvailableVM); with hotplugged, only a
+// hot-pluggable DataVolume counts (isVolumeAttached, removeVolumeFromVm).
+func (a csiAccess) vmHasVolume(ctx context.Context, vm, volume string, hotplugged bool) (bool, error) {
 	obj := &kubevirtv1.VirtualMachine{}
 	if err := a.client.Get(ctx, types.NamespacedName{Namespace: a.namespace, Name: vm}, obj); err != nil {
 		return false, err
 	}
 	return slices.ContainsFunc(obj.Spec.Template.Spec.Volumes, func(v kubevirtv1.Volume) bool {
+		if hotplugged {
+			return v.Name == volume && v.DataVolume != nil && v.DataVolume.Hotpluggable
+		}
 		return v.Name == volume && (v.DataVolume != nil || v.PersistentVolumeClaim != nil)
 	}), nil
 }
@@ -270,7 +302,7 @@ func (a csiAccess) vmHasVolume(ctx context.Context, vm, volume string) (bool, er
 // status still holds the volume; a VM or instance that is gone holds
 // nothing.
 func (a csiAccess) stillAttached(ctx context.Context, vm, volume string) (bool, error) {
-	inSpec, err := a.vmHasVolume(ctx, vm, volume)
+	inSpec, err := a.vmHasVolume(ctx, vm, volume, false)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, err
 	}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -32,7 +33,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // What kubevirt-csi-driver (csi-driver 27b52aa2 pkg/service/controller.go,
@@ -152,7 +152,10 @@ func (cc *cloudController) csiAccess(ctx context.Context, c inmemoryruntime.Clie
 		return csiAccess{}, errors.New("infra-cluster-labels must be set")
 	}
 	for _, pair := range strings.Split(labels, ",") {
-		k, v, _ := strings.Cut(pair, "=")
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok {
+			return csiAccess{}, fmt.Errorf("infra-cluster-labels: %q is not name=value", pair)
+		}
 		access.labels[k] = v
 	}
 	return access, nil
@@ -198,8 +201,12 @@ func (cc *cloudController) provision(ctx context.Context, c inmemoryruntime.Clie
 	}
 	name := csiVolumePrefix + string(claim.UID)
 	size := claim.Spec.Resources.Requests[corev1.ResourceStorage]
-	serial, err := cc.createVolume(ctx, access, name, size, class.Parameters["infraStorageClassName"],
-		slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteMany))
+	rwx := slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteMany)
+	if rwx && (claim.Spec.VolumeMode == nil || *claim.Spec.VolumeMode != corev1.PersistentVolumeBlock) {
+		// validateCreateVolumeRequest: a file system cannot be shared.
+		return fmt.Errorf("failed to provision volume with StorageClass %q: non-block volume with RWX access mode is not supported", class.Name)
+	}
+	serial, err := cc.createVolume(ctx, access, name, size, class.Parameters["infraStorageClassName"], rwx)
 	if err != nil {
 		return fmt.Errorf("failed to provision volume with StorageClass %q: %w", class.Name, err)
 	}
@@ -245,7 +252,7 @@ func (cc *cloudController) provision(ctx context.Context, c inmemoryruntime.Clie
 // nothing waited for. It returns the DataVolume's UID, the disk's serial.
 func (cc *cloudController) createVolume(ctx context.Context, access csiAccess, name string, size resource.Quantity, infraClass string, rwx bool) (string, error) {
 	dv := &cdiv1.DataVolume{
-		ObjectMeta: metav1.ObjectMeta{Namespace: access.namespace, Name: name, Labels: access.labels,
+		ObjectMeta: metav1.ObjectMeta{Namespace: access.namespace, Name: name, Labels: maps.Clone(access.labels),
 			Annotations: map[string]string{"cdi.kubevirt.io/storage.deleteAfterCompletion": "false"}},
 		Spec: cdiv1.DataVolumeSpec{
 			Source: &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}},
@@ -307,7 +314,6 @@ func (cc *cloudController) deleteVolume(ctx context.Context, c inmemoryruntime.C
 	if err := cc.deleteDataVolume(ctx, access, pv.Spec.CSI.VolumeHandle); err != nil {
 		return fmt.Errorf("deleting volume %s: %w", pv.Name, err)
 	}
-	controllerutil.RemoveFinalizer(pv, "kubernetes.io/pv-protection")
 	if err := c.Delete(ctx, pv); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
