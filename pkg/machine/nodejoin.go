@@ -20,7 +20,9 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
@@ -87,4 +89,30 @@ func runningFor(vmi *kubevirtv1.VirtualMachineInstance, now time.Time) time.Dura
 		}
 	}
 	return 0
+}
+
+// reportNodeJoin sets NodeJoined from the tenant Node found with the
+// machine's providerID (node, empty when none), else the Machine's nodeRef,
+// and how long the instance has run.
+func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, node string) outcome.Outcome {
+	version := ""
+	if sc.Machine != nil {
+		version = sc.Machine.Spec.Version
+		if node == "" {
+			node = sc.Machine.Status.NodeRef.Name
+		}
+	}
+	if c := conditions.Get(sc.KubevirtMachine, infrav1.NodeJoinedCondition); node == "" && c != nil && c.Status == metav1.ConditionTrue {
+		// Joined stays joined: a Node out of sight (the tenant cluster
+		// unreachable, the Node deleted) is the Machine's NodeHealthy's
+		// to report, and must not flap this condition.
+		return outcome.Ready(c.Reason, c.Message)
+	}
+	timeout := s.NodeJoinTimeout
+	if timeout <= 0 {
+		timeout = DefaultNodeJoinTimeout
+	}
+	o := nodeJoin(node, runningFor(vmi, time.Now()), timeout, imageOf(sc.KubevirtMachine), version)
+	outcome.RecordWarning(s.Recorder, sc.KubevirtMachine, infrav1.NodeJoinedCondition, o)
+	return o
 }

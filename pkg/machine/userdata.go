@@ -226,3 +226,15 @@ func (s *Service) adoptUserData(ctx context.Context, sc *Scope, secret client.Ob
 	}
 	return nil
 }
+
+// reconcileUserData keeps the VM's user data Secret (keepUserData); a
+// pool's VMs share their pool's.
+func (s *Service) reconcileUserData(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
+	if sc.PoolVMUID() != "" {
+		return outcome.Outcome{}, false, nil
+	}
+	if o, err := s.keepUserData(ctx, sc, r.vm); err != nil || !o.IsDone() {
+		return s.recordVM(sc.KubevirtMachine, o), true, err
+	}
+	return outcome.Outcome{}, false, nil
+}
