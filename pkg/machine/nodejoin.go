@@ -113,6 +113,5 @@ func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstan
 		timeout = DefaultNodeJoinTimeout
 	}
 	o := nodeJoin(node, runningFor(vmi, time.Now()), timeout, imageOf(sc.KubevirtMachine), version)
-	outcome.RecordWarning(s.Recorder, sc.KubevirtMachine, infrav1.NodeJoinedCondition, o)
-	return o
+	return s.recordNodeJoin(sc.KubevirtMachine, o)
 }

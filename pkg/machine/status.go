@@ -14,6 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+// This file sets the KubevirtMachine conditions the machine service owns
+// (VirtualMachineReady, BootstrapSucceeded, NodeJoined, InPlaceUpdated):
+// the phases decide the outcome, and only these functions write it
+// (docs/status_test.go holds it). LiveMigratable, Migrating and
+// Evacuating are the evacuation's, InfraClusterAvailable, Paused and
+// Ready the controller's.
+
 package machine
 
 import (
@@ -35,6 +42,19 @@ func provisioned(km *infrav1.KubevirtMachine) bool {
 // when it changes, and returns o.
 func (s *Service) recordVM(km *infrav1.KubevirtMachine, o outcome.Outcome) outcome.Outcome {
 	outcome.RecordWarning(s.Recorder, km, infrav1.VirtualMachineReadyCondition, o)
+	return o
+}
+
+// recordInPlace sets InPlaceUpdated from o, with an Event when it
+// changes.
+func (s *Service) recordInPlace(km *infrav1.KubevirtMachine, o outcome.Outcome) {
+	outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, o)
+}
+
+// recordNodeJoin sets NodeJoined from o, with an Event (a warning when it
+// is one) when it changes, and returns o.
+func (s *Service) recordNodeJoin(km *infrav1.KubevirtMachine, o outcome.Outcome) outcome.Outcome {
+	outcome.RecordWarning(s.Recorder, km, infrav1.NodeJoinedCondition, o)
 	return o
 }
 

@@ -107,14 +107,6 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	return o, err
 }
 
-// record sets VirtualMachinePoolReady from o, with an Event when it
-// changes; an error without an outcome leaves it as it was.
-func (s *Service) record(p *infrav1.KubevirtMachinePool, o outcome.Outcome) {
-	if o.Reason != "" {
-		outcome.Record(s.Recorder, p, infrav1.VirtualMachinePoolReadyCondition, o)
-	}
-}
-
 func (s *Service) reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	p := sc.Pool
 	if sc.MachinePool == nil || sc.Cluster == nil {
