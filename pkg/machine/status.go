@@ -15,21 +15,24 @@ limitations under the License.
 */
 
 // This file sets the KubevirtMachine conditions the machine service owns
-// (VirtualMachineReady, BootstrapSucceeded, NodeJoined, InPlaceUpdated):
-// the phases decide the outcome, and only these functions write it
-// (docs/status_test.go holds it). LiveMigratable, Migrating and
-// Evacuating are the evacuation's, InfraClusterAvailable, Paused and
-// Ready the controller's.
+// (VirtualMachineReady, BootstrapSucceeded, NodeJoined, InPlaceUpdated,
+// and LiveMigratable, Migrating and Evacuating for the evacuation): the
+// phases decide the outcome, and only these functions write it
+// (docs/status_test.go holds it). InfraClusterAvailable, Paused and Ready
+// are the controller's.
 
 package machine
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
 )
 
 // provisioned says whether the stored status calls the machine
@@ -70,5 +73,48 @@ func markNotProvisioned(km *infrav1.KubevirtMachine) {
 	// does not go back); readiness is carried by the Ready condition.
 	if !provisioned(km) {
 		km.Status.Ready = false
+	}
+}
+
+// recordMigration mirrors what KubeVirt says of live migration onto the
+// machine: whether the instance can migrate, and how its last migration
+// went, with an Event when either changes. Until KubeVirt reports one, the
+// condition is left as it is, so that an instance being replaced does not
+// make the machine's status flap.
+func (s *Service) recordMigration(km *infrav1.KubevirtMachine, vmi *kubevirtv1.VirtualMachineInstance) {
+	if vmi == nil {
+		return
+	}
+	if c, ok := vmstatus.LiveMigratable(vmi); ok {
+		conditions.Set(km, c)
+	}
+	c, ok := vmstatus.Migration(vmi)
+	if !ok {
+		return
+	}
+	if prev := conditions.Get(km, infrav1.MigratingCondition); prev != nil && prev.Status == c.Status && prev.Reason == c.Reason && prev.Message == c.Message {
+		return
+	}
+	conditions.Set(km, c)
+	eventType := corev1.EventTypeNormal
+	if c.Reason == infrav1.MigrationFailedReason {
+		eventType = corev1.EventTypeWarning
+	}
+	s.Recorder.Eventf(km, vmi, eventType, c.Reason, "LiveMigrate", "%s", c.Message)
+}
+
+// recordEvacuating returns what sets the machine's Evacuating condition
+// for the evacuation, with an Event when its status or reason changes (a
+// warning for a tenant drain the API blocks).
+func (s *Service) recordEvacuating(km *infrav1.KubevirtMachine) func(metav1.ConditionStatus, string, string) {
+	return func(status metav1.ConditionStatus, reason, message string) {
+		if c := conditions.Get(km, infrav1.EvacuatingCondition); c == nil || c.Status != status || c.Reason != reason {
+			eventType := corev1.EventTypeNormal
+			if reason == infrav1.TenantDrainBlockedReason {
+				eventType = corev1.EventTypeWarning
+			}
+			s.Recorder.Eventf(km, nil, eventType, reason, "Evacuate", "%s", message)
+		}
+		conditions.Set(km, metav1.Condition{Type: infrav1.EvacuatingCondition, Status: status, Reason: reason, Message: message})
 	}
 }
