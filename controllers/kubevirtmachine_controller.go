@@ -64,25 +64,6 @@ type KubevirtMachineReconciler struct {
 	written sync.Map
 }
 
-// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtmachines/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch
-// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=delete
-// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinesets,verbs=get
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch;delete
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=get;create;delete
-// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=list
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;patch
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
-// +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch;patch;delete
-// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
-// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddressclaims,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddresses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=inclusterippools;globalinclusterippools,verbs=get
-
 // Reconcile brings one KubevirtMachine towards its desired state.
 func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, rerr error) {
 	km := &infrav1.KubevirtMachine{}
@@ -192,23 +173,6 @@ func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.Kubev
 	sc.Access = openInfra(ctx, r.Clients, r.Recorder, km, tenancy.MachineSource(&km.Spec, sc.KubevirtCluster, spec),
 		tenancy.MachineRequest(&km.Spec, spec), machineUser(client.ObjectKeyFromObject(km)))
 	return sc, nil
-}
-
-// kubevirtClusterOf reads the KubevirtCluster of a Cluster; nil when the
-// Cluster's infrastructure is something else or does not exist yet.
-func kubevirtClusterOf(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) (*infrav1.KubevirtCluster, error) {
-	infraRef := cluster.Spec.InfrastructureRef
-	if infraRef.Kind != "KubevirtCluster" || infraRef.Name == "" {
-		return nil, nil
-	}
-	kc := &infrav1.KubevirtCluster{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: infraRef.Name}, kc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("getting KubevirtCluster %s: %w", infraRef.Name, err)
-	}
-	return kc, nil
 }
 
 // reconcileDelete has the service remove the machine's infra objects, then
