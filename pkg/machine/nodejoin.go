@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 )
 
@@ -59,16 +60,8 @@ func nodeJoin(node string, runningFor, timeout time.Duration, image, version str
 // imageOf names the image a machine boots, for messages.
 func imageOf(km *infrav1.KubevirtMachine) string {
 	if rd := km.Spec.RootDisk; rd != nil {
-		src := rd.Image
-		switch {
-		case src.HTTP != nil:
-			return src.HTTP.URL
-		case src.Registry != nil:
-			return src.Registry.URL
-		case src.PVC != nil:
-			return "PVC " + src.PVC.Name
-		case src.DataSource != nil:
-			return "DataSource " + src.DataSource.Name
+		if d := golden.Describe(&rd.Image); d != "" {
+			return d
 		}
 	}
 	if t := km.Spec.VirtualMachineTemplate.Spec.Template; t != nil {
