@@ -14,17 +14,15 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// This file holds the conditions every controller reports the same way:
-// whether its infra cluster can be used, and the Ready summary.
+// This file holds the condition every controller reports the same way:
+// whether its infra cluster can be used.
 
 package controllers
 
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
@@ -40,36 +38,4 @@ func openInfra(ctx context.Context, clients *infracluster.Clients, recorder even
 	access := clients.Open(ctx, src, obj.GetNamespace(), want, user)
 	outcome.RecordWarning(recorder, obj, infrav1.InfraClusterAvailableCondition, access.Outcome)
 	return access
-}
-
-// setReadySummary sets Ready from the given conditions, those present, with
-// Cluster API's default merge strategy and its generic Ready, NotReady and
-// ReadyUnknown reasons. A True Ready carries no message, as Cluster API's
-// own conditions in their normal state do: Cluster API mirrors it into the
-// Cluster's and Machine's conditions, whose summaries (and its e2e
-// framework's VerifyClusterAvailable and VerifyMachinesReady) read any
-// message there as something to look at. The conditions summarized keep
-// their messages for clusterctl describe --show-conditions all.
-func setReadySummary(obj outcome.Object, types []string) {
-	strategy := conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(
-		conditions.ComputeReasonFunc(conditions.GetDefaultComputeMergeReasonFunc(
-			infrav1.NotReadyReason, infrav1.ReadyUnknownReason, infrav1.ReadyReason)))}
-	var present []string
-	for _, t := range types {
-		if conditions.Has(obj, t) {
-			present = append(present, t)
-		}
-	}
-	if len(present) == 0 {
-		return
-	}
-	if err := conditions.SetSummaryCondition(obj, obj, infrav1.ReadyCondition, conditions.ForConditionTypes(present), strategy); err != nil {
-		conditions.Set(obj, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionUnknown,
-			Reason: infrav1.InternalErrorReason, Message: "summarizing conditions: " + err.Error()})
-		return
-	}
-	if ready := conditions.Get(obj, infrav1.ReadyCondition); ready.Status == metav1.ConditionTrue && ready.Message != "" {
-		ready.Message = ""
-		conditions.Set(obj, *ready)
-	}
 }

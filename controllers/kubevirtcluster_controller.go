@@ -169,7 +169,7 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	defer func() {
 		if owner != nil && kc.DeletionTimestamp.IsZero() {
-			setReadySummary(kc, append([]string{infrav1.InfraClusterAvailableCondition}, cluster.Conditions...))
+			outcome.Summarize(kc, append([]string{infrav1.InfraClusterAvailableCondition}, cluster.Conditions...))
 		}
 		if err := patchOnce(ctx, r.Client, stored, kc, true); err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtCluster: %w", err)

@@ -111,7 +111,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	stored := km.DeepCopy()
 	var o outcome.Outcome
 	defer func() {
-		summarize(km)
+		machine.Summarize(km)
 		r.Machines.Status.Track(stored, km, o, time.Now())
 		requeue, err := r.writeBack(ctx, stored, km, o)
 		if err != nil && rerr == nil {
@@ -191,17 +191,4 @@ func (r *KubevirtMachineReconciler) reconcileDelete(ctx context.Context, sc *mac
 
 func machineUser(key types.NamespacedName) infracluster.User {
 	return infracluster.User{Kind: "KubevirtMachine", NamespacedName: key}
-}
-
-// summarize sets Ready from the other conditions with Cluster API's
-// default merge strategy and its generic reasons. Once the machine is
-// provisioned, an infra API outage does not make it unready: its VM keeps
-// running, and a MachineHealthCheck acting on Ready would otherwise replace
-// every machine at once.
-func summarize(km *infrav1.KubevirtMachine) {
-	summarized := []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition, infrav1.BootstrapSucceededCondition}
-	if ptr.Deref(km.Status.Initialization.Provisioned, false) && km.DeletionTimestamp.IsZero() {
-		summarized = summarized[1:]
-	}
-	setReadySummary(km, summarized)
 }

@@ -115,7 +115,7 @@ func (r *KubevirtMachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.
 		if cluster != nil {
 			markNotPaused(p)
 		}
-		setReadySummary(p, []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachinePoolReadyCondition})
+		machinepool.Summarize(p)
 		if err := patchOnce(ctx, r.Client, stored, p, true); err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachinePool: %w", err)
 		}

@@ -25,7 +25,7 @@ import (
 // conditionWriters are the calls that write a condition.
 var conditionWriters = map[string]bool{
 	"conditions.Set": true, "conditions.Delete": true,
-	"outcome.Set": true, "outcome.Record": true, "outcome.RecordWarning": true,
+	"outcome.Set": true, "outcome.Record": true, "outcome.RecordWarning": true, "outcome.Summarize": true,
 }
 
 // TestServicesSetConditionsInOneFile holds the machine and pool services

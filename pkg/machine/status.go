@@ -17,9 +17,10 @@ limitations under the License.
 // This file sets the KubevirtMachine conditions the machine service owns
 // (VirtualMachineReady, BootstrapSucceeded, NodeJoined, InPlaceUpdated,
 // and LiveMigratable, Migrating and Evacuating for the evacuation): the
-// phases decide the outcome, and only these functions write it
-// (docs/status_test.go holds it). InfraClusterAvailable, Paused and Ready
-// are the controller's.
+// phases decide the outcome, and only these functions write it, and
+// Ready, summarized for the controller (docs/status_test.go holds it).
+// InfraClusterAvailable and Paused are set as for every kind, by the
+// controller's shared helpers.
 
 package machine
 
@@ -117,4 +118,17 @@ func (s *Service) recordEvacuating(km *infrav1.KubevirtMachine) func(metav1.Cond
 		}
 		conditions.Set(km, metav1.Condition{Type: infrav1.EvacuatingCondition, Status: status, Reason: reason, Message: message})
 	}
+}
+
+// Summarize sets Ready from the other conditions with Cluster API's
+// default merge strategy and its generic reasons. Once the machine is
+// provisioned, an infra API outage does not make it unready: its VM keeps
+// running, and a MachineHealthCheck acting on Ready would otherwise replace
+// every machine at once.
+func Summarize(km *infrav1.KubevirtMachine) {
+	summarized := []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachineReadyCondition, infrav1.BootstrapSucceededCondition}
+	if provisioned(km) && km.DeletionTimestamp.IsZero() {
+		summarized = summarized[1:]
+	}
+	outcome.Summarize(km, summarized)
 }

@@ -14,9 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// This file sets the KubevirtMachinePool condition the pool service owns,
-// VirtualMachinePoolReady (docs/status_test.go holds it);
-// InfraClusterAvailable, Paused and Ready are the controller's.
+// This file sets the KubevirtMachinePool conditions: VirtualMachinePoolReady,
+// which the pool service owns, and the Ready summary the controller asks
+// for (docs/status_test.go holds it). InfraClusterAvailable and Paused are
+// set as for every kind, by the controller's shared helpers.
 
 package machinepool
 
@@ -31,4 +32,10 @@ func (s *Service) record(p *infrav1.KubevirtMachinePool, o outcome.Outcome) {
 	if o.Reason != "" {
 		outcome.Record(s.Recorder, p, infrav1.VirtualMachinePoolReadyCondition, o)
 	}
+}
+
+// Summarize sets Ready from InfraClusterAvailable and
+// VirtualMachinePoolReady, those present.
+func Summarize(p *infrav1.KubevirtMachinePool) {
+	outcome.Summarize(p, []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachinePoolReadyCondition})
 }
