@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // addonDeployment is a tenant Deployment whose container runs one of the
@@ -190,4 +191,16 @@ func (d addonDeployment) expand(ctx context.Context, c inmemoryruntime.Client, v
 		return "", fmt.Errorf("the container's variable in %s: %w", value, err)
 	}
 	return out, nil
+}
+
+// updateReleasing writes an object of the in-memory tenant server, and
+// removes it if it is being deleted and has no finalizer left. A real API
+// server removes such an object itself; the in-memory one leaves that to
+// a loop that runs every 30 s or more, and removes it at once only when
+// the delete is asked for again.
+func updateReleasing(ctx context.Context, c inmemoryruntime.Client, obj client.Object) error {
+	if err := c.Update(ctx, obj); err != nil || obj.GetDeletionTimestamp().IsZero() || len(obj.GetFinalizers()) > 0 {
+		return err
+	}
+	return client.IgnoreNotFound(c.Delete(ctx, obj))
 }

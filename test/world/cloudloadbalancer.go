@@ -29,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
@@ -79,13 +78,7 @@ func (cc *cloudController) syncLoadBalancer(ctx context.Context, c inmemoryrunti
 		}
 		controllerutil.RemoveFinalizer(svc, loadBalancerCleanupFinalizer)
 		svc.Status.LoadBalancer = corev1.LoadBalancerStatus{}
-		if err := c.Update(ctx, svc); err != nil || svc.DeletionTimestamp.IsZero() {
-			return err
-		}
-		// A real API server removes a deleted object with its last
-		// finalizer; the in-memory one leaves that to a loop that runs
-		// every 30 s or more, and removes it at once when asked again.
-		return client.IgnoreNotFound(c.Delete(ctx, svc))
+		return updateReleasing(ctx, c, svc)
 	}
 	if controllerutil.AddFinalizer(svc, loadBalancerCleanupFinalizer) {
 		if err := c.Update(ctx, svc); err != nil {

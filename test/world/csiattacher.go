@@ -141,20 +141,14 @@ func (cc *cloudController) attach(ctx context.Context, c inmemoryruntime.Client,
 }
 
 // releaseAttachment takes the attacher's finalizer off a VolumeAttachment
-// being deleted. A real API server then removes it; the in-memory tenant
-// server leaves that to a loop that runs every 30 s or more, so the
-// delete is asked for again, which removes it at once.
+// being deleted, which then goes.
 func releaseAttachment(ctx context.Context, c inmemoryruntime.Client, va *storagev1.VolumeAttachment) error {
 	cur := &storagev1.VolumeAttachment{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(va), cur); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if controllerutil.RemoveFinalizer(cur, csiAttacherFinalizer) {
-		if err := c.Update(ctx, cur); err != nil {
-			return err
-		}
-	}
-	return client.IgnoreNotFound(c.Delete(ctx, cur))
+	controllerutil.RemoveFinalizer(cur, csiAttacherFinalizer)
+	return updateReleasing(ctx, c, cur)
 }
 
 // updateAttachment changes the VolumeAttachment as it is now.
