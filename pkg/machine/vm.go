@@ -33,7 +33,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/guardrails"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
@@ -130,7 +130,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if err != nil || data == nil {
 		return wait, err
 	}
-	if wait, err := guardrails.CloneAuthorized(ctx, infra, km, sc.VMNamespace(), s.recheck()); err != nil || !wait.IsDone() {
+	if wait, err := goldenvolume.CloneAuthorized(ctx, infra, km, sc.VMNamespace(), s.recheck()); err != nil || !wait.IsDone() {
 		return wait, err
 	}
 	numa, unsupported, err := s.presetSupport(ctx, sc)
