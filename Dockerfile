@@ -22,7 +22,7 @@ COPY pkg/ pkg/
 
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath \
-    -ldflags "-X github.com/capkv/cluster-api-provider-kubevirt/pkg/version.Version=${VERSION}" \
+    -ldflags "-X github.com/capkv/cluster-api-provider-kubevirt/pkg/common/version.Version=${VERSION}" \
     -o manager .
 
 FROM gcr.io/distroless/static:nonroot

@@ -22,7 +22,7 @@ RENDER_FLAVORS := $(BIN)/render-flavors
 GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/capkv/cluster-api-provider-kubevirt/pkg/version.Version=$(VERSION)
+LDFLAGS := -X github.com/capkv/cluster-api-provider-kubevirt/pkg/common/version.Version=$(VERSION)
 IMG_REPO ?= ghcr.io/capkv/cluster-api-provider-kubevirt
 IMG ?= $(IMG_REPO):$(VERSION)
 # make image writes an OCI image layout here, for these platforms.

@@ -34,9 +34,9 @@ import (
 	"sigs.k8s.io/cluster-api/util/flags"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/version"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/preflight"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/preflight"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/version"
 )
 
 func main() {

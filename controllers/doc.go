@@ -25,7 +25,7 @@ package controllers
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // The preflight at start reads what each feature needs of the management
-// cluster as the local infra cluster (pkg/preflight AtStart), and reports
+// cluster as the local infra cluster (pkg/infra/preflight AtStart), and reports
 // problems as Events on the manager's Pod.
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=cdis;storageprofiles,verbs=list
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=list

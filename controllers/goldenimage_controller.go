@@ -33,11 +33,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/metrics"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenkeeper"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 )
 
 // GoldenRequest names a golden volume: its infra cluster (the kubeconfig
@@ -60,7 +60,7 @@ type GoldenImageReconciler struct {
 	Client  client.Client
 	Clients *infracluster.Clients
 	// Collector counts, keeps and deletes the volumes.
-	Collector *goldenvolume.Collector
+	Collector *goldenkeeper.Collector
 
 	controller controller.TypedController[GoldenRequest]
 }
@@ -102,7 +102,7 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 		}
 		return ctrl.Result{}, err
 	}
-	if dv.Labels[golden.Label] != "true" || !dv.DeletionTimestamp.IsZero() {
+	if dv.Labels[goldenplan.Label] != "true" || !dv.DeletionTimestamp.IsZero() {
 		metrics.GoldenImageVolumes.Forget(volume)
 		return ctrl.Result{}, nil
 	}
@@ -210,12 +210,12 @@ func (r *GoldenImageReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 }
 
 var isGolden = predicate.NewTypedPredicateFuncs[client.Object](func(o client.Object) bool {
-	return o.GetLabels()[golden.Label] == "true"
+	return o.GetLabels()[goldenplan.Label] == "true"
 })
 
 var goldenOrClone = predicate.NewTypedPredicateFuncs[client.Object](func(o client.Object) bool {
 	dv, ok := o.(*cdiv1.DataVolume)
-	return o.GetLabels()[golden.Label] == "true" || ok && cloneSource(dv) != nil
+	return o.GetLabels()[goldenplan.Label] == "true" || ok && cloneSource(dv) != nil
 })
 
 func requestOf(s *infrav1.GoldenImageStatus) []GoldenRequest {

@@ -52,14 +52,14 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/failuredomains"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantcloud"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/movable"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 )
 
 // KubevirtClusterReconciler reconciles KubevirtClusters.
@@ -80,7 +80,7 @@ type KubevirtClusterReconciler struct {
 	Now func() time.Time
 	// LoadBalancerFallback is how long a LoadBalancer control-plane
 	// Service may wait for an address before the endpoint falls back
-	// (pkg/cpservice FallbackEndpoint); 0 waits forever.
+	// (pkg/cluster/controlplaneservice FallbackEndpoint); 0 waits forever.
 	LoadBalancerFallback time.Duration
 
 	controller capicontroller.Controller
@@ -95,7 +95,7 @@ type KubevirtClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // The labels of what a VM in a shared infra namespace clones from
-// (pkg/tenancy CheckOwned).
+// (pkg/infra/tenancy CheckOwned).
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datasources,verbs=get
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
@@ -114,7 +114,7 @@ type KubevirtClusterReconciler struct {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;bind,resourceNames=capkv-tenant-ccm;capkv-tenant-csi;capkv-tenant-ccm-csi
 // The isolation policies open the management cluster's API server
-// endpoints to VMs that use the credential (pkg/tenantcloud APIEndpoints).
+// endpoints to VMs that use the credential (pkg/cluster/tenantcloud APIEndpoints).
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
 // The control plane's golden image is imported before the cluster is
 // provisioned (pkg/cluster reconcileControlPlaneImage): KubeadmControlPlane
@@ -188,7 +188,7 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, nil
 	}
 	// clusterctl move cannot take VMs along that run on this cluster.
-	move.BlockIfLocalInfra(kc, kc.Spec.InfraClusterSecretRef == nil)
+	movable.BlockIfLocalInfra(kc, kc.Spec.InfraClusterSecretRef == nil)
 	if owner == nil {
 		outcome.Set(kc, infrav1.ReadyCondition, outcome.Wait(infrav1.WaitingForOwnerReason,
 			"waiting for the Cluster controller to set the owner reference"))

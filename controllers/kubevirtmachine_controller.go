@@ -39,10 +39,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // KubevirtMachineReconciler reconciles KubevirtMachines.

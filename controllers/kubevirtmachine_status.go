@@ -31,11 +31,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 )
 
 // writeBack stores what a reconcile changed (patchOnce). The status of a
-// machine still provisioning may be held back (machinestatus.Keeper.Hold);
+// machine still provisioning may be held back (statuspacing.Keeper.Hold);
 // the returned duration is when to look again to write it.
 func (r *KubevirtMachineReconciler) writeBack(ctx context.Context, stored, km *infrav1.KubevirtMachine, o outcome.Outcome) (time.Duration, error) {
 	held := r.Machines.Status.Hold(stored, km, o, time.Now())

@@ -44,9 +44,9 @@ import (
 	capicontroller "sigs.k8s.io/cluster-api/util/controller"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
 )
 
 // SetupWithManager registers the controller and its watches: its own
@@ -105,7 +105,7 @@ func (r *KubevirtMachineReconciler) watchInfra(infra *infracluster.Infra) error 
 	}
 	if err := r.controller.Watch(source.Kind[client.Object](infra.Cache, &cdiv1.DataVolume{}, handler.EnqueueRequestsFromMapFunc(
 		func(ctx context.Context, dv client.Object) []reconcile.Request {
-			if dv.GetLabels()[golden.Label] == "true" {
+			if dv.GetLabels()[goldenplan.Label] == "true" {
 				return r.goldenToMachines(ctx, infra.Secret, dv)
 			}
 			return ownerToRequest(ctx, dv)

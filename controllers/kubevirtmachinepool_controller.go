@@ -46,10 +46,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinepool"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 )
 
 // MachinePoolFinalizer keeps a KubevirtMachinePool until its

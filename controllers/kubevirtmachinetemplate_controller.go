@@ -35,11 +35,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/capacity"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/capacity"
 )
 
 // KubevirtMachineTemplateReconciler keeps status.capacity and status.nodeInfo
@@ -84,7 +84,7 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 
 	spec := &t.Spec.Template.Spec
 	vmSpec := &spec.VirtualMachineTemplate.Spec
-	keepsGolden := golden.Needed(spec.RootDisk) && !golden.ClassBlueprint(t.OwnerReferences)
+	keepsGolden := goldenplan.Needed(spec.RootDisk) && !goldenplan.ClassBlueprint(t.OwnerReferences)
 	if !keepsGolden {
 		t.Status.GoldenImage = nil
 	}
@@ -100,7 +100,7 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 			// MachineDeployment up again does not download the image again.
 			// An infra cluster that cannot be resolved now keeps the last
 			// one: the volume is still there.
-			t.Status.GoldenImage = golden.StatusOf(access.Infra.Secret, access.Infra.Namespace, spec.RootDisk)
+			t.Status.GoldenImage = goldenplan.StatusOf(access.Infra.Secret, access.Infra.Namespace, spec.RootDisk)
 		}
 		if selectsInstancetypeOrPreference(vmSpec) {
 			if !access.Available() {

@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/capacity"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/capacity"
 )
 
 func selectsInstancetypeOrPreference(spec *kubevirtv1.VirtualMachineSpec) bool {

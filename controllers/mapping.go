@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
 )
 
 // listRequests lists the objects of list's kind that opts select, from the

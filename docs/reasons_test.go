@@ -264,10 +264,10 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // TestPreflightPageListsEveryFinding checks that preflight.md's findings
-// table has every reason pkg/preflight reports, and no other.
+// table has every reason pkg/infra/preflight reports, and no other.
 func TestPreflightPageListsEveryFinding(t *testing.T) {
 	want := map[string]bool{}
-	for name, v := range packageConsts(t, "../pkg/preflight") {
+	for name, v := range packageConsts(t, "../pkg/infra/preflight") {
 		if strings.HasSuffix(name, "Reason") {
 			want[v] = true
 		}
@@ -289,7 +289,7 @@ func TestPreflightPageListsEveryFinding(t *testing.T) {
 	}
 	for _, r := range sortedKeys(got) {
 		if !want[r] {
-			t.Errorf("preflight.md has a row for %s, which pkg/preflight does not report", r)
+			t.Errorf("preflight.md has a row for %s, which pkg/infra/preflight does not report", r)
 		}
 	}
 }

@@ -34,7 +34,7 @@ var conditionWriters = map[string]bool{
 // when, in one file. The evacuation, which the machine service runs,
 // writes none itself.
 func TestServicesSetConditionsInOneFile(t *testing.T) {
-	for _, dir := range []string{"machine", "machinepool", "evacuation"} {
+	for _, dir := range []string{"machine", "machinepool", filepath.Join("machine", "evacuation")} {
 		for name, f := range parseDir(t, filepath.Join("..", "pkg", dir)) {
 			if name == "status.go" {
 				continue

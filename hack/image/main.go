@@ -180,7 +180,7 @@ func compile(o options, p v1.Platform) ([]byte, error) {
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "manager")
-	ldflags := strings.TrimSpace(o.ldflags + " -X github.com/capkv/cluster-api-provider-kubevirt/pkg/version.Version=" + o.version)
+	ldflags := strings.TrimSpace(o.ldflags + " -X github.com/capkv/cluster-api-provider-kubevirt/pkg/common/version.Version=" + o.version)
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, ".") //nolint:gosec // the make target's own flags
 	cmd.Dir = o.root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)

@@ -36,13 +36,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cpservice"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/controlplaneservice"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/failuredomains"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantcloud"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
 )
 
 // Conditions lists the conditions the cluster Service sets; Ready
@@ -66,7 +66,7 @@ type Service struct {
 	TenantCloud *tenantcloud.Keeper
 	// LoadBalancerFallback is how long a LoadBalancer control-plane
 	// Service may wait for an address before the endpoint falls back to
-	// its cluster IP or a node port (cpservice.FallbackEndpoint); 0 waits
+	// its cluster IP or a node port (controlplaneservice.FallbackEndpoint); 0 waits
 	// forever.
 	LoadBalancerFallback time.Duration
 	// Now is the clock of that wait; nil means time.Now.
@@ -95,7 +95,7 @@ func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cl
 	}
 	var errs []error
 	var nodes []corev1.Node
-	if len(kc.Spec.FailureDomains) == 0 || cpservice.NeedsNodeAddress(kc) || infra.External && s.mayFallBack(kc) {
+	if len(kc.Spec.FailureDomains) == 0 || controlplaneservice.NeedsNodeAddress(kc) || infra.External && s.mayFallBack(kc) {
 		// Only failure-domain discovery and an endpoint on a node port
 		// without a host need the nodes.
 		list := &corev1.NodeList{}
@@ -231,16 +231,16 @@ func (s *Service) reconcileNetworks(ctx context.Context, kc *infrav1.KubevirtClu
 // reconcileEndpoint keeps the control-plane Service and fills in the
 // endpoint parts the user left empty.
 func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference, nodes []corev1.Node) (outcome.Outcome, error) {
-	svc, err := cpservice.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, ref)
+	svc, err := controlplaneservice.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, ref)
 	if err != nil {
 		return outcome.Fail(infrav1.ServiceFailedReason, err.Error()), err
 	}
-	picked := cpservice.NeedsNodeAddress(kc)
-	ep, ok, wait := cpservice.Endpoint(kc, svc, nodes)
+	picked := controlplaneservice.NeedsNodeAddress(kc)
+	ep, ok, wait := controlplaneservice.Endpoint(kc, svc, nodes)
 	fellBack := ""
 	if !ok && s.mayFallBack(kc) {
-		fb := cpservice.LoadBalancerFallback{After: s.LoadBalancerFallback, Local: !infra.External, Now: s.now()}
-		fbEndpoint, fbOK, recheck, why := cpservice.FallbackEndpoint(kc, svc, nodes, fb)
+		fb := controlplaneservice.LoadBalancerFallback{After: s.LoadBalancerFallback, Local: !infra.External, Now: s.now()}
+		fbEndpoint, fbOK, recheck, why := controlplaneservice.FallbackEndpoint(kc, svc, nodes, fb)
 		switch {
 		case fbOK:
 			ep, ok, fellBack = fbEndpoint, true, why
@@ -280,7 +280,7 @@ func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtClu
 }
 
 // mayFallBack says whether the endpoint is a LoadBalancer Service's that
-// may fall back (cpservice.FallbackEndpoint) and is not set yet.
+// may fall back (controlplaneservice.FallbackEndpoint) and is not set yet.
 func (s *Service) mayFallBack(kc *infrav1.KubevirtCluster) bool {
 	return s.LoadBalancerFallback > 0 && kc.Spec.ControlPlaneEndpoint.Host == "" &&
 		kc.Spec.ControlPlaneServiceTemplate.Spec.Type == corev1.ServiceTypeLoadBalancer

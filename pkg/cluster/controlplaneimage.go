@@ -32,11 +32,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenkeeper"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 )
 
 // ControlPlaneRecheck is how often a cluster whose control plane object
@@ -80,7 +80,7 @@ func (s *Service) awaitControlPlaneImage(ctx context.Context, kc *infrav1.Kubevi
 	spec := &t.Spec.Template.Spec
 	rd := spec.RootDisk
 	switch {
-	case !golden.Needed(rd):
+	case !goldenplan.Needed(rd):
 		return outcome.Ready(infrav1.NoGoldenImageReason,
 			fmt.Sprintf("the control-plane machines of KubevirtMachineTemplate %s clone no golden image", t.Name)), nil
 	case spec.InfraClusterSecretRef != nil || spec.IdentityRef != nil ||
@@ -100,7 +100,7 @@ func (s *Service) awaitControlPlaneImage(ctx context.Context, kc *infrav1.Kubevi
 	if refusal != nil || err != nil {
 		return tenancy.Outcome(refusal, err, GoldenImageRecheck)
 	}
-	want := golden.StatusOf(infra.Secret, infra.Namespace, rd)
+	want := goldenplan.StatusOf(infra.Secret, infra.Namespace, rd)
 	kc.Status.GoldenImage = want
 	if !equality.Semantic.DeepEqual(named, want) {
 		// Saved before the volume is touched, as the golden image
@@ -109,11 +109,11 @@ func (s *Service) awaitControlPlaneImage(ctx context.Context, kc *infrav1.Kubevi
 		return outcome.Wait(infrav1.WaitingForGoldenImageReason,
 			fmt.Sprintf("using golden volume %s/%s for the control plane's machines", want.Namespace, want.Name)), nil
 	}
-	volume, o, err := goldenvolume.Ensure(ctx, infra.Client, s.Recorder, kc, rd, infra.Namespace, GoldenImageRecheck)
+	volume, o, err := goldenkeeper.Ensure(ctx, infra.Client, s.Recorder, kc, rd, infra.Namespace, GoldenImageRecheck)
 	switch {
 	case volume != nil:
 		return outcome.Ready(infrav1.ImportedReason, fmt.Sprintf("golden volume %s holds %s for the control plane's machines (KubevirtMachineTemplate %s)",
-			volume, golden.Describe(&rd.Image), t.Name)), nil
+			volume, goldenplan.Describe(&rd.Image), t.Name)), nil
 	case o.Reason == infrav1.NameConflictReason:
 		// Nothing announces the other DataVolume's removal.
 		return o.After(GoldenImageRecheck), err
@@ -121,7 +121,7 @@ func (s *Service) awaitControlPlaneImage(ctx context.Context, kc *infrav1.Kubevi
 		// CDI's progress stays on the DataVolume: a status write per
 		// percent would cost more than it tells.
 		o.Message = fmt.Sprintf("importing %s into golden volume %s/%s before the control plane's machines are created (KubevirtMachineTemplate %s); its DataVolume shows the progress",
-			golden.Describe(&rd.Image), want.Namespace, want.Name, t.Name)
+			goldenplan.Describe(&rd.Image), want.Namespace, want.Name, t.Name)
 	}
 	// The control plane may be pointed at another template meanwhile.
 	return o.After(outcome.Sooner(o.RequeueAfter, ControlPlaneRecheck*12)), err

@@ -26,12 +26,12 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cpservice"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/controlplaneservice"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/ownedobject"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
 )
 
 // Delete deletes what was created for the cluster: the control-plane
@@ -78,7 +78,7 @@ func createdAnything(kc *infrav1.KubevirtCluster) bool {
 // deleteObjects deletes in order and reports what it still waits for; ""
 // means everything is gone.
 func (s *Service) deleteObjects(ctx context.Context, kc *infrav1.KubevirtCluster, infra *infracluster.Infra) (string, error) {
-	gone, err := cpservice.Delete(ctx, infra.Client, kc, infra.Namespace)
+	gone, err := controlplaneservice.Delete(ctx, infra.Client, kc, infra.Namespace)
 	if err != nil || !gone {
 		return "the control-plane Service", err
 	}
@@ -108,7 +108,7 @@ func (s *Service) deleteObjects(ctx context.Context, kc *infrav1.KubevirtCluster
 	}
 	if clusterName := kc.Labels[infrav1.ClusterNameLabel]; clusterName != "" {
 		key := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Spec.SSHKeys.SecretName(clusterName)}
-		if gone, err := owned.Delete(ctx, s.Client, &corev1.Secret{}, key, owned.Key(kc)); err != nil || !gone {
+		if gone, err := ownedobject.Delete(ctx, s.Client, &corev1.Secret{}, key, ownedobject.Key(kc)); err != nil || !gone {
 			if err != nil {
 				err = fmt.Errorf("deleting SSH key Secret %s: %w", key, err)
 			}

@@ -22,11 +22,11 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/ipam"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/userdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 // staticAddresses claims the machine's pool addresses and returns them

@@ -31,12 +31,12 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/owned"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/ownedobject"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/bootstrapdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
 )
 
 // SSHUser is the guest user the ssh bootstrap check logs in as, the one the
@@ -156,7 +156,7 @@ func (s *Service) clusterSSHKeys(ctx context.Context, sc *Scope) (sshcheck.KeyPa
 	}
 	if sc.KubevirtCluster != nil {
 		// Deleted with the KubevirtCluster, before the Cluster is gone.
-		owned.Mark(secret, owned.Key(sc.KubevirtCluster))
+		ownedobject.Mark(secret, ownedobject.Key(sc.KubevirtCluster))
 	}
 	if err := s.Client.Create(ctx, secret); err != nil {
 		if apierrors.IsAlreadyExists(err) {

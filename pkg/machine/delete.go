@@ -30,11 +30,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/ipam"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
 )
 
 // Delete removes what the machine has on the infra cluster and reports done
@@ -189,7 +189,7 @@ func dataVolumeNames(km *infrav1.KubevirtMachine) []string {
 		names = append(names, t.Name)
 	}
 	if km.Spec.RootDisk != nil {
-		names = append(names, golden.RootDiskName)
+		names = append(names, goldenplan.RootDiskName)
 	}
 	for _, d := range km.Spec.DataDisks {
 		names = append(names, d.Name)

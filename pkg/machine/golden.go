@@ -30,9 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenkeeper"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 )
 
 // goldenVolume makes sure the golden volume of the machine's root disk
@@ -42,16 +42,16 @@ import (
 func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.NamespacedName, outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	rd := km.Spec.RootDisk
-	if !golden.Needed(rd) {
+	if !goldenplan.Needed(rd) {
 		return nil, outcome.Outcome{}, nil
 	}
 	ns := sc.VMNamespace()
-	if wait, changed := goldenvolume.Use(&km.Status.GoldenImage, sc.Infra().Secret, ns, rd); changed && !s.templateUses(ctx, km, km.Status.GoldenImage) {
+	if wait, changed := goldenkeeper.Use(&km.Status.GoldenImage, sc.Infra().Secret, ns, rd); changed && !s.templateUses(ctx, km, km.Status.GoldenImage) {
 		// The status naming the volume is written at once.
 		s.Status.WriteNow(client.ObjectKeyFromObject(km))
 		return nil, wait, nil
 	}
-	return goldenvolume.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, ns, s.recheck())
+	return goldenkeeper.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, ns, s.recheck())
 }
 
 // ensureGoldenVolume re-creates the golden volume of a machine whose VM
@@ -59,7 +59,7 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 // deleted meanwhile; otherwise the clone would wait for its source forever.
 func (s *Service) ensureGoldenVolume(ctx context.Context, sc *Scope) error {
 	rd := sc.KubevirtMachine.Spec.RootDisk
-	want := golden.DataVolume(rd, sc.VMNamespace())
+	want := goldenplan.DataVolume(rd, sc.VMNamespace())
 	found, err := get(ctx, sc.Infra().Client, client.ObjectKeyFromObject(want), &cdiv1.DataVolume{})
 	if err != nil || found {
 		return err
@@ -68,7 +68,7 @@ func (s *Service) ensureGoldenVolume(ctx context.Context, sc *Scope) error {
 		return fmt.Errorf("re-creating golden volume %s: %w", client.ObjectKeyFromObject(want), err)
 	}
 	s.Recorder.Eventf(sc.KubevirtMachine, nil, corev1.EventTypeNormal, "GoldenImageCreated", "ImportGoldenImage",
-		"golden volume %s was gone before this machine's root disk was cloned; importing %s again", client.ObjectKeyFromObject(want), golden.Describe(&rd.Image))
+		"golden volume %s was gone before this machine's root disk was cloned; importing %s again", client.ObjectKeyFromObject(want), goldenplan.Describe(&rd.Image))
 	return nil
 }
 

@@ -29,9 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/inplace"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 // reconcileInPlace applies an in-place update to the running VM

@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 // InfraLabelsAnnotation on a tenant Node lists the label keys the provider

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 )
 
 // DefaultNodeJoinTimeout is how long a running VM may go without its Node
@@ -60,7 +60,7 @@ func nodeJoin(node string, runningFor, timeout time.Duration, image, version str
 // imageOf names the image a machine boots, for messages.
 func imageOf(km *infrav1.KubevirtMachine) string {
 	if rd := km.Spec.RootDisk; rd != nil {
-		if d := golden.Describe(&rd.Image); d != "" {
+		if d := goldenplan.Describe(&rd.Image); d != "" {
 			return d
 		}
 	}

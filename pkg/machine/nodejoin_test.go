@@ -22,7 +22,7 @@ import (
 	"time"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 )
 
 func TestNodeJoin(t *testing.T) {

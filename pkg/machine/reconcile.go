@@ -22,7 +22,7 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 )
 
 // Reconcile moves a machine towards a running, bootstrapped VM and reports

@@ -32,12 +32,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/guardrails"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/quotaretry"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
 )
 
 // reconcileReport reports the VM's state and runs the bootstrap check; it
@@ -63,17 +63,17 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 			dvs = append(dvs, dv)
 		}
 	}
-	if golden.Needed(km.Spec.RootDisk) {
-		km.Status.GoldenImage = golden.StatusOf(infra.Secret, sc.VMNamespace(), km.Spec.RootDisk)
+	if goldenplan.Needed(km.Spec.RootDisk) {
+		km.Status.GoldenImage = goldenplan.StatusOf(infra.Secret, sc.VMNamespace(), km.Spec.RootDisk)
 	}
 	// A pool's VMs clone the golden volume their pool keeps.
-	if golden.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) && sc.PoolVMUID() == "" {
+	if goldenplan.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) && sc.PoolVMUID() == "" {
 		if err := s.ensureGoldenVolume(ctx, sc); err != nil {
 			return outcome.Outcome{}, err
 		}
 	}
 	state := vmstatus.Of(vm, vmi, dvs)
-	if err := guardrails.RetryRefused(ctx, infra, vmi, dvs); err != nil {
+	if err := quotaretry.RetryRefused(ctx, infra, vmi, dvs); err != nil {
 		// The refusal is reported either way; KubeVirt and CDI then retry
 		// on their own backoff (docs/operations.md#quota).
 		ctrl.LoggerFrom(ctx).Info("Cannot ask for a retry of what a quota refused", "error", err.Error())
@@ -160,7 +160,7 @@ func rootDiskCloned(vm *kubevirtv1.VirtualMachine, dvs []*cdiv1.DataVolume) bool
 
 // rootDataVolume is the VM's root disk DataVolume among dvs, or nil.
 func rootDataVolume(vm *kubevirtv1.VirtualMachine, dvs []*cdiv1.DataVolume) *cdiv1.DataVolume {
-	name := vmbuilder.DataVolumeName(vm.Name, golden.RootDiskName)
+	name := vmbuilder.DataVolumeName(vm.Name, goldenplan.RootDiskName)
 	for _, dv := range dvs {
 		if dv.Name == name {
 			return dv

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
 )
 
 // restartIfRequested acts once on the restart-requested-at annotation: it

@@ -29,10 +29,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinestatus"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/evacuation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/statuspacing"
 )
 
 // Scope is one KubevirtMachine with the objects around it.
@@ -93,5 +93,5 @@ type Service struct {
 	NodeJoinTimeout time.Duration
 	// Status decides when machines' status is written and times their
 	// stages; the controller writes the status through it.
-	Status *machinestatus.Keeper
+	Status *statuspacing.Keeper
 }

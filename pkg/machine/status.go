@@ -32,8 +32,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
 )
 
 // provisioned says whether the stored status calls the machine

@@ -32,12 +32,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/ipam"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/bootstrapdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/userdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 type bootstrapData struct {

@@ -30,14 +30,14 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/failuredomains"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenkeeper"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/bootstrapdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/userdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 // reconcileVM finds the machine's VM, or creates it. The reconcile ends
@@ -110,7 +110,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if err != nil {
 		return wait, err
 	}
-	if goldenVolume == nil && golden.Needed(km.Spec.RootDisk) {
+	if goldenVolume == nil && goldenplan.Needed(km.Spec.RootDisk) {
 		// A worker waits for its control plane longer than for the
 		// import: that is the wait to show, unless the import failed.
 		if sc.Machine.Spec.Bootstrap.DataSecretName == nil && wait.State != outcome.Failed {
@@ -130,7 +130,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if err != nil || data == nil {
 		return wait, err
 	}
-	if wait, err := goldenvolume.CloneAuthorized(ctx, infra, km, sc.VMNamespace(), s.recheck()); err != nil || !wait.IsDone() {
+	if wait, err := goldenkeeper.CloneAuthorized(ctx, infra, km, sc.VMNamespace(), s.recheck()); err != nil || !wait.IsDone() {
 		return wait, err
 	}
 	numa, unsupported, err := s.presetSupport(ctx, sc)

@@ -28,9 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmpool"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/poolbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 // Delete deletes the pool's VirtualMachinePool and waits until it and its
@@ -80,7 +80,7 @@ func (s *Service) delete(ctx context.Context, sc *Scope) (outcome.Outcome, error
 		return outcome.Wait(infrav1.DeletingReason, fmt.Sprintf("waiting for VirtualMachinePool %s to be deleted", key)), nil
 	}
 	vms := &kubevirtv1.VirtualMachineList{}
-	if err := infra.Client.List(ctx, vms, client.InNamespace(key.Namespace), client.MatchingLabels(vmpool.Selector(key.Name))); err != nil {
+	if err := infra.Client.List(ctx, vms, client.InNamespace(key.Namespace), client.MatchingLabels(poolbuilder.Selector(key.Name))); err != nil {
 		return outcome.Outcome{}, fmt.Errorf("listing the VMs of VirtualMachinePool %s: %w", key, err)
 	}
 	left := 0

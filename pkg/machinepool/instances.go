@@ -36,8 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmpool"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/poolbuilder"
 )
 
 // InfrastructureMachineKind is the kind of the machine each instance of a
@@ -149,7 +149,7 @@ func (s *Service) syncInstances(ctx context.Context, sc *Scope, want *poolv1.Vir
 		}
 		live = append(live, i)
 	}
-	outdated := func(i instance) bool { return vmpool.Outdated(want, i.vm) }
+	outdated := func(i instance) bool { return poolbuilder.Outdated(want, i.vm) }
 	desired := int(ptr.Deref(sc.MachinePool.Spec.Replicas, 1))
 	if excess := len(live) - desired; excess > 0 {
 		victims := removalOrder(live, outdated)[:excess]

@@ -39,15 +39,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failuredomains"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantnet"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmpool"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/failuredomains"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenkeeper"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/poolbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 // TemplateHashAnnotation on a VirtualMachinePool is the hash of the pool the
@@ -131,7 +131,7 @@ func (s *Service) reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	// image importing, bootstrap data missing): released VMs, machines of
 	// new VMs and scale-downs do not wait for it.
 	vms := &kubevirtv1.VirtualMachineList{}
-	if err := sc.Access.Infra.Client.List(ctx, vms, client.InNamespace(key.Namespace), client.MatchingLabels(vmpool.Selector(key.Name))); err != nil {
+	if err := sc.Access.Infra.Client.List(ctx, vms, client.InNamespace(key.Namespace), client.MatchingLabels(poolbuilder.Selector(key.Name))); err != nil {
 		return outcome.Outcome{}, fmt.Errorf("listing the VMs of VirtualMachinePool %s: %w", key, err)
 	}
 	owner := vmbuilder.OwnerOf(p.Namespace, p.Name)
@@ -184,7 +184,7 @@ func (s *Service) ensurePool(ctx context.Context, sc *Scope, key types.Namespace
 	}
 	in := s.input(sc, key, data)
 	in.VM.GoldenVolume = goldenVolume
-	want, err := vmpool.Build(in)
+	want, err := poolbuilder.Build(in)
 	if err != nil {
 		return existing, outcome.Fail(infrav1.PoolCreateFailedReason, err.Error()), nil
 	}
@@ -215,8 +215,8 @@ func (s *Service) ensurePool(ctx context.Context, sc *Scope, key types.Namespace
 		updated := existing.DeepCopy()
 		updated.Spec = want.Spec
 		// Labels and annotations others add stay.
-		updated.Labels = vmpool.MergedInto(updated.Labels, want.Labels)
-		updated.Annotations = vmpool.MergedInto(updated.Annotations, want.Annotations)
+		updated.Labels = poolbuilder.MergedInto(updated.Labels, want.Labels)
+		updated.Annotations = poolbuilder.MergedInto(updated.Annotations, want.Annotations)
 		if err := infra.Client.Update(ctx, updated); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 				return existing, outcome.Fail(infrav1.PoolCreateFailedReason, "the infra cluster refused the VirtualMachinePool update: "+err.Error()).After(s.recheck()), nil
@@ -236,14 +236,14 @@ func (s *Service) ensurePool(ctx context.Context, sc *Scope, key types.Namespace
 func (s *Service) goldenVolume(ctx context.Context, sc *Scope, ns string) (*types.NamespacedName, outcome.Outcome, error) {
 	p := sc.Pool
 	rd := p.Spec.Template.Spec.RootDisk
-	if !golden.Needed(rd) {
+	if !goldenplan.Needed(rd) {
 		p.Status.GoldenImage = nil
 		return nil, outcome.Ready("", ""), nil
 	}
-	if wait, changed := goldenvolume.Use(&p.Status.GoldenImage, sc.Access.Infra.Secret, ns, rd); changed {
+	if wait, changed := goldenkeeper.Use(&p.Status.GoldenImage, sc.Access.Infra.Secret, ns, rd); changed {
 		return nil, wait, nil
 	}
-	key, o, err := goldenvolume.Ensure(ctx, sc.Access.Infra.Client, s.Recorder, p, rd, ns, s.recheck())
+	key, o, err := goldenkeeper.Ensure(ctx, sc.Access.Infra.Client, s.Recorder, p, rd, ns, s.recheck())
 	if err != nil || key == nil {
 		return nil, o, err
 	}
@@ -274,7 +274,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, want *poolv1.VirtualMac
 
 // input is what the pool's VMs are built from: the pool's machine template
 // with the cluster's networks, DNS and failure domain rules.
-func (s *Service) input(sc *Scope, key types.NamespacedName, data *bootstrapData) vmpool.Input {
+func (s *Service) input(sc *Scope, key types.NamespacedName, data *bootstrapData) poolbuilder.Input {
 	p := sc.Pool
 	in := vmbuilder.Input{
 		Name: key.Name, Namespace: key.Namespace, Spec: p.Spec.Template.Spec, KubevirtMachineNamespace: p.Namespace,
@@ -294,7 +294,7 @@ func (s *Service) input(sc *Scope, key types.NamespacedName, data *bootstrapData
 	if !sc.Access.Infra.External && key.Namespace == p.Namespace {
 		in.Owner = metav1.NewControllerRef(p, infrav1.GroupVersion.WithKind("KubevirtMachinePool"))
 	}
-	return vmpool.Input{VM: in, Replicas: ptr.Deref(sc.MachinePool.Spec.Replicas, 1)}
+	return poolbuilder.Input{VM: in, Replicas: ptr.Deref(sc.MachinePool.Spec.Replicas, 1)}
 }
 
 // report counts the pool's VMs and lists their providerIDs.
@@ -326,7 +326,7 @@ func (s *Service) report(sc *Scope, key types.NamespacedName, vms []kubevirtv1.V
 
 // hashOf hashes what the provider writes of a pool.
 func hashOf(p *poolv1.VirtualMachinePool) (string, error) {
-	return vmpool.Hash(p.Labels, p.Annotations, p.Spec)
+	return poolbuilder.Hash(p.Labels, p.Annotations, p.Spec)
 }
 
 // guestAllowed checks the pool's VM template against the multi-tenancy

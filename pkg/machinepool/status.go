@@ -23,7 +23,7 @@ package machinepool
 
 import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 )
 
 // record sets VirtualMachinePoolReady from o, with an Event when it

@@ -20,8 +20,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinestatus"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/statuspacing"
 
 	"github.com/spf13/pflag"
 )
@@ -52,7 +52,7 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.DurationVar(&o.LoadBalancerFallback, "load-balancer-fallback-after", 2*time.Minute,
 		"How long a LoadBalancer control-plane Service may wait for an address before the endpoint falls back to its cluster IP (the local infra cluster) or a node port (external ones); 0 waits forever.")
 	fs.IntVar(&o.GoldenImageConcurrency, "goldenimage-concurrency", 2, "Golden image volumes reconciled at once.")
-	fs.DurationVar(&o.StatusSettleTime, "status-settle-time", machinestatus.DefaultStatusSettleTime,
+	fs.DurationVar(&o.StatusSettleTime, "status-settle-time", statuspacing.DefaultStatusSettleTime,
 		"How long a provisioning machine must stay at one step before its status is written; failures, provisioning and later changes are written at once. Negative writes every step.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "Requests per second the manager may send to the management cluster and to each external infra cluster.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Requests the manager may send at once above --kube-api-qps, per cluster.")

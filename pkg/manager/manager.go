@@ -46,21 +46,21 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/controllers"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failurebackoff"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/goldenvolume"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/failurebackoff"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/metrics"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/scheme"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenkeeper"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/preflight"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/evacuation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/inplace"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/statuspacing"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinepool"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machinestatus"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/preflight"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/remediation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/webhooks"
 )
 
@@ -372,7 +372,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Evacuation: &evacuation.Evacuator{Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache},
 		SSH:        &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
 		InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels), NodeJoinTimeout: o.NodeJoinTimeout,
-		Status: &machinestatus.Keeper{SettleTime: o.StatusSettleTime},
+		Status: &statuspacing.Keeper{SettleTime: o.StatusSettleTime},
 	}
 	machines.Status.ReportStageAges()
 	if err := (&controllers.KubevirtMachineReconciler{
@@ -406,7 +406,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&controllers.GoldenImageReconciler{
 		Client: mgr.GetClient(), Clients: clients,
-		Collector: &goldenvolume.Collector{Retention: retention, Imports: goldenvolume.NewImports(time.Now())},
+		Collector: &goldenkeeper.Collector{Retention: retention, Imports: goldenkeeper.NewImports(time.Now())},
 	}).SetupWithManager(ctx, mgr, controller.TypedOptions[controllers.GoldenRequest]{MaxConcurrentReconciles: max(o.GoldenImageConcurrency, 1),
 		NewQueue: failurebackoff.NewQueue[controllers.GoldenRequest](MaxFailureBackoff)}); err != nil {
 		return fmt.Errorf("setting up golden image controller: %w", err)

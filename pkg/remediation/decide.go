@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmstatus"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
 )
 
 // step is what a reconcile does next.

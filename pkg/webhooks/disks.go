@@ -24,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 // minDiskSize is CDI's smallest DataVolume (docs/kubevirt-behaviour.md#datavolume-names-size-and-immutability).
@@ -51,11 +51,11 @@ func validateProviderDisks(spec *infrav1.KubevirtMachineSpec, fld *field.Path) f
 	}
 	if rd := spec.RootDisk; rd != nil {
 		rf := fld.Child("rootDisk")
-		if taken.Has(golden.RootDiskName) {
-			errs = append(errs, field.Invalid(rf, golden.RootDiskName,
-				"the virtualMachineTemplate already has a disk, volume or DataVolume template named "+golden.RootDiskName))
+		if taken.Has(goldenplan.RootDiskName) {
+			errs = append(errs, field.Invalid(rf, goldenplan.RootDiskName,
+				"the virtualMachineTemplate already has a disk, volume or DataVolume template named "+goldenplan.RootDiskName))
 		}
-		taken.Insert(golden.RootDiskName)
+		taken.Insert(goldenplan.RootDiskName)
 		errs = append(errs, validateImage(&rd.Image, rf.Child("image"))...)
 		errs = append(errs, validateSize(rd.DiskSize, rf.Child("diskSize"))...)
 		if rd.ImageSize != nil {

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/inplace"
 )
 
 // validateHotplugMaxima refuses what virt-api refuses of a VM that sets

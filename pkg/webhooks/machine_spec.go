@@ -25,7 +25,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/inplace"
 )
 
 var allowedCheckStrategies = []string{infrav1.CheckStrategyNone, infrav1.CheckStrategySSH, infrav1.CheckStrategyGuestAgent}
@@ -82,7 +82,7 @@ func validateMachineSpec(spec *infrav1.KubevirtMachineSpec, namespace string, fl
 // validateMachineSpecUpdate allows providerID to go from unset to set,
 // and, while Cluster API updates the machine in place (its
 // update-in-progress annotation on the new object), the changes the
-// provider applies to the running VM (pkg/inplace). The VM is built from
+// provider applies to the running VM (pkg/machine/inplace). The VM is built from
 // the rest once, so any other change would silently do nothing.
 func validateMachineSpecUpdate(oldSpec, newSpec *infrav1.KubevirtMachineSpec, inPlace bool, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList

@@ -24,11 +24,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cpservice"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/isolation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/controlplaneservice"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/isolation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 // derivedName is a name the provider derives from an object's, and the
@@ -61,7 +61,7 @@ func validateClusterNames(name string) field.ErrorList {
 	kc := &infrav1.KubevirtCluster{}
 	kc.Name = name
 	names := []derivedName{
-		{kind: "control-plane Service", name: cpservice.Name(kc), valid: validation.IsDNS1035Label},
+		{kind: "control-plane Service", name: controlplaneservice.Name(kc), valid: validation.IsDNS1035Label},
 		{kind: "NetworkPolicy", name: isolation.LoadBalancersName(kc), valid: validation.IsDNS1123Subdomain},
 	}
 	return validateDerivedNames(field.NewPath("metadata", "name"), name, names)
@@ -73,7 +73,7 @@ func validateClusterNames(name string) field.ErrorList {
 func validateMachineNames(name string, spec *infrav1.KubevirtMachineSpec) field.ErrorList {
 	var names []derivedName
 	if spec.RootDisk != nil {
-		names = append(names, derivedName{kind: "root disk DataVolume", name: vmbuilder.DataVolumeName(name, golden.RootDiskName), valid: validation.IsDNS1123Label})
+		names = append(names, derivedName{kind: "root disk DataVolume", name: vmbuilder.DataVolumeName(name, goldenplan.RootDiskName), valid: validation.IsDNS1123Label})
 	}
 	for _, d := range spec.DataDisks {
 		names = append(names, derivedName{kind: "data disk DataVolume", name: vmbuilder.DataVolumeName(name, d.Name), valid: validation.IsDNS1123Label})

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 )
 
 // placement asks the multi-tenancy policy whether an object in namespace

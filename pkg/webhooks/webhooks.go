@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 )
 
 // SetupWithManager registers the defaulting and validating webhooks of

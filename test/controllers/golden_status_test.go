@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	goldenpkg "github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	goldenpkg "github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )

@@ -35,8 +35,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/inplace"
 )
 
 // rawObject is obj as a hook request carries it.

@@ -40,8 +40,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantcloud"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/manager"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
 )
 
 // tenantSecretKey is where the provider writes the infra kubeconfig in the

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 )
 
 // Cluster API's ClusterClass spec (clusterapi_test.go has the harness). It
@@ -96,7 +96,7 @@ func expectNothingLeftBehind(ctx context.Context, ns string) {
 		dvs := &cdiv1.DataVolumeList{}
 		g.Expect(w.Infra.Client.List(ctx, dvs, client.InNamespace(ns))).To(Succeed())
 		for _, dv := range dvs.Items {
-			if _, isGolden := dv.Labels[golden.Label]; isGolden {
+			if _, isGolden := dv.Labels[goldenplan.Label]; isGolden {
 				continue
 			}
 			owners := dv.OwnerReferences

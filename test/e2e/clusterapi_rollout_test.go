@@ -25,7 +25,7 @@ import (
 	capie2e "sigs.k8s.io/cluster-api/test/e2e"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/movable"
 )
 
 // Cluster API's ClusterClass rollout spec (clusterapi_test.go has the
@@ -63,7 +63,7 @@ func withoutProviderMetadata(obj client.Object) clusterv1.ObjectMeta {
 	keep := func(in map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range in {
-			if !strings.HasPrefix(k, "capkv.io/") && k != move.BlockAnnotation {
+			if !strings.HasPrefix(k, "capkv.io/") && k != movable.BlockAnnotation {
 				out[k] = v
 			}
 		}

@@ -41,7 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/movable"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
@@ -91,7 +91,7 @@ var _ = Describe("The demo cluster from the default flavor", Ordered, func() {
 		Expect(goldenVolumes(ctx, ns)).To(Equal(1), "every root disk is cloned from one golden volume")
 		kc := &infrav1.KubevirtCluster{}
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo"}, kc)).To(Succeed())
-		Expect(kc.Annotations).To(HaveKeyWithValue(move.BlockAnnotation, move.BlockedLocalInfra),
+		Expect(kc.Annotations).To(HaveKeyWithValue(movable.BlockAnnotation, movable.BlockedLocalInfra),
 			"its VMs run on the management cluster: clusterctl move must not start")
 	})
 

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/movable"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 )
 
@@ -115,7 +115,7 @@ func checkFlavor(ctx context.Context, flavor string, kc *infrav1.KubevirtCluster
 		Expect(vm.OwnerReferences).To(BeEmpty(), "owner references cannot cross clusters: the external path was taken")
 		secret := &corev1.Secret{}
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "infra-kubeconfig"}, secret)).To(Succeed())
-		Expect(move.Labelled(secret)).To(BeTrue(), "the kubeconfig Secret moves with the cluster")
+		Expect(movable.Labelled(secret)).To(BeTrue(), "the kubeconfig Secret moves with the cluster")
 	case "performance":
 		pods := &corev1.PodList{}
 		Expect(w.Infra.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"})).To(Succeed())

@@ -47,7 +47,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/clusterctl"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
@@ -349,7 +349,7 @@ func goldenVolumes(ctx context.Context, ns string) int {
 // goldenDataVolumes are the golden image DataVolumes of a namespace.
 func goldenDataVolumes(ctx context.Context, ns string) []cdiv1.DataVolume {
 	dvs := &cdiv1.DataVolumeList{}
-	Expect(c.List(ctx, dvs, client.InNamespace(ns), client.HasLabels{golden.Label})).To(Succeed())
+	Expect(c.List(ctx, dvs, client.InNamespace(ns), client.HasLabels{goldenplan.Label})).To(Succeed())
 	return dvs.Items
 }
 

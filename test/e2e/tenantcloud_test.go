@@ -43,7 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantcloud"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )

@@ -35,7 +35,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/failurebackoff"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/failurebackoff"
 )
 
 // TestFailureBackoffCapUnderClusterAPIBuilder checks that the cap the

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 

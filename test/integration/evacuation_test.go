@@ -37,8 +37,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/evacuation"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantdrain"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/evacuation"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/tenantdrain"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )

@@ -31,7 +31,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 )
@@ -43,7 +43,7 @@ func rootDiskContent(t *testing.T, ns, machine string) string {
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, w.Env.Client, ns, machine, vm)).To(Succeed())
 	for _, v := range vm.Spec.Template.Spec.Volumes {
-		if v.Name == golden.RootDiskName && v.DataVolume != nil {
+		if v.Name == goldenplan.RootDiskName && v.DataVolume != nil {
 			pvc := &corev1.PersistentVolumeClaim{}
 			g.Expect(infraGet(t, w.Env.Client, ns, v.DataVolume.Name, pvc)).To(Succeed())
 			pv := &corev1.PersistentVolume{}

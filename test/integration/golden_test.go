@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
@@ -144,7 +144,7 @@ func TestGoldenImagesOnePerImage(t *testing.T) {
 			g.Expect(w.Env.Client.List(context.Background(), claims, client.InNamespace(tc.ns))).To(Succeed())
 			methods := map[string]int{}
 			for _, claim := range claims.Items {
-				if strings.HasSuffix(claim.Name, "-"+golden.RootDiskName) {
+				if strings.HasSuffix(claim.Name, "-"+goldenplan.RootDiskName) {
 					methods[claim.Annotations["cdi.kubevirt.io/cloneType"]]++
 				}
 			}
@@ -153,7 +153,7 @@ func TestGoldenImagesOnePerImage(t *testing.T) {
 				g.Expect(count(sim.Snapshots)).To(BeNumerically(">=", 3*machinesPerImage), "a snapshot per clone")
 			}
 			goldens := &cdiv1.DataVolumeList{}
-			g.Expect(w.Env.Client.List(context.Background(), goldens, client.InNamespace(tc.ns), client.HasLabels{golden.Label})).To(Succeed())
+			g.Expect(w.Env.Client.List(context.Background(), goldens, client.InNamespace(tc.ns), client.HasLabels{goldenplan.Label})).To(Succeed())
 			g.Expect(goldens.Items).To(HaveLen(2))
 
 			// Once every machine is gone and the retention has passed, no
@@ -163,7 +163,7 @@ func TestGoldenImagesOnePerImage(t *testing.T) {
 			}
 			NewWithT(t).Eventually(func() int {
 				l := &cdiv1.DataVolumeList{}
-				_ = w.Env.Client.List(context.Background(), l, client.InNamespace(tc.ns), client.HasLabels{golden.Label})
+				_ = w.Env.Client.List(context.Background(), l, client.InNamespace(tc.ns), client.HasLabels{goldenplan.Label})
 				return len(l.Items)
 			}).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(BeZero())
 		})
@@ -326,7 +326,7 @@ func TestPerVMImportAndDataDisks(t *testing.T) {
 	vm := &kubevirtv1.VirtualMachine{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, "import-0", vm)).To(Succeed())
 	disks := vm.Spec.Template.Spec.Domain.Devices.Disks
-	g.Expect(disks[0].Name).To(Equal(golden.RootDiskName), "the root disk boots first")
+	g.Expect(disks[0].Name).To(Equal(goldenplan.RootDiskName), "the root disk boots first")
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, "import-0-containerd", &cdiv1.DataVolume{})).To(Succeed())
 	g.Expect(get(t, tc.c, kms[0]).Status.GoldenImage).To(BeNil())
 }

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/ipam"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 

@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 )
@@ -205,5 +205,5 @@ func TestMachinePoolClonesOneGoldenVolume(t *testing.T) {
 	g.Consistently(func() map[string]string {
 		g.Expect(infraGet(t, w.Env.Client, ref.Namespace, ref.Name, goldenDV)).To(Succeed())
 		return goldenDV.Annotations
-	}, 3*goldenRetention, 200*time.Millisecond).ShouldNot(HaveKey(golden.UnusedSinceAnnotation), "the pool uses its golden volume")
+	}, 3*goldenRetention, 200*time.Millisecond).ShouldNot(HaveKey(goldenplan.UnusedSinceAnnotation), "the pool uses its golden volume")
 }

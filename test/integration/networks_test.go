@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 

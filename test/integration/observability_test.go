@@ -30,7 +30,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 

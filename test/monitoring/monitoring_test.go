@@ -41,7 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/metrics"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/metrics"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/monitoring"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"

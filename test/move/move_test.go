@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/move"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/movable"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
@@ -51,11 +51,11 @@ var _ = Describe("clusterctl move", Ordered, func() {
 		Eventually(func() bool {
 			s := &corev1.Secret{}
 			Expect(from.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "infra-kubeconfig"}, s)).To(Succeed())
-			return move.Labelled(s)
+			return movable.Labelled(s)
 		}).WithTimeout(timeout).Should(BeTrue(), "the provider marks the infra kubeconfig Secret for clusterctl move")
 		kc := &infrav1.KubevirtCluster{}
 		Expect(from.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "moved"}, kc)).To(Succeed())
-		Expect(kc.Annotations).NotTo(HaveKey(move.BlockAnnotation), "an external infra cluster does not block the move")
+		Expect(kc.Annotations).NotTo(HaveKey(movable.BlockAnnotation), "an external infra cluster does not block the move")
 		before := infraUIDs(ctx, ns)
 		Expect(before).To(HaveKeyWithValue("VirtualMachine", HaveLen(2)))
 

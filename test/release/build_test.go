@@ -40,7 +40,7 @@ import (
 
 // versionVar is what the Makefile's LDFLAGS, make image and the
 // Dockerfile set.
-const versionVar = "github.com/capkv/cluster-api-provider-kubevirt/pkg/version.Version"
+const versionVar = "github.com/capkv/cluster-api-provider-kubevirt/pkg/common/version.Version"
 
 // TestImage runs make release as a release would, which builds the
 // manager's image with nothing but Go (make image) and releases the

@@ -44,7 +44,7 @@ import (
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
 	"sigs.k8s.io/yaml"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantcloud"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 

@@ -24,7 +24,7 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/ipam"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/ipam"
 )
 
 // cloudConfigWriting is a cloud-config that writes files, base64-encoded

@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/sshcheck"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
 )
 
 type guestKeys struct{ host, client, stranger sshcheck.KeyPair }

@@ -48,7 +48,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/scheme"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/scheme"
 )
 
 // ContractLabels are the labels that map Cluster API contracts to CAPKV API

@@ -31,7 +31,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenantcloud"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantcloud"
 )
 
 // installTenantCloudRoles creates the ClusterRoles of the tenant

@@ -27,7 +27,7 @@ import (
 	. "github.com/onsi/gomega"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/inplace"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/inplace"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 

@@ -33,7 +33,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/preflight"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/preflight"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 

@@ -42,12 +42,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/bootstrapdata"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cpservice"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/controlplaneservice"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/userdata"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vmbuilder"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/bootstrapdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/userdata"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -116,11 +116,11 @@ func (o *oracle) reconcileCluster(ctx context.Context, req reconcile.Request) (r
 	if err != nil || cluster == nil {
 		return reconcile.Result{}, err
 	}
-	svc, err := cpservice.Ensure(ctx, o.c, kc, cluster.Name, kc.Namespace, metav1.NewControllerRef(kc, infrav1.GroupVersion.WithKind("KubevirtCluster")))
+	svc, err := controlplaneservice.Ensure(ctx, o.c, kc, cluster.Name, kc.Namespace, metav1.NewControllerRef(kc, infrav1.GroupVersion.WithKind("KubevirtCluster")))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	ep, ok, _ := cpservice.Endpoint(kc, svc, nil)
+	ep, ok, _ := controlplaneservice.Endpoint(kc, svc, nil)
 	if !ok {
 		// The Service's update brings the cluster back.
 		return reconcile.Result{}, nil
@@ -138,7 +138,7 @@ func (o *oracle) reconcileCluster(ctx context.Context, req reconcile.Request) (r
 // goldenUsers are the KubevirtMachines of a golden volume's namespace,
 // which wait for its import.
 func (o *oracle) goldenUsers(ctx context.Context, obj client.Object) []reconcile.Request {
-	if obj.GetLabels()[golden.Label] != "true" {
+	if obj.GetLabels()[goldenplan.Label] != "true" {
 		return nil
 	}
 	kms := &infrav1.KubevirtMachineList{}
@@ -220,10 +220,10 @@ func (o *oracle) reconcileMachine(ctx context.Context, req reconcile.Request) (r
 // goldenVolume creates the machine's golden volume when it is not there,
 // and returns it once its import succeeded.
 func (o *oracle) goldenVolume(ctx context.Context, km *infrav1.KubevirtMachine) (*types.NamespacedName, error) {
-	if !golden.Needed(km.Spec.RootDisk) {
+	if !goldenplan.Needed(km.Spec.RootDisk) {
 		return &types.NamespacedName{}, nil
 	}
-	want := golden.DataVolume(km.Spec.RootDisk, km.Namespace)
+	want := goldenplan.DataVolume(km.Spec.RootDisk, km.Namespace)
 	dv := &cdiv1.DataVolume{}
 	err := o.c.Get(ctx, client.ObjectKeyFromObject(want), dv)
 	if apierrors.IsNotFound(err) {

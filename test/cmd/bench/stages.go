@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 )
 
 // cloneTypeAnnotation is the claim annotation in which CDI records the
@@ -87,7 +87,7 @@ func startStageClock(ctx context.Context, c cache.Cache) (*stageClock, error) {
 		return nil, err
 	}
 	onDisk := func(obj any) {
-		if dv, ok := obj.(*cdiv1.DataVolume); ok && strings.HasSuffix(dv.Name, rootDiskSuffix) && dv.Labels[golden.Label] != "true" {
+		if dv, ok := obj.(*cdiv1.DataVolume); ok && strings.HasSuffix(dv.Name, rootDiskSuffix) && dv.Labels[goldenplan.Label] != "true" {
 			sc.note(sc.disks, dv.Namespace+"/"+dv.Name, string(dv.Status.Phase))
 		}
 	}
@@ -150,7 +150,7 @@ func (sc *stageClock) stages(before map[string][]time.Duration) []Stage {
 }
 
 // rootDiskSuffix ends the name of a root disk's DataVolume, after its VM's.
-const rootDiskSuffix = "-" + golden.RootDiskName
+const rootDiskSuffix = "-" + goldenplan.RootDiskName
 
 // summarize gives each stage's count, median, 90th percentile and maximum,
 // in the order the stages most often come.

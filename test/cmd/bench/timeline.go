@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 )
 
 // The milestones of a tenant cluster, in the order it reaches them.
@@ -173,7 +173,7 @@ func (tl *timeline) onMachine(o client.Object) {
 func (tl *timeline) onDataVolume(o client.Object) {
 	dv := o.(*cdiv1.DataVolume)
 	vm, ok := strings.CutSuffix(key(dv), rootDiskSuffix)
-	if !ok || dv.Labels[golden.Label] == "true" {
+	if !ok || dv.Labels[goldenplan.Label] == "true" {
 		return
 	}
 	tl.note(tl.infra, vm, machineDiskCreated)

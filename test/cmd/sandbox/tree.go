@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 )
 
 // readyOf reads an object's Ready condition as "Ready" or "NotReady (Reason)".
@@ -97,7 +97,7 @@ func tree(ctx context.Context, c client.Client, ns, name string) (out string, do
 		writeMachines(ctx, c, &b, "│  ", machines.Items, dvs.Items, func(m clusterv1.Machine) bool { return m.Labels[clusterv1.MachineDeploymentNameLabel] == md.Name })
 	}
 	for _, dv := range dvs.Items {
-		if dv.Labels[golden.Label] != "" {
+		if dv.Labels[goldenplan.Label] != "" {
 			fmt.Fprintf(&b, "└─ golden image %s  %s %s\n", dv.Name, dv.Status.Phase, dv.Status.Progress)
 		}
 	}

@@ -1,0 +1,61 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controlplaneservice
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/ownedobject"
+)
+
+// Ensure creates the control-plane Service or corrects its drift, and
+// returns the live Service; nil when the cluster wants none (its Service,
+// if one was created before, is deleted). Objects of
+// the same name without the owner annotation are never taken over.
+func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, clusterName, ns string, ref *metav1.OwnerReference) (*corev1.Service, error) {
+	want := Desired(kc, clusterName, ns)
+	if !Wanted(kc) {
+		// Switched to None: a Service left behind would keep exposing the
+		// control plane.
+		_, err := ownedobject.Delete(ctx, c, &corev1.Service{}, client.ObjectKeyFromObject(want), ownedobject.Key(kc))
+		return nil, err
+	}
+	if want.Namespace != kc.Namespace {
+		ref = nil
+	}
+	live, _, err := ownedobject.Ensure(ctx, c, want, &corev1.Service{}, ownedobject.Key(kc), ref, "control-plane Service",
+		func(live, want *corev1.Service) bool {
+			if !Drifted(live, want) {
+				return false
+			}
+			Apply(live, want)
+			return true
+		})
+	return live, err
+}
+
+// Delete deletes the control-plane Service if it is this cluster's, and
+// reports whether it is gone.
+func Delete(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, ns string) (bool, error) {
+	want := Desired(kc, "", ns)
+	return ownedobject.Delete(ctx, c, &corev1.Service{}, client.ObjectKeyFromObject(want), ownedobject.Key(kc))
+}
