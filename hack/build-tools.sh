@@ -11,6 +11,7 @@
 #   kustomize    kustomize v5.8.1, which make release-manifests runs, and
 #          render-flavors, which make generate runs: the same kustomize
 #          building templates/flavors/ into templates/cluster-template*.yaml
+#          and templates/classes/ into templates/clusterclass-*.yaml
 #   kubevirt     virt-api and virt-controller (KubeVirt v1.7.0), and
 #          bin/kubevirt-install.yaml: the CRDs, RBAC, webhooks and APIServices
 #          virt-operator would install, which the test world applies

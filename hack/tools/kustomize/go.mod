@@ -1,6 +1,7 @@
 // Module that builds the kustomize make release-manifests runs, with exactly
 // the dependencies its release pins, and render-flavors (./renderflavors),
-// which renders templates/flavors/ with the same kustomize for make generate.
+// which renders templates/flavors/ and templates/classes/ with the same
+// kustomize for make generate.
 module github.com/capkv/cluster-api-provider-kubevirt/hack/tools/kustomize
 
 go 1.26.0

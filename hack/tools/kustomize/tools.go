@@ -17,9 +17,9 @@ limitations under the License.
 */
 
 // Package tools pins kustomize, which make release-manifests runs (and whose
-// packages ./renderflavors, run by make generate, builds the flavors with).
-// It is built once into bin/ so that a release build makes no module proxy
-// request.
+// packages ./renderflavors, run by make generate, builds the flavors and
+// ClusterClasses with). It is built once into bin/ so that a release build
+// makes no module proxy request.
 package tools
 
 import _ "sigs.k8s.io/kustomize/kustomize/v5"
