@@ -16,7 +16,8 @@ GOLANGCI_LINT_VERSION := v2.15.0
 
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 # kustomize is pinned in hack/tools/kustomize and built once into bin/, with
-# render-flavors, which builds the flavors with the same kustomize.
+# render-flavors, which builds the flavors and ClusterClasses with the same
+# kustomize.
 KUSTOMIZE := $(BIN)/kustomize
 RENDER_FLAVORS := $(BIN)/render-flavors
 GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
@@ -81,7 +82,7 @@ bench: tools build ## Provision 100 machines in the sandbox's world with zero la
 ##@ Generate
 
 .PHONY: generate
-generate: ## Generate deepcopy code, CRDs, RBAC, webhook manifests, test CRDs and the cluster flavors.
+generate: ## Generate deepcopy code, CRDs, RBAC, webhook manifests, test CRDs, the cluster flavors and the ClusterClasses.
 	@echo ">> controller-gen $(CONTROLLER_TOOLS_VERSION): deepcopy"
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(MAKE) manifests
@@ -99,15 +100,20 @@ manifests: ## Generate CRDs, RBAC and webhook manifests.
 # overlay, rendered after the lines of its header.txt into
 # templates/cluster-template-NAME.yaml (cluster-template.yaml for default);
 # a cluster-template*.yaml without an overlay is removed (docs/flavors.md).
+# Each directory of templates/classes/ is a ClusterClass with its templates,
+# made from the default flavor's objects, rendered the same way into
+# templates/clusterclass-NAME.yaml with clusterctl variables at their
+# defaults, so that a change to the base reaches the class too.
 # The e2e suite's test flavors, overlays of those, render the same way into
 # test/e2e/testdata/templates (docs/testing.md); they are not released.
 # render-flavors is kustomize build writing the objects' YAML as built, so
 # that the comments of the overlays reach the flavors.
 .PHONY: flavors
-flavors: ## Render templates/cluster-template*.yaml from their kustomize overlays in templates/flavors/.
+flavors: ## Render templates/cluster-template*.yaml and templates/clusterclass-*.yaml from their kustomize overlays in templates/flavors/ and templates/classes/.
 	@hack/build-tools.sh kustomize
-	@echo ">> kustomize: templates/flavors/ into templates/cluster-template*.yaml"
+	@echo ">> kustomize: templates/flavors/ into templates/cluster-template*.yaml, templates/classes/ into templates/clusterclass-*.yaml"
 	$(RENDER_FLAVORS) templates/flavors templates
+	$(RENDER_FLAVORS) -classes templates/classes templates
 	$(RENDER_FLAVORS) test/e2e/testdata/flavors test/e2e/testdata/templates
 
 .PHONY: verify-gen
