@@ -50,13 +50,13 @@ const (
 )
 
 // checkBootstrap runs the machine's bootstrap check on a running instance
-// and sets BootstrapSucceeded. The outcome is done once bootstrap is known
+// and records what BootstrapSucceeded says. The outcome is done once bootstrap is known
 // to have succeeded; an SSH check that has not passed looks again after
 // the recheck interval, since nothing announces it.
-func (s *Service) checkBootstrap(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, state vmstatus.State) outcome.Outcome {
+func (s *Service) checkBootstrap(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, state vmstatus.State, found *findings) outcome.Outcome {
 	km := sc.KubevirtMachine
 	result := func(o outcome.Outcome) outcome.Outcome {
-		setBootstrap(km, o.Condition(infrav1.BootstrapSucceededCondition).Status, o.Reason, o.Message)
+		found.bootstrap = &o
 		return o
 	}
 	switch km.Spec.BootstrapCheckSpec.CheckStrategy {

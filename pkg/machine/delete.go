@@ -43,13 +43,16 @@ import (
 // otherwise keeps the machine waiting, since its VM may still run there.
 func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
+	found := &findings{}
+	defer s.writeStatus(km, found)
 	access := sc.Access
 	switch {
 	case sc.PoolVMUID() != "" && (access.Available() || access.Outcome.Reason == infrav1.CDINotInstalledReason):
 		// A pool's VM: the pool made it and its disks, and keeps them.
 		o, err := s.deletePoolInstance(ctx, sc)
 		if err != nil || !o.IsDone() {
-			return s.recordVM(km, o), err
+			found.vm = &o
+			return o, err
 		}
 	case access.Available(), access.Outcome.Reason == infrav1.CDINotInstalledReason:
 		// Without CDI there are no DataVolumes to wait for, but the VM may
@@ -59,14 +62,17 @@ func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error
 			return outcome.Outcome{}, err
 		}
 		if !o.IsDone() {
-			return s.recordVM(km, o), nil
+			found.vm = &o
+			return o, nil
 		}
 	case access.Outcome.Reason == infrav1.KubeVirtNotInstalledReason:
 	case access.Outcome.Reason == infrav1.NotAllowedByPolicyReason && !vmCreated(km):
 		// Refused before its VM was created: nothing to delete.
 	default:
-		return s.recordVM(km, outcome.Wait(infrav1.DeletingReason,
-			"cannot delete the VM until the infra cluster can be used: "+access.Outcome.Message).After(access.Outcome.RequeueAfter)), nil
+		o := outcome.Wait(infrav1.DeletingReason,
+			"cannot delete the VM until the infra cluster can be used: "+access.Outcome.Message).After(access.Outcome.RequeueAfter)
+		found.vm = &o
+		return o, nil
 	}
 	// The addresses go back to their pools only now, when no VM uses them.
 	if err := (&ipam.Claims{Client: s.Client}).Release(ctx, km); err != nil {

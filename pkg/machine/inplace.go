@@ -62,7 +62,7 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 		grow, _ = inplace.ClaimsToGrow(want, r.vm, r.vmi)
 	}
 	if patch == nil && len(grow) == 0 {
-		s.recordInPlace(km, inplace.Progress(want, r.vm, r.vmi))
+		r.found.recordInPlace(inplace.Progress(want, r.vm, r.vmi))
 		return outcome.Outcome{}, false, nil
 	}
 	if patch != nil {
@@ -72,7 +72,7 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 		// Changing the spec back wakes the machine; the VM keeps running.
 		if o, err := s.guestAllowed(ctx, sc, r.vm.Namespace); err != nil || o.Reason != "" {
 			if err == nil {
-				s.recordInPlace(km, o)
+				r.found.recordInPlace(o)
 			}
 			return outcome.Outcome{}, false, err
 		}
@@ -81,7 +81,7 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 			// virt-api refuses what KubeVirt cannot do, such as growth
 			// beyond a maximum the VM sets; retrying would not change its
 			// mind.
-			s.recordInPlace(km, outcome.Fail(infrav1.InPlaceUpdateFailedReason,
+			r.found.recordInPlace(outcome.Fail(infrav1.InPlaceUpdateFailedReason,
 				fmt.Sprintf("KubeVirt refused the change of VirtualMachine %s/%s: %s", r.vm.Namespace, r.vm.Name, err.Error())))
 			return outcome.Outcome{}, false, nil
 		}
@@ -98,7 +98,7 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 		if refused(err) {
 			// The API server refuses to grow a claim whose storage class
 			// does not allow expansion.
-			s.recordInPlace(km, outcome.Fail(infrav1.InPlaceUpdateFailedReason,
+			r.found.recordInPlace(outcome.Fail(infrav1.InPlaceUpdateFailedReason,
 				fmt.Sprintf("the infra cluster refused to grow claim %s/%s to %s: %s", pvc.Namespace, pvc.Name, g.Request.String(), err.Error())))
 			return outcome.Outcome{}, false, nil
 		}
@@ -110,9 +110,14 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 	}
 	// The VM's and the claims' status have not caught up with the
 	// patches; their next update brings the next reconcile.
-	s.recordInPlace(km, outcome.Wait(infrav1.InPlaceUpdatingReason,
+	r.found.recordInPlace(outcome.Wait(infrav1.InPlaceUpdatingReason,
 		"asked KubeVirt and the infra cluster to apply the change to the running VM"))
 	return outcome.Outcome{}, false, nil
+}
+
+// recordInPlace records what InPlaceUpdated says.
+func (f *findings) recordInPlace(o outcome.Outcome) {
+	f.inPlace = &o
 }
 
 // refused says whether the API server refused a write for good.

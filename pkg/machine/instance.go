@@ -43,13 +43,13 @@ func (s *Service) reconcileInstance(ctx context.Context, sc *Scope, r *reconcile
 	if _, err := s.restartIfRequested(ctx, sc, r.vm, r.vmi); err != nil {
 		return outcome.Outcome{}, true, err
 	}
-	s.recordMigration(km, r.vmi)
+	r.found.migration = r.vmi
 	r.requeue, err = s.Evacuation.Step(ctx, &evacuation.Target{
 		KubevirtMachine: km, Machine: sc.Machine, Cluster: sc.Cluster, Infra: infra,
 		DeleteInstance: func(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
 			return s.deleteInstance(ctx, sc, vmi)
 		},
-		SetEvacuating: s.recordEvacuating(km),
+		Evacuating: &r.found.evacuating,
 	}, r.vm, r.vmi)
 	return outcome.Outcome{}, err != nil, err
 }

@@ -84,10 +84,10 @@ func runningFor(vmi *kubevirtv1.VirtualMachineInstance, now time.Time) time.Dura
 	return 0
 }
 
-// reportNodeJoin sets NodeJoined from the tenant Node found with the
+// reportNodeJoin records what NodeJoined says from the tenant Node found with the
 // machine's providerID (node, empty when none), else the Machine's nodeRef,
 // and how long the instance has run.
-func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, node string) outcome.Outcome {
+func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, node string, found *findings) outcome.Outcome {
 	version := ""
 	if sc.Machine != nil {
 		version = sc.Machine.Spec.Version
@@ -106,5 +106,6 @@ func (s *Service) reportNodeJoin(sc *Scope, vmi *kubevirtv1.VirtualMachineInstan
 		timeout = DefaultNodeJoinTimeout
 	}
 	o := nodeJoin(node, runningFor(vmi, time.Now()), timeout, imageOf(sc.KubevirtMachine), version)
-	return s.recordNodeJoin(sc.KubevirtMachine, o)
+	found.nodeJoin = &o
+	return o
 }

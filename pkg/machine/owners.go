@@ -24,11 +24,12 @@ import (
 )
 
 // reconcileOwners waits for the machine's owners and for its infra cluster.
-func (s *Service) reconcileOwners(_ context.Context, sc *Scope, _ *reconcileRun) (outcome.Outcome, bool, error) {
+func (s *Service) reconcileOwners(_ context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
 	km := sc.KubevirtMachine
 	if sc.Cluster == nil {
-		return s.recordVM(km, outcome.Wait(infrav1.WaitingForOwnerReason,
-			"waiting for a Machine to own this KubevirtMachine and for its Cluster to exist")), true, nil
+		o := outcome.Wait(infrav1.WaitingForOwnerReason, "waiting for a Machine to own this KubevirtMachine and for its Cluster to exist")
+		r.found.vm = &o
+		return o, true, nil
 	}
 	if sc.Access.Available() {
 		return outcome.Outcome{}, false, nil
@@ -39,6 +40,8 @@ func (s *Service) reconcileOwners(_ context.Context, sc *Scope, _ *reconcileRun)
 		// cluster's API is away; only InfraClusterAvailable says so.
 		return o, true, nil
 	}
-	return s.recordVM(km, outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,
-		Message: "cannot use the infra cluster: " + o.Message}), true, nil
+	o = outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,
+		Message: "cannot use the infra cluster: " + o.Message}
+	r.found.vm = &o
+	return o, true, nil
 }

@@ -21,7 +21,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -62,10 +61,7 @@ func (s *Service) reconcilePoolVM(ctx context.Context, sc *Scope, r *reconcileRu
 		gone = fmt.Sprintf("VirtualMachine %s of the VirtualMachinePool is being deleted outside the provider", key)
 	}
 	if gone != "" {
-		setBootstrap(km, metav1.ConditionFalse, infrav1.VirtualMachineDeletedReason, "the VirtualMachine is gone")
-		markNotProvisioned(km)
-		return s.recordVM(km, outcome.Fail(infrav1.VirtualMachineDeletedReason,
-			gone+"; delete the Machine (a MachineHealthCheck does) and the pool replaces the instance")), true, nil
+		return r.found.vmGone(gone + "; delete the Machine (a MachineHealthCheck does) and the pool replaces the instance"), true, nil
 	}
 	if km.Spec.ProviderID == nil {
 		km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
@@ -111,4 +107,13 @@ func ownedBy(obj client.Object, uid types.UID) bool {
 		}
 	}
 	return false
+}
+
+// vmGone records a VM deleted outside the provider, or a pool's VM gone, in
+// the machine's conditions, and returns the outcome that says so.
+func (f *findings) vmGone(message string) outcome.Outcome {
+	bootstrap := outcome.Fail(infrav1.VirtualMachineDeletedReason, "the VirtualMachine is gone")
+	o := outcome.Fail(infrav1.VirtualMachineDeletedReason, message)
+	f.bootstrap, f.notReady, f.vm = &bootstrap, true, &o
+	return o
 }

@@ -30,9 +30,11 @@ import (
 // conditions only this service writes. The outcome says whether the machine
 // is provisioned, and when to look again where no event will say. It runs
 // the phases below in order, like Cluster API's machine controller; a phase
-// that ends the reconcile says so.
+// that ends the reconcile says so. The phases record what they found in the
+// run; the status is written from it once, at the end (status.go).
 func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	r := &reconcileRun{}
+	defer s.writeStatus(sc.KubevirtMachine, &r.found)
 	for _, phase := range []func(context.Context, *Scope, *reconcileRun) (outcome.Outcome, bool, error){
 		s.reconcileOwners,   // a Machine, its Cluster and a usable infra cluster
 		s.reconcilePoolVM,   // a VM a pool made: found, never created
@@ -49,10 +51,14 @@ func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	return outcome.Outcome{}, nil
 }
 
-// reconcileRun carries what a reconcile's phases found for the next ones.
+// reconcileRun carries what a reconcile's phases found: for the next
+// phases, and for the machine's status, which status.go writes from it
+// once they are done.
 type reconcileRun struct {
 	vm  *kubevirtv1.VirtualMachine
 	vmi *kubevirtv1.VirtualMachineInstance
 	// requeue is when the evacuation asked to look again.
 	requeue time.Duration
+	// found is what the status reports.
+	found findings
 }

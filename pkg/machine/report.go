@@ -23,9 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -43,13 +41,13 @@ import (
 // reconcileReport reports the VM's state and runs the bootstrap check; it
 // always ends the reconcile.
 func (s *Service) reconcileReport(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
-	o, err := s.report(ctx, sc, r.vm, r.vmi)
+	o, err := s.report(ctx, sc, r.vm, r.vmi, &r.found)
 	return o.After(outcome.Sooner(o.RequeueAfter, r.requeue)), true, err
 }
 
-// report reads the VM's disks and instance into VirtualMachineReady and
-// runs the bootstrap check once the instance runs.
-func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) (outcome.Outcome, error) {
+// report reads the VM's disks and instance into what VirtualMachineReady
+// says, and runs the bootstrap check once the instance runs.
+func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, found *findings) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	infra := sc.Infra()
 	var dvs []*cdiv1.DataVolume
@@ -91,22 +89,23 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 				Message: fmt.Sprintf("VM instance is ready but network %q has no IP address yet", nodeNetwork)}
 		}
 		if state.Running {
-			km.Status.Addresses = toMachineAddresses(vmstatus.Addresses(vmi, nodeNetwork))
+			found.addresses = toMachineAddresses(vmstatus.Addresses(vmi, nodeNetwork))
 		}
 	}
-	vmOutcome := s.recordVM(km, fromState(state))
+	vmOutcome := fromState(state)
+	found.vm = &vmOutcome
 	if vmi != nil && vmi.Status.NodeName != "" {
-		km.Status.FailureDomain = sc.failureDomain()
+		failureDomain := sc.failureDomain()
+		found.failureDomain = &failureDomain
 	}
 	if !state.Running {
-		setBootstrap(km, metav1.ConditionFalse, infrav1.WaitingForBootstrapReason, "waiting for the VM instance to run")
-		markNotProvisioned(km)
+		found.waitForInstance()
 		return vmOutcome, nil
 	}
-	check := s.checkBootstrap(ctx, sc, vmi, state)
+	check := s.checkBootstrap(ctx, sc, vmi, state, found)
 	if !check.IsDone() || !state.Ready {
-		check = check.After(outcome.Sooner(check.RequeueAfter, s.reportNodeJoin(sc, vmi, "").RequeueAfter))
-		markNotProvisioned(km)
+		check = check.After(outcome.Sooner(check.RequeueAfter, s.reportNodeJoin(sc, vmi, "", found).RequeueAfter))
+		found.notReady = true
 		if vmOutcome.IsDone() {
 			return check, nil
 		}
@@ -116,15 +115,14 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		s.Recorder.Eventf(km, vmi, corev1.EventTypeNormal, "Provisioned", "ProvisionVirtualMachine",
 			"VirtualMachine %s/%s on the %s runs and its bootstrap succeeded", vm.Namespace, vm.Name, sc.Infra().Description())
 	}
-	km.Status.Ready = true
-	km.Status.Initialization.Provisioned = ptr.To(true)
+	found.provisioned = true
 	// The Node is usually there by now (kubeadm join finished before the
 	// bootstrap succeeded), so that NodeJoined goes with the same write.
 	node, err := s.syncTenantNode(ctx, sc, vmi)
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
-	return check.After(outcome.Sooner(check.RequeueAfter, s.reportNodeJoin(sc, vmi, node).RequeueAfter)), nil
+	return check.After(outcome.Sooner(check.RequeueAfter, s.reportNodeJoin(sc, vmi, node, found).RequeueAfter)), nil
 }
 
 // fromState is the outcome of a VM state read from KubeVirt and CDI.
@@ -182,4 +180,11 @@ func toMachineAddresses(in []vmstatus.Address) []clusterv1.MachineAddress {
 		out = append(out, clusterv1.MachineAddress{Type: clusterv1.MachineAddressType(a.Type), Address: a.Address})
 	}
 	return out
+}
+
+// waitForInstance records a VM whose instance does not run yet: its
+// bootstrap waits.
+func (f *findings) waitForInstance() {
+	bootstrap := outcome.Wait(infrav1.WaitingForBootstrapReason, "waiting for the VM instance to run")
+	f.bootstrap, f.notReady = &bootstrap, true
 }

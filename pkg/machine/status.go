@@ -14,11 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// This file sets the KubevirtMachine conditions the machine service owns
-// (VirtualMachineReady, BootstrapSucceeded, NodeJoined, InPlaceUpdated,
-// and LiveMigratable, Migrating and Evacuating for the evacuation): the
-// phases decide the outcome, and only these functions write it, and
-// Ready, summarized for the controller (docs/status_test.go holds it).
+// This file writes the KubevirtMachine status the machine service owns:
+// the conditions VirtualMachineReady, BootstrapSucceeded, NodeJoined,
+// InPlaceUpdated, and LiveMigratable, Migrating and Evacuating for the
+// evacuation, and the ready, provisioned, address and failure domain
+// fields. The phases record what they found in the run's findings; only
+// writeStatus writes them, once the phases are done, and Summarize sets
+// Ready for the controller (docs/status_test.go holds it).
 // InfraClusterAvailable and Paused are set as for every kind, by the
 // controller's shared helpers.
 
@@ -29,10 +31,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/evacuation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
 )
 
@@ -42,39 +46,73 @@ func provisioned(km *infrav1.KubevirtMachine) bool {
 	return ptr.Deref(km.Status.Initialization.Provisioned, false)
 }
 
-// recordVM sets the VirtualMachineReady condition from o, with an Event
-// when it changes, and returns o.
-func (s *Service) recordVM(km *infrav1.KubevirtMachine, o outcome.Outcome) outcome.Outcome {
-	outcome.RecordWarning(s.Recorder, km, infrav1.VirtualMachineReadyCondition, o)
-	return o
+// findings is what a reconcile's phases found that the machine's status
+// reports; a nil or false field leaves its part of the status as it is.
+type findings struct {
+	// vm is VirtualMachineReady.
+	vm *outcome.Outcome
+	// bootstrap is BootstrapSucceeded.
+	bootstrap *outcome.Outcome
+	// notReady is a VM gone, or not running and bootstrapped yet: the
+	// machine is not ready, unless it was provisioned before.
+	notReady bool
+	// provisioned is a VM running and bootstrapped.
+	provisioned bool
+	// addresses are the running instance's; failureDomain is the
+	// Machine's, once the instance is placed.
+	addresses     []clusterv1.MachineAddress
+	failureDomain *string
+	// migration is the instance whose live migration state the machine
+	// mirrors.
+	migration *kubevirtv1.VirtualMachineInstance
+	// evacuating is where the evacuation stood, at each of its steps.
+	evacuating evacuation.Steps
+	// inPlace is InPlaceUpdated, nodeJoin NodeJoined.
+	inPlace  *outcome.Outcome
+	nodeJoin *outcome.Outcome
 }
 
-// recordInPlace sets InPlaceUpdated from o, with an Event when it
-// changes.
-func (s *Service) recordInPlace(km *infrav1.KubevirtMachine, o outcome.Outcome) {
-	outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, o)
-}
-
-// recordNodeJoin sets NodeJoined from o, with an Event (a warning when it
-// is one) when it changes, and returns o.
-func (s *Service) recordNodeJoin(km *infrav1.KubevirtMachine, o outcome.Outcome) outcome.Outcome {
-	outcome.RecordWarning(s.Recorder, km, infrav1.NodeJoinedCondition, o)
-	return o
-}
-
-// setBootstrap sets BootstrapSucceeded.
-func setBootstrap(km *infrav1.KubevirtMachine, status metav1.ConditionStatus, reason, message string) {
-	conditions.Set(km, metav1.Condition{Type: infrav1.BootstrapSucceededCondition, Status: status, Reason: reason, Message: message})
-}
-
-// markNotProvisioned reports a machine whose VM is gone or failed its
-// bootstrap as not ready, unless it was provisioned before.
-func markNotProvisioned(km *infrav1.KubevirtMachine) {
+// writeStatus writes what the phases found into the machine's status, with
+// an Event where a condition changes as its setter below says.
+func (s *Service) writeStatus(km *infrav1.KubevirtMachine, f *findings) {
+	if f.addresses != nil {
+		km.Status.Addresses = f.addresses
+	}
+	if f.vm != nil {
+		s.recordVM(km, *f.vm)
+	}
+	if f.failureDomain != nil {
+		km.Status.FailureDomain = *f.failureDomain
+	}
+	if f.bootstrap != nil {
+		conditions.Set(km, f.bootstrap.Condition(infrav1.BootstrapSucceededCondition))
+	}
 	// Once provisioned, a machine stays provisioned for CAPI (the contract
 	// does not go back); readiness is carried by the Ready condition.
-	if !provisioned(km) {
+	if f.notReady && !provisioned(km) {
 		km.Status.Ready = false
 	}
+	if f.provisioned {
+		km.Status.Ready = true
+		km.Status.Initialization.Provisioned = ptr.To(true)
+	}
+	s.recordMigration(km, f.migration)
+	for _, c := range f.evacuating {
+		s.recordEvacuating(km, c)
+	}
+	if f.inPlace != nil {
+		outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, *f.inPlace)
+	}
+	if f.nodeJoin != nil {
+		// A warning Event when it is one.
+		outcome.RecordWarning(s.Recorder, km, infrav1.NodeJoinedCondition, *f.nodeJoin)
+	}
+}
+
+// recordVM sets the VirtualMachineReady condition from o, with an Event
+// only when it fails.
+func (s *Service) recordVM(km *infrav1.KubevirtMachine, o outcome.Outcome) {
+	outcome.RecordWarning(s.Recorder, km, infrav1.VirtualMachineReadyCondition, o)
 }
 
 // recordMigration mirrors what KubeVirt says of live migration onto the
@@ -104,20 +142,18 @@ func (s *Service) recordMigration(km *infrav1.KubevirtMachine, vmi *kubevirtv1.V
 	s.Recorder.Eventf(km, vmi, eventType, c.Reason, "LiveMigrate", "%s", c.Message)
 }
 
-// recordEvacuating returns what sets the machine's Evacuating condition
-// for the evacuation, with an Event when its status or reason changes (a
-// warning for a tenant drain the API blocks).
-func (s *Service) recordEvacuating(km *infrav1.KubevirtMachine) func(metav1.ConditionStatus, string, string) {
-	return func(status metav1.ConditionStatus, reason, message string) {
-		if c := conditions.Get(km, infrav1.EvacuatingCondition); c == nil || c.Status != status || c.Reason != reason {
-			eventType := corev1.EventTypeNormal
-			if reason == infrav1.TenantDrainBlockedReason {
-				eventType = corev1.EventTypeWarning
-			}
-			s.Recorder.Eventf(km, nil, eventType, reason, "Evacuate", "%s", message)
+// recordEvacuating sets the machine's Evacuating condition to c, with an
+// Event when its status or reason changes (a warning for a tenant drain the
+// API blocks).
+func (s *Service) recordEvacuating(km *infrav1.KubevirtMachine, c metav1.Condition) {
+	if prev := conditions.Get(km, infrav1.EvacuatingCondition); prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {
+		eventType := corev1.EventTypeNormal
+		if c.Reason == infrav1.TenantDrainBlockedReason {
+			eventType = corev1.EventTypeWarning
 		}
-		conditions.Set(km, metav1.Condition{Type: infrav1.EvacuatingCondition, Status: status, Reason: reason, Message: message})
+		s.Recorder.Eventf(km, nil, eventType, c.Reason, "Evacuate", "%s", c.Message)
 	}
+	conditions.Set(km, c)
 }
 
 // Summarize sets Ready from the other conditions with Cluster API's

@@ -234,7 +234,8 @@ func (s *Service) reconcileUserData(ctx context.Context, sc *Scope, r *reconcile
 		return outcome.Outcome{}, false, nil
 	}
 	if o, err := s.keepUserData(ctx, sc, r.vm); err != nil || !o.IsDone() {
-		return s.recordVM(sc.KubevirtMachine, o), true, err
+		r.found.vm = &o
+		return o, true, err
 	}
 	return outcome.Outcome{}, false, nil
 }

@@ -60,25 +60,26 @@ func (s *Service) reconcileVM(ctx context.Context, sc *Scope, r *reconcileRun) (
 			return outcome.Outcome{}, true, err
 		}
 		if !found {
-			setBootstrap(km, metav1.ConditionFalse, infrav1.VirtualMachineDeletedReason, "the VirtualMachine is gone")
-			markNotProvisioned(km)
-			return s.recordVM(km, outcome.Fail(infrav1.VirtualMachineDeletedReason, fmt.Sprintf(
-				"VirtualMachine %s was deleted outside the provider; the machine is not recreated with a new identity, delete the Machine (a MachineHealthCheck does) to replace it", key))), true, nil
+			return r.found.vmGone(fmt.Sprintf(
+				"VirtualMachine %s was deleted outside the provider; the machine is not recreated with a new identity, delete the Machine (a MachineHealthCheck does) to replace it", key)), true, nil
 		}
 	}
 	if !found {
-		o, err := s.create(ctx, sc, key)
+		o, err := s.create(ctx, sc, key, &r.found)
 		if err != nil {
 			if o.Reason != "" {
-				s.recordVM(km, o)
+				r.found.vm = &o
 			}
 			return outcome.Outcome{}, true, err
 		}
-		return s.recordVM(km, o), true, nil
+		r.found.vm = &o
+		return o, true, nil
 	}
 	if !s.ours(km, vm) {
-		return s.recordVM(km, outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-			"VirtualMachine %s exists but was not created for this KubevirtMachine; rename or remove it", key))), true, nil
+		o := outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+			"VirtualMachine %s exists but was not created for this KubevirtMachine; rename or remove it", key))
+		r.found.vm = &o
+		return o, true, nil
 	}
 	if km.Spec.ProviderID == nil {
 		km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
@@ -98,7 +99,7 @@ func vmCreated(km *infrav1.KubevirtMachine) bool {
 // create writes the VM and its user data Secret, once the golden image,
 // the bootstrap data and the clone permission are there. The outcome says
 // what it waits for.
-func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedName) (outcome.Outcome, error) {
+func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedName, found *findings) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	infra := sc.Infra()
 	if refused, err := s.guestAllowed(ctx, sc, key.Namespace); err != nil || refused.Reason != "" {
@@ -187,8 +188,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	// cluster, and an Event per machine for a step the condition shows
 	// anyway is a write per machine (docs/machines.md).
 	km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + vm.Name)
-	setBootstrap(km, metav1.ConditionFalse, infrav1.WaitingForBootstrapReason, "waiting for the VM instance to run")
-	markNotProvisioned(km)
+	found.waitForInstance()
 	// The Secret follows the VM, so that it is created with its owner and
 	// never written twice; the instance's pod mounts it and waits for it
 	// (docs/kubevirt-behaviour.md#cloud-init-secret-keys).

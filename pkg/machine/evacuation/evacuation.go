@@ -80,9 +80,18 @@ type Target struct {
 	// DeleteInstance deletes exactly this instance of the VM, the way the
 	// machine service restarts a VM.
 	DeleteInstance func(context.Context, *kubevirtv1.VirtualMachineInstance) error
-	// SetEvacuating reports where the evacuation stands in the machine's
-	// Evacuating condition, which the machine service writes.
-	SetEvacuating func(status metav1.ConditionStatus, reason, message string)
+	// Evacuating collects where the evacuation stood at each step, for the
+	// machine service to write into the Evacuating condition.
+	Evacuating *Steps
+}
+
+// Steps is where an evacuation stood at each of its steps, in order.
+type Steps []metav1.Condition
+
+// Record adds a step: the Evacuating condition's status, reason and
+// message.
+func (s *Steps) Record(status metav1.ConditionStatus, reason, message string) {
+	*s = append(*s, metav1.Condition{Type: infrav1.EvacuatingCondition, Status: status, Reason: reason, Message: message})
 }
 
 // evacuationRequested says whether KubeVirt asks the provider to move the
@@ -112,7 +121,7 @@ func (s *Evacuator) Step(ctx context.Context, sc *Target, vm *kubevirtv1.Virtual
 				return 0, err
 			}
 			if other != "" {
-				sc.SetEvacuating(metav1.ConditionTrue, infrav1.WaitingForControlPlaneTurnReason, fmt.Sprintf(
+				sc.Evacuating.Record(metav1.ConditionTrue, infrav1.WaitingForControlPlaneTurnReason, fmt.Sprintf(
 					"infra node %s is draining; waiting until machine %s of the same control plane has been evacuated and is healthy, so that the control plane keeps its quorum",
 					vmi.Status.EvacuationNodeName, other))
 				return drainRetry, nil
@@ -190,7 +199,7 @@ func (s *Evacuator) leave(ctx context.Context, sc *Target, vm *kubevirtv1.Virtua
 			return fmt.Errorf("deleting Machine %s to replace it: %w", sc.Machine.Name, err)
 		}
 		ev.InstanceDeleted = true
-		sc.SetEvacuating(metav1.ConditionTrue, infrav1.ReplacingMachineReason, fmt.Sprintf(
+		sc.Evacuating.Record(metav1.ConditionTrue, infrav1.ReplacingMachineReason, fmt.Sprintf(
 			"infra node %s is draining: deleted Machine %s so that its owner replaces it", ev.InfraNodeName, sc.Machine.Name))
 		return nil
 	}
@@ -200,7 +209,7 @@ func (s *Evacuator) leave(ctx context.Context, sc *Target, vm *kubevirtv1.Virtua
 		}
 	}
 	ev.InstanceDeleted = true
-	sc.SetEvacuating(metav1.ConditionTrue, infrav1.RestartingVMReason, fmt.Sprintf(
+	sc.Evacuating.Record(metav1.ConditionTrue, infrav1.RestartingVMReason, fmt.Sprintf(
 		"infra node %s is draining: deleted the VM instance; waiting for KubeVirt to run the VM on another infra node", ev.InfraNodeName))
 	return nil
 }
@@ -267,11 +276,11 @@ func (s *Evacuator) drainTenantNode(ctx context.Context, sc *Target, ev *infrav1
 		until = "until " + deadline.UTC().Format(time.RFC3339)
 	}
 	if len(res.Blocked) > 0 {
-		sc.SetEvacuating(metav1.ConditionTrue, infrav1.TenantDrainBlockedReason, fmt.Sprintf(
+		sc.Evacuating.Record(metav1.ConditionTrue, infrav1.TenantDrainBlockedReason, fmt.Sprintf(
 			"infra node %s is draining; tenant Node %s is cordoned but the API does not allow evicting %s yet; waiting %s",
 			ev.InfraNodeName, ev.TenantNodeName, strings.Join(res.Blocked, ", "), until))
 	} else {
-		sc.SetEvacuating(metav1.ConditionTrue, infrav1.DrainingTenantNodeReason, fmt.Sprintf(
+		sc.Evacuating.Record(metav1.ConditionTrue, infrav1.DrainingTenantNodeReason, fmt.Sprintf(
 			"infra node %s is draining; tenant Node %s is cordoned, waiting for %s to leave, %s",
 			ev.InfraNodeName, ev.TenantNodeName, strings.Join(res.Remaining, ", "), until))
 	}
@@ -298,7 +307,7 @@ func (s *Evacuator) uncordonWhenReady(ctx context.Context, sc *Target, name stri
 		return false, fmt.Errorf("reading tenant Node %s: %w", name, err)
 	}
 	if !util.IsNodeReady(node) {
-		sc.SetEvacuating(metav1.ConditionTrue, infrav1.RestartingVMReason, fmt.Sprintf(
+		sc.Evacuating.Record(metav1.ConditionTrue, infrav1.RestartingVMReason, fmt.Sprintf(
 			"the VM runs again; waiting for tenant Node %s to be Ready before uncordoning it", name))
 		return false, nil
 	}
@@ -310,7 +319,7 @@ func (s *Evacuator) uncordonWhenReady(ctx context.Context, sc *Target, name stri
 func (s *Evacuator) finishEvacuation(sc *Target, message string) {
 	km := sc.KubevirtMachine
 	km.Status.Evacuation = nil
-	sc.SetEvacuating(metav1.ConditionFalse, infrav1.EvacuatedReason, message)
+	sc.Evacuating.Record(metav1.ConditionFalse, infrav1.EvacuatedReason, message)
 	if sc.Cluster != nil {
 		s.releaseTurn(client.ObjectKeyFromObject(sc.Cluster), km.Name)
 	}

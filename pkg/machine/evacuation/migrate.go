@@ -144,7 +144,7 @@ func (s *Evacuator) migrateFirst(ctx context.Context, sc *Target, vmi *kubevirtv
 			return false, 0, err
 		}
 	}
-	sc.SetEvacuating(metav1.ConditionTrue, infrav1.LiveMigratingReason, fmt.Sprintf(
+	sc.Evacuating.Record(metav1.ConditionTrue, infrav1.LiveMigratingReason, fmt.Sprintf(
 		"infra node %s is draining; live migrating the VM (migration %s); if it has not moved by %s, tenant Node %s is drained instead",
 		ev.InfraNodeName, ev.MigrationName, deadline.UTC().Format(time.RFC3339), orNone(ev.TenantNodeName)))
 	return true, max(time.Until(deadline), 0) + time.Second, nil
