@@ -165,7 +165,7 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 	stored := kc.DeepCopy()
 	if owner != nil {
-		markNotPaused(kc)
+		outcome.MarkNotPaused(kc)
 	}
 	defer func() {
 		if owner != nil && kc.DeletionTimestamp.IsZero() {
@@ -177,7 +177,9 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}()
 
 	spec := field.NewPath("spec")
-	access := openInfra(ctx, r.Clients, r.Recorder, kc, tenancy.ClusterSource(&kc.Spec, spec), tenancy.ClusterRequest(&kc.Spec, spec), user)
+	access := r.Clients.Open(ctx, tenancy.ClusterSource(&kc.Spec, spec), kc.Namespace, tenancy.ClusterRequest(&kc.Spec, spec), user)
+	// The same rule for every kind: see infracluster.Access.
+	outcome.RecordWarning(r.Recorder, kc, infrav1.InfraClusterAvailableCondition, access.Outcome)
 	if !kc.DeletionTimestamp.IsZero() {
 		o, err := r.service.Delete(ctx, kc, access)
 		if err != nil || !o.IsDone() {

@@ -139,7 +139,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		result.RequeueAfter = outcome.Sooner(result.RequeueAfter, requeue)
 	}()
 	if cluster != nil {
-		markNotPaused(km)
+		machine.MarkNotPaused(km)
 	}
 	finalizerStored := controllerutil.ContainsFinalizer(km, infrav1.MachineFinalizer)
 	if km.DeletionTimestamp.IsZero() && cluster != nil && !finalizerStored {
@@ -189,8 +189,9 @@ func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.Kubev
 		sc.KubevirtCluster = kc
 	}
 	spec := field.NewPath("spec")
-	sc.Access = openInfra(ctx, r.Clients, r.Recorder, km, tenancy.MachineSource(&km.Spec, sc.KubevirtCluster, spec),
+	sc.Access = r.Clients.Open(ctx, tenancy.MachineSource(&km.Spec, sc.KubevirtCluster, spec), km.Namespace,
 		tenancy.MachineRequest(&km.Spec, spec), machineUser(client.ObjectKeyFromObject(km)))
+	machine.RecordInfraAccess(r.Recorder, km, sc.Access)
 	return sc, nil
 }
 

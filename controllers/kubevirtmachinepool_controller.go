@@ -113,7 +113,7 @@ func (r *KubevirtMachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.
 	var o outcome.Outcome
 	defer func() {
 		if cluster != nil {
-			markNotPaused(p)
+			machinepool.MarkNotPaused(p)
 		}
 		machinepool.Summarize(p)
 		if err := patchOnce(ctx, r.Client, stored, p, true); err != nil && rerr == nil {
@@ -135,8 +135,9 @@ func (r *KubevirtMachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.
 	}
 	if cluster != nil || !p.DeletionTimestamp.IsZero() {
 		spec := field.NewPath("spec", "template", "spec")
-		sc.Access = openInfra(ctx, r.Clients, r.Recorder, p, tenancy.MachineSource(&p.Spec.Template.Spec, sc.KubevirtCluster, spec),
+		sc.Access = r.Clients.Open(ctx, tenancy.MachineSource(&p.Spec.Template.Spec, sc.KubevirtCluster, spec), p.Namespace,
 			tenancy.MachineRequest(&p.Spec.Template.Spec, spec), poolUser(req.NamespacedName))
+		machinepool.RecordInfraAccess(r.Recorder, p, sc.Access)
 	}
 	if !p.DeletionTimestamp.IsZero() {
 		if o, err = r.Pools.Delete(ctx, sc); err != nil || !o.IsDone() {

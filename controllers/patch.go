@@ -22,9 +22,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
@@ -83,16 +80,4 @@ func observeGeneration(obj outcome.Object, old int64) {
 		}
 	}
 	obj.SetConditions(cs)
-}
-
-// markNotPaused records that the object's Cluster is not paused with the
-// rest of the status, rather than in a write of its own as
-// paused.EnsurePausedCondition does; a paused Cluster goes through that
-// instead, which writes at once.
-func markNotPaused(obj outcome.Object) {
-	if c := conditions.Get(obj, clusterv1.PausedCondition); c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == obj.GetGeneration() {
-		return
-	}
-	conditions.Set(obj, metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse,
-		Reason: clusterv1.NotPausedReason, ObservedGeneration: obj.GetGeneration()})
 }

@@ -19,16 +19,16 @@ limitations under the License.
 // InPlaceUpdated, and LiveMigratable, Migrating and Evacuating for the
 // evacuation, and the ready, provisioned, address and failure domain
 // fields. The phases record what they found in the run's findings; only
-// writeStatus writes them, once the phases are done, and Summarize sets
-// Ready for the controller (docs/status_test.go holds it).
-// InfraClusterAvailable and Paused are set as for every kind, by the
-// controller's shared helpers.
+// writeStatus writes them, once the phases are done. The controller sets
+// InfraClusterAvailable, Paused and Ready through the exported functions
+// below (docs/status_test.go holds it).
 
 package machine
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -36,6 +36,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/evacuation"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
 )
@@ -167,4 +168,18 @@ func Summarize(km *infrav1.KubevirtMachine) {
 		summarized = summarized[1:]
 	}
 	outcome.Summarize(km, summarized)
+}
+
+// RecordInfraAccess sets InfraClusterAvailable from whether the machine's
+// infra cluster can be used, with an Event when it cannot: the rule every
+// kind follows (infracluster.Access).
+func RecordInfraAccess(recorder events.EventRecorder, km *infrav1.KubevirtMachine, access infracluster.Access) {
+	outcome.RecordWarning(recorder, km, infrav1.InfraClusterAvailableCondition, access.Outcome)
+}
+
+// MarkNotPaused sets Paused False: the machine's Cluster is not paused. A
+// paused one sets it through Cluster API's util/paused in the controller,
+// which writes at once.
+func MarkNotPaused(km *infrav1.KubevirtMachine) {
+	outcome.MarkNotPaused(km)
 }

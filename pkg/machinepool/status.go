@@ -14,16 +14,19 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// This file sets the KubevirtMachinePool conditions: VirtualMachinePoolReady,
-// which the pool service owns, and the Ready summary the controller asks
-// for (docs/status_test.go holds it). InfraClusterAvailable and Paused are
-// set as for every kind, by the controller's shared helpers.
+// This file sets every KubevirtMachinePool condition:
+// VirtualMachinePoolReady, which the pool service owns, and
+// InfraClusterAvailable, Paused and the Ready summary, which the
+// controller sets through it (docs/status_test.go holds it).
 
 package machinepool
 
 import (
+	"k8s.io/client-go/tools/events"
+
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
 )
 
 // record sets VirtualMachinePoolReady from o, with an Event when it
@@ -38,4 +41,18 @@ func (s *Service) record(p *infrav1.KubevirtMachinePool, o outcome.Outcome) {
 // VirtualMachinePoolReady, those present.
 func Summarize(p *infrav1.KubevirtMachinePool) {
 	outcome.Summarize(p, []string{infrav1.InfraClusterAvailableCondition, infrav1.VirtualMachinePoolReadyCondition})
+}
+
+// RecordInfraAccess sets InfraClusterAvailable from whether the pool's
+// infra cluster can be used, with an Event when it cannot: the rule every
+// kind follows (infracluster.Access).
+func RecordInfraAccess(recorder events.EventRecorder, p *infrav1.KubevirtMachinePool, access infracluster.Access) {
+	outcome.RecordWarning(recorder, p, infrav1.InfraClusterAvailableCondition, access.Outcome)
+}
+
+// MarkNotPaused sets Paused False: the pool's Cluster is not paused. A
+// paused one sets it through Cluster API's util/paused in the controller,
+// which writes at once.
+func MarkNotPaused(p *infrav1.KubevirtMachinePool) {
+	outcome.MarkNotPaused(p)
 }

@@ -18,6 +18,7 @@ package outcome
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -53,4 +54,16 @@ func Summarize(obj Object, types []string) {
 		ready.Message = ""
 		conditions.Set(obj, *ready)
 	}
+}
+
+// MarkNotPaused records that the object's Cluster is not paused with the
+// rest of the status, rather than in a write of its own as Cluster API's
+// paused.EnsurePausedCondition does; a paused Cluster goes through that
+// instead, which writes at once.
+func MarkNotPaused(obj Object) {
+	if c := conditions.Get(obj, clusterv1.PausedCondition); c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == obj.GetGeneration() {
+		return
+	}
+	conditions.Set(obj, metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse,
+		Reason: clusterv1.NotPausedReason, ObservedGeneration: obj.GetGeneration()})
 }
