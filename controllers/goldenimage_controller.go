@@ -108,7 +108,7 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 	}
 	users, err := r.users(ctx, req)
 	if err == nil && users == 0 {
-		users, err = clonesOf(ctx, infra.Client, req.NamespacedName)
+		users, err = goldenkeeper.Clones(ctx, infra.Client, req.NamespacedName)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -138,34 +138,6 @@ func (r *GoldenImageReconciler) users(ctx context.Context, req GoldenRequest) (i
 		return 0, err
 	}
 	return len(kms.Items) + len(templates.Items) + len(pools.Items) + len(clusters.Items), nil
-}
-
-// clonesOf counts the DataVolumes of the golden volume's namespace cloned
-// from it, from the infra cluster's cache.
-func clonesOf(ctx context.Context, c client.Client, volume types.NamespacedName) (int, error) {
-	dvs := &cdiv1.DataVolumeList{}
-	if err := c.List(ctx, dvs, client.InNamespace(volume.Namespace)); err != nil {
-		return 0, err
-	}
-	n := 0
-	for i := range dvs.Items {
-		if source := cloneSource(&dvs.Items[i]); source != nil && *source == volume {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// cloneSource is the PVC a DataVolume is cloned from, nil for any other.
-func cloneSource(dv *cdiv1.DataVolume) *types.NamespacedName {
-	if dv.Spec.Source == nil || dv.Spec.Source.PVC == nil {
-		return nil
-	}
-	ns := dv.Spec.Source.PVC.Namespace
-	if ns == "" {
-		ns = dv.Namespace
-	}
-	return &types.NamespacedName{Namespace: ns, Name: dv.Spec.Source.PVC.Name}
 }
 
 // SetupWithManager registers the controller: KubevirtMachines and templates
@@ -200,7 +172,7 @@ func (r *GoldenImageReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []GoldenRequest {
 				// A clone's change wakes the volume it was cloned from
 				// (one that is not golden is left at once).
-				if source := cloneSource(o.(*cdiv1.DataVolume)); source != nil {
+				if source := goldenkeeper.CloneSource(o.(*cdiv1.DataVolume)); source != nil {
 					return []GoldenRequest{{InfraSecret: infra.Secret, NamespacedName: *source}}
 				}
 				return []GoldenRequest{{InfraSecret: infra.Secret, NamespacedName: client.ObjectKeyFromObject(o)}}
@@ -215,7 +187,7 @@ var isGolden = predicate.NewTypedPredicateFuncs[client.Object](func(o client.Obj
 
 var goldenOrClone = predicate.NewTypedPredicateFuncs[client.Object](func(o client.Object) bool {
 	dv, ok := o.(*cdiv1.DataVolume)
-	return o.GetLabels()[goldenplan.Label] == "true" || ok && cloneSource(dv) != nil
+	return o.GetLabels()[goldenplan.Label] == "true" || ok && goldenkeeper.CloneSource(dv) != nil
 })
 
 func requestOf(s *infrav1.GoldenImageStatus) []GoldenRequest {

@@ -18,14 +18,10 @@ package machine
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,24 +48,6 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 		return nil, wait, nil
 	}
 	return goldenkeeper.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, ns, s.recheck())
-}
-
-// ensureGoldenVolume re-creates the golden volume of a machine whose VM
-// exists but whose root disk has not been cloned yet, in case it was
-// deleted meanwhile; otherwise the clone would wait for its source forever.
-func (s *Service) ensureGoldenVolume(ctx context.Context, sc *Scope) error {
-	rd := sc.KubevirtMachine.Spec.RootDisk
-	want := goldenplan.DataVolume(rd, sc.VMNamespace())
-	found, err := get(ctx, sc.Infra().Client, client.ObjectKeyFromObject(want), &cdiv1.DataVolume{})
-	if err != nil || found {
-		return err
-	}
-	if err := sc.Infra().Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("re-creating golden volume %s: %w", client.ObjectKeyFromObject(want), err)
-	}
-	s.Recorder.Eventf(sc.KubevirtMachine, nil, corev1.EventTypeNormal, "GoldenImageCreated", "ImportGoldenImage",
-		"golden volume %s was gone before this machine's root disk was cloned; importing %s again", client.ObjectKeyFromObject(want), goldenplan.Describe(&rd.Image))
-	return nil
 }
 
 // ClonedFromTemplate is the name of the KubevirtMachineTemplate Cluster

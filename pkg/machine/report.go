@@ -32,6 +32,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenkeeper"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/quotaretry"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
@@ -66,7 +67,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 	}
 	// A pool's VMs clone the golden volume their pool keeps.
 	if goldenplan.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) && sc.PoolVMUID() == "" {
-		if err := s.ensureGoldenVolume(ctx, sc); err != nil {
+		if err := goldenkeeper.Recreate(ctx, infra.Client, s.Recorder, km, km.Spec.RootDisk, sc.VMNamespace()); err != nil {
 			return outcome.Outcome{}, err
 		}
 	}

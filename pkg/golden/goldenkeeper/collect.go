@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,4 +103,32 @@ func mark(ctx context.Context, c client.Client, dv *cdiv1.DataVolume, since stri
 		dv.Annotations[goldenplan.UnusedSinceAnnotation] = since
 	}
 	return c.Patch(ctx, dv, client.MergeFrom(before))
+}
+
+// Clones counts the DataVolumes of the golden volume's namespace cloned
+// from it, from the infra cluster's cache.
+func Clones(ctx context.Context, c client.Client, volume types.NamespacedName) (int, error) {
+	dvs := &cdiv1.DataVolumeList{}
+	if err := c.List(ctx, dvs, client.InNamespace(volume.Namespace)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range dvs.Items {
+		if source := CloneSource(&dvs.Items[i]); source != nil && *source == volume {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// CloneSource is the PVC a DataVolume is cloned from, nil for any other.
+func CloneSource(dv *cdiv1.DataVolume) *types.NamespacedName {
+	if dv.Spec.Source == nil || dv.Spec.Source.PVC == nil {
+		return nil
+	}
+	ns := dv.Spec.Source.PVC.Namespace
+	if ns == "" {
+		ns = dv.Namespace
+	}
+	return &types.NamespacedName{Namespace: ns, Name: dv.Spec.Source.PVC.Name}
 }

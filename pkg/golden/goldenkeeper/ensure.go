@@ -14,12 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package goldenkeeper keeps golden volumes on the infra cluster for the
-// machines and pools whose root disks clone them: it names the volume in
-// its user's status, creates the volume and reports its import, and
-// notices finished imports for the metrics, and checks that a VM may clone
-// a root disk from another namespace. What the volumes are is
-// pkg/golden/goldenplan's to plan.
+// Package goldenkeeper is the one service that keeps golden volumes on the
+// infra cluster, for the machines, pools and clusters whose root disks
+// clone them and for the golden image controller: it names the volume in
+// its user's status, creates it (again, when it went before its clone) and
+// reports its import, checks that a VM may clone a root disk from another
+// namespace, counts a volume's clones, and deletes a volume a retention
+// period after its last user, noticing finished imports for the metrics.
+// What the volumes are is pkg/golden/goldenplan's to plan.
 package goldenkeeper
 
 import (
