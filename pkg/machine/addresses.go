@@ -17,8 +17,6 @@ limitations under the License.
 package machine
 
 import (
-	"context"
-
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -28,16 +26,6 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/userdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
-
-// staticAddresses claims the machine's pool addresses and returns them
-// once every claim is bound; until then the outcome says what it waits for.
-func (s *Service) staticAddresses(ctx context.Context, sc *Scope) ([]ipam.Assigned, outcome.Outcome, error) {
-	km := sc.KubevirtMachine
-	if len(km.Spec.NetworkAddresses) == 0 {
-		return nil, outcome.Outcome{}, nil
-	}
-	return (&ipam.Claims{Client: s.Client}).Ensure(ctx, km, sc.Cluster.Name)
-}
 
 // interfaceMAC is the MAC the provider gives interfaces without one, for
 // machines with networkAddresses, whose guest network configuration

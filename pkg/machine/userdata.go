@@ -18,18 +18,10 @@ package machine
 
 import (
 	"context"
-	"fmt"
-	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
@@ -37,7 +29,6 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/bootstrapdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/userdata"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
 
 type bootstrapData struct {
@@ -85,93 +76,14 @@ func (s *Service) userData(ctx context.Context, sc *Scope) (*bootstrapData, outc
 	return data, outcome.Outcome{}, nil
 }
 
-// ensureUserDataSecret creates the user data Secret beside its VM, owned by
-// it, so that it goes with the VM even if the provider is not there to
-// delete it. An existing one of this machine is kept (bootstrap data of a
-// machine does not change) and made the VM's; a same-named Secret of
-// someone else is reported, never reused.
-func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
+// staticAddresses claims the machine's pool addresses and returns them
+// once every claim is bound; until then the outcome says what it waits for.
+func (s *Service) staticAddresses(ctx context.Context, sc *Scope) ([]ipam.Assigned, outcome.Outcome, error) {
 	km := sc.KubevirtMachine
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: sc.UserDataSecretName(), Namespace: sc.VMNamespace(),
-			// Not Cluster API's cluster-name label: it marks the cluster's
-			// own Secrets (certificates, kubeconfig, bootstrap data), which a
-			// KubeadmControlPlane takes over when it adopts the control
-			// plane's machines. The machine's labels and the owner
-			// annotation identify this one.
-			Labels: map[string]string{
-				infrav1.KubevirtMachineLabel:          km.Name,
-				infrav1.KubevirtMachineNamespaceLabel: km.Namespace,
-			},
-			Annotations:     map[string]string{infrav1.OwnerAnnotation: vmbuilder.OwnerOf(km.Namespace, km.Name)},
-			OwnerReferences: []metav1.OwnerReference{vmOwnerReference(vm)},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: bootstrapdata.SecretData(data.userData, data.NetworkData),
+	if len(km.Spec.NetworkAddresses) == 0 {
+		return nil, outcome.Outcome{}, nil
 	}
-	for k, v := range secret.Labels {
-		if len(validation.IsValidLabelValue(v)) > 0 {
-			delete(secret.Labels, k)
-		}
-	}
-	if data.hostPublicKey != "" {
-		secret.Data[bootstrapdata.HostPublicKeyKey] = []byte(data.hostPublicKey)
-	}
-	err := sc.Infra().Client.Create(ctx, secret)
-	if apierrors.IsAlreadyExists(err) {
-		existing := &corev1.Secret{}
-		if err := sc.Infra().APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
-			return outcome.Outcome{}, err
-		}
-		if !s.ours(km, existing) {
-			return nameConflict(secret), nil
-		}
-		return outcome.Ready("", ""), s.adoptUserData(ctx, sc, existing, vm)
-	}
-	if err != nil {
-		return outcome.Outcome{}, fmt.Errorf("creating user data Secret %s/%s: %w", secret.Namespace, secret.Name, err)
-	}
-	return outcome.Ready("", ""), nil
-}
-
-func nameConflict(secret client.Object) outcome.Outcome {
-	return bootstrapdata.NameConflict(client.ObjectKeyFromObject(secret), "KubevirtMachine")
-}
-
-func vmOwnerReference(vm *kubevirtv1.VirtualMachine) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID,
-		BlockOwnerDeletion: ptr.To(false)}
-}
-
-// existingUserData reads the metadata of the machine's user data Secret, nil
-// when there is none. On the management cluster it reads the manager's
-// cache, which watches Secret metadata anyway, so that a reconcile costs no
-// request; an external infra cluster is read directly, as the provider may
-// not be allowed to watch Secrets there.
-func existingUserData(ctx context.Context, sc *Scope) (client.Object, error) {
-	var secret client.Object = &corev1.Secret{}
-	reader := sc.Infra().APIReader
-	if !sc.Infra().External {
-		meta := &metav1.PartialObjectMetadata{}
-		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		secret, reader = meta, sc.Infra().Cache
-	}
-	found, err := get(ctx, reader, types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.UserDataSecretName()}, secret)
-	if err != nil || !found {
-		return nil, err
-	}
-	return secret, nil
-}
-
-// userDataConflict checks, before the VM is created, that no one else's
-// Secret has the name of the machine's user data: the VM would boot with it.
-func (s *Service) userDataConflict(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
-	secret, err := existingUserData(ctx, sc)
-	if err != nil || secret == nil || s.ours(sc.KubevirtMachine, secret) {
-		return outcome.Ready("", ""), err
-	}
-	return nameConflict(secret), nil
+	return (&ipam.Claims{Client: s.Client}).Ensure(ctx, km, sc.Cluster.Name)
 }
 
 // keepUserData makes sure the VM of a machine still provisioning has its
@@ -205,26 +117,6 @@ func (s *Service) keepUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.Vi
 		return o, nil
 	}
 	return s.ensureUserDataSecret(ctx, sc, data, vm)
-}
-
-// adoptUserData makes the VM own its user data Secret where it does not
-// yet, and brings a reference to the VM at another API version (a restore
-// from a backup, an upgrade of KubeVirt) or to an earlier VM of the same
-// name back to this one: the garbage collector resolves the owner by its
-// API version and UID.
-func (s *Service) adoptUserData(ctx context.Context, sc *Scope, secret client.Object, vm *kubevirtv1.VirtualMachine) error {
-	want := vmOwnerReference(vm)
-	if util.HasExactOwnerRef(secret.GetOwnerReferences(), want) {
-		return nil
-	}
-	before := secret.DeepCopyObject().(client.Object)
-	secret.SetOwnerReferences(util.EnsureOwnerRef(slices.Clone(secret.GetOwnerReferences()), want))
-	// The copy may come from the cache: a stale one must not replace
-	// owners added since, so the patch carries its resourceVersion.
-	if err := sc.Infra().Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("making VirtualMachine %s own its user data Secret: %w", vm.Name, err)
-	}
-	return nil
 }
 
 // reconcileUserData keeps the VM's user data Secret (keepUserData); a
