@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -121,23 +122,15 @@ func (r *GoldenImageReconciler) Reconcile(ctx context.Context, req GoldenRequest
 // for their control plane's image) naming the volume.
 func (r *GoldenImageReconciler) users(ctx context.Context, req GoldenRequest) (int, error) {
 	value := goldenIndexValue(req.InfraSecret, req.Namespace, req.Name)
-	kms := &infrav1.KubevirtMachineList{}
-	if err := r.Client.List(ctx, kms, client.MatchingFields{GoldenImageIndex: value}); err != nil {
-		return 0, err
+	users := 0
+	for _, list := range []client.ObjectList{&infrav1.KubevirtMachineList{}, &infrav1.KubevirtMachineTemplateList{},
+		&infrav1.KubevirtMachinePoolList{}, &infrav1.KubevirtClusterList{}} {
+		if err := r.Client.List(ctx, list, client.MatchingFields{GoldenImageIndex: value}); err != nil {
+			return 0, err
+		}
+		users += meta.LenList(list)
 	}
-	templates := &infrav1.KubevirtMachineTemplateList{}
-	if err := r.Client.List(ctx, templates, client.MatchingFields{GoldenImageIndex: value}); err != nil {
-		return 0, err
-	}
-	pools := &infrav1.KubevirtMachinePoolList{}
-	if err := r.Client.List(ctx, pools, client.MatchingFields{GoldenImageIndex: value}); err != nil {
-		return 0, err
-	}
-	clusters := &infrav1.KubevirtClusterList{}
-	if err := r.Client.List(ctx, clusters, client.MatchingFields{GoldenImageIndex: value}); err != nil {
-		return 0, err
-	}
-	return len(kms.Items) + len(templates.Items) + len(pools.Items) + len(clusters.Items), nil
+	return users, nil
 }
 
 // SetupWithManager registers the controller: KubevirtMachines and templates
