@@ -18,20 +18,16 @@ package testenv
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -68,134 +64,76 @@ var ReleasedCDIFeatureGates = []string{"HonorWaitForFirstConsumer", "WebhookPvcR
 // created and the upload signers, each authenticated as its service
 // account. CDI's operator, upload proxy and pods do not run.
 func (e *Env) StartCDI(ctx context.Context) error {
-	objs, err := cdiInstallSet.read()
+	err := e.startComponent(ctx, &operatorComponent{
+		dir: "cdi", namespace: CDINamespace, install: cdiInstallSet.read, caName: "cdi-apiserver-signer",
+		prepare:   prepareCDIObject,
+		installed: e.writeCDIConfig,
+		api: aggregatedAPIServer{
+			service: "cdi-api", process: "cdi-apiserver", account: "cdi-apiserver",
+			endpoint: cdiAPIEndpoint, apiService: "v1beta1.upload.cdi.kubevirt.io",
+		},
+		ctrl: componentController{
+			process: "cdi-controller", account: "cdi-sa", lease: "cdi-controller-leader-election-helper",
+			flags: e.cdiControllerFlags,
+		},
+	})
 	if err != nil {
 		return err
 	}
-	if _, err := e.componentsKubeconfig(); err != nil {
-		return err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CDINamespace}}
-	if err := e.Client.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
-		return fmt.Errorf("creating namespace %s: %w", CDINamespace, err)
-	}
-	var deferred []*unstructured.Unstructured
-	for _, o := range objs {
-		o = o.DeepCopy()
-		switch {
-		case o.GetKind() == "Deployment":
-			continue
-		case o.GetKind() == "CDI":
-			if err := unstructured.SetNestedStringSlice(o.Object, ReleasedCDIFeatureGates, "spec", "config", "featureGates"); err != nil {
-				return err
-			}
-		case deferredKinds[o.GetKind()]:
-			deferred = append(deferred, o)
-			continue
-		case o.GetKind() == "RoleBinding":
-			// The operator's factory leaves the service accounts'
-			// namespace to the binding's.
-			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
-			for _, s := range subjects {
-				if m, ok := s.(map[string]any); ok && m["namespace"] == nil {
-					m["namespace"] = o.GetNamespace()
-				}
-			}
-			_ = unstructured.SetNestedSlice(o.Object, subjects, "subjects")
-		}
-		if err := e.apply(ctx, o); err != nil {
-			return err
-		}
-	}
+	return e.markCDIDeployed(ctx)
+}
 
-	// The operator copies the CR's configuration into CDIConfig, which
-	// cdi-controller reads.
+// prepareCDIObject leaves out the operator's Deployments, turns on the
+// released feature gates in the CDI CR and completes RoleBinding subjects.
+func prepareCDIObject(o *unstructured.Unstructured, _ *keyPair) (bool, error) {
+	switch o.GetKind() {
+	case "Deployment":
+		return false, nil
+	case "CDI":
+		return true, unstructured.SetNestedStringSlice(o.Object, ReleasedCDIFeatureGates, "spec", "config", "featureGates")
+	case "RoleBinding":
+		// The operator's factory leaves the service accounts'
+		// namespace to the binding's.
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			if m, ok := s.(map[string]any); ok && m["namespace"] == nil {
+				m["namespace"] = o.GetNamespace()
+			}
+		}
+		_ = unstructured.SetNestedSlice(o.Object, subjects, "subjects")
+	}
+	return true, nil
+}
+
+// writeCDIConfig does what the operator does with the CR's configuration:
+// it copies it into CDIConfig, which cdi-controller reads.
+func (e *Env) writeCDIConfig(ctx context.Context) error {
 	config := &cdiv1.CDIConfig{ObjectMeta: metav1.ObjectMeta{Name: "config"},
 		Spec: cdiv1.CDIConfigSpec{FeatureGates: ReleasedCDIFeatureGates}}
 	if err := e.Client.Create(ctx, config); client.IgnoreAlreadyExists(err) != nil {
 		return fmt.Errorf("creating CDIConfig: %w", err)
 	}
+	return nil
+}
 
-	svc := &corev1.Service{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: CDINamespace, Name: "cdi-api"}, svc); err != nil {
-		return err
-	}
-	apiIP := net.ParseIP(svc.Spec.ClusterIP)
-	if apiIP == nil || !apiIP.IsLoopback() {
-		return fmt.Errorf("service cdi-api has ClusterIP %q, not on loopback where the world can serve it", svc.Spec.ClusterIP)
-	}
-	dir := filepath.Join(e.componentsDir, "cdi")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	ca, err := newCA("cdi-apiserver-signer")
-	if err != nil {
-		return err
-	}
-	serving, err := ca.sign("cdi-api.cdi.svc", x509.ExtKeyUsageServerAuth,
-		[]string{"cdi-api", "cdi-api.cdi", "cdi-api.cdi.svc", "cdi-api.cdi.svc.cluster.local"}, []net.IP{apiIP})
-	if err != nil {
-		return err
-	}
-	servingCert, servingKey, err := serving.write(dir, "cdi-apiserver")
-	if err != nil {
-		return err
-	}
-	apiKubeconfig, err := e.serviceAccountKubeconfig(dir, CDINamespace, "cdi-apiserver")
-	if err != nil {
-		return err
-	}
-	if err := e.startProcess(BinDir(), "cdi-apiserver", "cdi-apiserver", []string{
-		"--kubeconfig", apiKubeconfig, "--listen", apiIP.String(), "--port", "443",
-		"--tls-cert-file", servingCert, "--tls-key-file", servingKey, "-v", "2",
-	}); err != nil {
-		return err
-	}
-	if err := waitServing(ctx, ca, "cdi-api.cdi.svc", net.JoinHostPort(apiIP.String(), "443")); err != nil {
-		return fmt.Errorf("cdi-apiserver on the ClusterIP of its Service, port 443 (binding it needs root): %w (log: %s)",
-			err, filepath.Join(e.componentsDir, "cdi-apiserver.log"))
-	}
-	for _, o := range deferred {
-		if err := setCABundle(o, ca.certPEM()); err != nil {
-			return err
-		}
-		if err := e.apply(ctx, o); err != nil {
-			return err
-		}
-	}
-	if err := e.publishEndpoint(ctx, CDINamespace, "cdi-api", cdiAPIEndpoint, 8443); err != nil {
-		return err
-	}
-	if err := e.waitAPIServiceAvailable(ctx, "v1beta1.upload.cdi.kubevirt.io"); err != nil {
-		return err
-	}
-
+// cdiControllerFlags gives cdi-controller the token keys cdi-apiserver
+// made and the upload signers, as the operator mounts them into its pod.
+func (e *Env) cdiControllerFlags(ctx context.Context, dir string, _ *keyPair) ([]string, error) {
 	keyDir, err := e.writeCDITokenKeys(ctx, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	signers := map[string]string{}
 	for _, name := range []string{"cdi-uploadserver-signer", "cdi-uploadserver-client-signer"} {
 		if signers[name], err = e.cdiSigner(ctx, dir, name); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	controllerKubeconfig, err := e.serviceAccountKubeconfig(dir, CDINamespace, "cdi-sa")
-	if err != nil {
-		return err
-	}
-	started := time.Now()
-	if err := e.startProcess(BinDir(), "cdi-controller", "cdi-controller", []string{
-		"--kubeconfig", controllerKubeconfig, "--namespace", CDINamespace, "--token-key-dir", keyDir,
+	return []string{
+		"--namespace", CDINamespace, "--token-key-dir", keyDir,
 		"--uploadserver-signer-dir", signers["cdi-uploadserver-signer"],
 		"--uploadserver-client-signer-dir", signers["cdi-uploadserver-client-signer"], "-v", "2",
-	}); err != nil {
-		return err
-	}
-	if err := e.waitLeader(ctx, CDINamespace, "cdi-controller-leader-election-helper", started); err != nil {
-		return fmt.Errorf("%w (log: %s)", err, filepath.Join(e.componentsDir, "cdi-controller.log"))
-	}
-	return e.markCDIDeployed(ctx)
+	}, nil
 }
 
 // markCDIDeployed writes the CDI CR's status as cdi-operator does once
@@ -277,20 +215,4 @@ func (e *Env) cdiSigner(ctx context.Context, dir, name string) (string, error) {
 	bundle.SetName(name + "-bundle")
 	_ = unstructured.SetNestedField(bundle.Object, string(signer.certPEM()), "data", "ca-bundle.crt")
 	return signerDir, e.apply(ctx, bundle)
-}
-
-// publishEndpoint publishes addr as the endpoint of a Service, so that the
-// aggregator finds one.
-func (e *Env) publishEndpoint(ctx context.Context, namespace, service, addr string, port int32) error {
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: service + "-world", Namespace: namespace, Labels: map[string]string{
-			discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: "world.capkv.io"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(""), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}
-	if err := e.Client.Create(ctx, slice); client.IgnoreAlreadyExists(err) != nil {
-		return fmt.Errorf("publishing %s's endpoint: %w", service, err)
-	}
-	return nil
 }
