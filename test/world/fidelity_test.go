@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
@@ -104,6 +105,31 @@ func phase(p kubevirtv1.VirtualMachineInstancePhase) OmegaMatcher {
 	return And(Not(BeNil()), WithTransform(func(v *kubevirtv1.VirtualMachineInstance) kubevirtv1.VirtualMachineInstancePhase {
 		return v.Status.Phase
 	}, Equal(p)))
+}
+
+// runVM creates v and waits until its VM instance runs, and returns that
+// instance: most tests start from a running VM.
+func runVM(g Gomega, v *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachineInstance {
+	g.ExpectWithOffset(1, w.Env.Client.Create(context.Background(), v)).To(Succeed())
+	g.EventuallyWithOffset(1, vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
+	return vmiOf(g, v)()
+}
+
+// patchKubeVirt patches the KubeVirt CR of c for the rest of the test, as
+// the docs tell a platform engineer to, and puts it back when the test
+// ends.
+func patchKubeVirt(t *testing.T, c client.Client, patches ...string) {
+	t.Helper()
+	ctx := context.Background()
+	restore, err := testenv.PatchKubeVirt(ctx, c, patches...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := restore(ctx); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // TestVirtAPIRefusesBadVMs checks the world's real virt-api is wired in as
@@ -275,8 +301,7 @@ func TestDeletedVMTakesItsDataVolumes(t *testing.T) {
 			Spec: dataVolume(ns, "", world.WFFCClass, &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}).Spec}}
 		v.Spec.Template.Spec.Volumes[0].VolumeSource = kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: "with-disk-root"}}
 	})
-	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
+	runVM(g, v)
 	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "with-disk-root", Namespace: ns}}
 	g.Eventually(dvPhase(g, dv), 30*time.Second).Should(Equal(cdiv1.Succeeded))
 
@@ -297,9 +322,7 @@ func TestDeletedLauncherPodRestartsVM(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	v := vm(ns, "restarted", nil)
-	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
-	first := vmiOf(g, v)()
+	first := runVM(g, v)
 	pods := &corev1.PodList{}
 	g.Expect(w.Env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{kubevirtv1.CreatedByLabel: string(first.UID)})).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(1))

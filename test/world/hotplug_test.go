@@ -86,15 +86,11 @@ func computeCPU(p corev1.Pod) resource.Quantity {
 func TestHotplugThroughMigration(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	restore, err := testenv.PatchKubeVirt(ctx, w.Env.Client, testenv.LiveMigrateUpdatesPatch)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
+	patchKubeVirt(t, w.Env.Client, testenv.LiveMigrateUpdatesPatch)
 	ns := namespace(t)
 	v := masqueradeVM(ns, "growing")
 	growableVM(v)
-	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
-	first := vmiOf(g, v)()
+	first := runVM(g, v)
 	g.Expect(first.Status.CurrentCPUTopology).To(HaveField("Sockets", uint32(1)))
 	g.Expect(first.Status.Memory).NotTo(BeNil())
 	g.Expect(first.Status.Memory.GuestAtBoot.String()).To(Equal("1Gi"))
@@ -137,14 +133,10 @@ func TestHotplugNeedsAMigratableVM(t *testing.T) {
 	ctx := context.Background()
 	// With LiveMigrate on, so that no migration is KubeVirt's refusal,
 	// not the stock CR's.
-	restore, err := testenv.PatchKubeVirt(ctx, w.Env.Client, testenv.LiveMigrateUpdatesPatch)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
+	patchKubeVirt(t, w.Env.Client, testenv.LiveMigrateUpdatesPatch)
 	ns := namespace(t)
 	v := vm(ns, "bridged-growing", growableVM)
-	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
-	first := vmiOf(g, v)()
+	first := runVM(g, v)
 
 	// Memory alone first: KubeVirt judges it before any migration.
 	g.Expect(grow(ctx, g, v, 1, "2Gi")).To(Succeed())
@@ -167,13 +159,10 @@ func TestHotplugPendsWithoutMigration(t *testing.T) {
 	ctx := context.Background()
 	// With LiveMigrate on, so that no migration is KubeVirt's refusal,
 	// not the stock CR's.
-	restore, err := testenv.PatchKubeVirt(ctx, w.Env.Client, testenv.LiveMigrateUpdatesPatch)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
+	patchKubeVirt(t, w.Env.Client, testenv.LiveMigrateUpdatesPatch)
 	ns := namespace(t)
 	v := vm(ns, "bridged-cpu", growableVM)
-	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
+	runVM(g, v)
 
 	g.Expect(grow(ctx, g, v, 2, "1Gi")).To(Succeed())
 	g.Eventually(func() *kubevirtv1.VirtualMachineInstanceCondition {
@@ -231,9 +220,7 @@ func TestVolumeHotplug(t *testing.T) {
 	g.Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "a stock KubeVirt refuses: %v", err)
 	g.Expect(err).To(MatchError(ContainSubstring("Enable DeclarativeHotplugVolumes or HotplugVolumes feature gate")))
 
-	restore, err := testenv.PatchKubeVirt(ctx, w.Env.Client, testenv.HotplugVolumesPatch)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
+	patchKubeVirt(t, w.Env.Client, testenv.HotplugVolumesPatch)
 	// virt-api reads the gate through an informer.
 	g.Eventually(func() error {
 		return world.PutVirtSubresource(ctx, virt, ns, "virtualmachines", v.Name, "addvolume", add)

@@ -84,12 +84,9 @@ func migrationPhase(mig *kubevirtv1.VirtualMachineInstanceMigration) func() kube
 // target pod's address, and the source launcher completed.
 func TestMigrationMovesTheInstance(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := namespace(t)
 	v := masqueradeVM(ns, "migrated")
-	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
-	first := vmiOf(g, v)()
+	first := runVM(g, v)
 	g.Expect(vmiCondition(first, kubevirtv1.VirtualMachineInstanceIsMigratable)).To(
 		HaveField("Status", corev1.ConditionTrue), "virt-handler judges a masquerade VM with a container disk migratable")
 
@@ -118,13 +115,10 @@ func TestMigrationMovesTheInstance(t *testing.T) {
 // and the VM instance keeps running where it was.
 func TestMigrationOfABusyGuestFails(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := namespace(t)
 	v := masqueradeVM(ns, "busy")
 	w.Sim.BusyGuest(ns, v.Name)
-	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
-	first := vmiOf(g, v)()
+	first := runVM(g, v)
 
 	g.Eventually(migrationPhase(migrate(g, v)), 90*time.Second).Should(Equal(kubevirtv1.MigrationFailed))
 
@@ -149,9 +143,7 @@ func TestBridgedVMIsNotMigratable(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
 	v := vm(ns, "bridged", nil)
-	g.Expect(w.Env.Client.Create(context.Background(), v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
-	c := vmiCondition(vmiOf(g, v)(), kubevirtv1.VirtualMachineInstanceIsMigratable)
+	c := vmiCondition(runVM(g, v), kubevirtv1.VirtualMachineInstanceIsMigratable)
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
 	g.Expect(c.Reason).To(Equal(kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable))
@@ -164,9 +156,7 @@ func TestCrashedGuestIsRestarted(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	v := vm(ns, "crashing", nil)
-	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
-	first := vmiOf(g, v)()
+	first := runVM(g, v)
 	g.Expect(w.Sim.CrashInstance(ctx, ns, v.Name)).To(Succeed())
 	g.Eventually(func() bool {
 		again := vmiOf(g, v)()
@@ -183,9 +173,7 @@ func TestDeadNodeKeepsItsInstances(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	v := vm(ns, "stranded", nil)
-	g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
-	g.Eventually(vmiOf(g, v), 60*time.Second).Should(phase(kubevirtv1.Running))
-	first := vmiOf(g, v)()
+	first := runVM(g, v)
 	node := first.Status.NodeName
 
 	g.Expect(w.Sim.FailNode(ctx, node)).To(Succeed())

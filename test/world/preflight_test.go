@@ -91,9 +91,7 @@ func TestPreflightFindings(t *testing.T) {
 
 	t.Run("KubeVirt patched as the docs say", func(t *testing.T) {
 		g := NewWithT(t)
-		restore, err := testenv.PatchKubeVirt(ctx, c, testenv.ExpandDisksPatch, testenv.LiveMigrateUpdatesPatch)
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { NewWithT(t).Expect(restore(ctx)).To(Succeed()) })
+		patchKubeVirt(t, c, testenv.ExpandDisksPatch, testenv.LiveMigrateUpdatesPatch)
 		r := passive()
 		g.Expect(finding(r, "disk-growth", preflight.FeatureGateOnReason)).To(HaveLen(1))
 		g.Expect(finding(r, "live-migration", preflight.LiveMigrateOnReason)).To(HaveLen(1))
