@@ -17,7 +17,8 @@ limitations under the License.
 // Package e2e holds the end-to-end specs: the full Cluster API flow with
 // this provider, run in `make test` against the sandbox's world (real API
 // server, scheduler and garbage collector, the real Cluster API controllers,
-// KubeVirt and CDI simulated), or unchanged against a real management
+// the real KubeVirt and CDI control planes with their node parts
+// simulated), or unchanged against a real management
 // cluster with KubeVirt and CDI when E2E_KUBECONFIG names its kubeconfig
 // (the provider must then be installed there).
 package e2e

@@ -15,9 +15,9 @@ limitations under the License.
 */
 
 // Package integration tests the provider's controllers end to end on the
-// test world: a real API server, scheduler and controller-manager, with
-// KubeVirt and CDI simulated, and the provider's manager built as main.go
-// builds it.
+// test world: a real API server, scheduler and controller-manager, the
+// real KubeVirt and CDI control planes with their node parts simulated,
+// and the provider's manager built as main.go builds it.
 package integration
 
 import (

@@ -16,9 +16,10 @@ limitations under the License.
 
 // Package sim plays the parts of KubeVirt and CDI that need a node or a
 // storage backend, on a real API server where the real virt-api and
-// virt-controller run: the kubelet of the virt-launcher pods, virt-handler,
-// the guest, and CDI (import and clone of DataVolumes), so that the
-// provider can be tested where no hypervisor can run. virt-launcher pods
+// virt-controller and CDI's controller run: the kubelet of the
+// virt-launcher pods, virt-handler, the guest, and CDI's pods (importer,
+// clone source, upload server) and the CSI driver, so that the provider
+// can be tested where no hypervisor can run. virt-launcher pods
 // are created by the real virt-controller and scheduled by the real
 // kube-scheduler onto simulated Nodes; the real kube-controller-manager
 // binds volumes and collects garbage. Every rule it plays is written, with

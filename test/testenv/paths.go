@@ -17,8 +17,13 @@ limitations under the License.
 // Package testenv starts the test world on a real kube-apiserver and etcd,
 // built from the pinned hack/tools/kube module, with every CRD the provider
 // and Cluster API need installed: CAPKV's, Cluster API's (core, kubeadm
-// bootstrap, kubeadm control plane, read from the module cache), and those of
-// KubeVirt, CDI and Multus from test/crds.
+// bootstrap, kubeadm control plane, read from the module cache), KubeVirt's
+// from its install set (bin/kubevirt-install.yaml), and those of CDI and
+// Multus from test/crds. It runs the real components beside it as
+// processes: kube-scheduler and kube-controller-manager, cert-manager,
+// Cluster API's in-cluster IPAM provider, and KubeVirt's and CDI's API
+// servers and controllers (one start sequence for both, component.go); and
+// the provider's manager in-process (StartManager).
 package testenv
 
 import (

@@ -15,10 +15,10 @@ limitations under the License.
 */
 
 // Package world builds the test world in one call: a real API server with
-// every CRD, the real kube-scheduler and kube-controller-manager, simulated
-// infra nodes and storage, and the KubeVirt/CDI simulator with its admission
-// webhook. Tests, e2e specs, the benchmark and the sandbox all start it the
-// same way.
+// every CRD, the real kube-scheduler and kube-controller-manager, the real
+// KubeVirt and CDI control planes, and the simulator (package sim) playing
+// their node parts on simulated infra nodes and storage. Tests, e2e specs,
+// the benchmark and the sandbox all start it the same way.
 package world
 
 import (

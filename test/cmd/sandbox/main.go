@@ -15,8 +15,9 @@ limitations under the License.
 */
 
 // Command sandbox starts the test world (a real API server, etcd, scheduler
-// and controller-manager, the real Cluster API controllers, KubeVirt and CDI
-// simulated) with this provider's manager wired as main.go wires it, writes
+// and controller-manager, the real Cluster API controllers, the real
+// KubeVirt and CDI control planes with their node parts simulated) with
+// this provider's manager wired as main.go wires it, writes
 // a kubeconfig for kubectl and clusterctl, creates a demo tenant cluster from
 // templates/cluster-template.yaml, and shows its progress as a tree. See
 // docs/sandbox.md.
