@@ -181,7 +181,7 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	// The same rule for every kind: see infracluster.Access.
 	outcome.RecordWarning(r.Recorder, kc, infrav1.InfraClusterAvailableCondition, access.Outcome)
 	if !kc.DeletionTimestamp.IsZero() {
-		o, err := r.service.Delete(ctx, kc, access)
+		o, err := r.service.Delete(ctx, &cluster.Scope{KubevirtCluster: kc, Access: access})
 		if err != nil || !o.IsDone() {
 			return o.Result(), err
 		}
@@ -196,7 +196,7 @@ func (r *KubevirtClusterReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			"waiting for the Cluster controller to set the owner reference"))
 		return ctrl.Result{}, nil
 	}
-	o, err := r.service.Reconcile(ctx, kc, owner, access)
+	o, err := r.service.Reconcile(ctx, &cluster.Scope{KubevirtCluster: kc, Cluster: owner, Access: access})
 	return o.Result(), err
 }
 

@@ -43,6 +43,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/statuspacing"
 )
 
 // KubevirtMachineReconciler reconciles KubevirtMachines.
@@ -54,6 +55,9 @@ type KubevirtMachineReconciler struct {
 	ClusterCache clustercache.ClusterCache
 	// Machines does the work once the objects are fetched.
 	Machines *machine.Service
+	// StatusPacing decides when a machine's status is written and times
+	// its stages; the machine service shares it.
+	StatusPacing *statuspacing.Keeper
 	// WatchFilterValue limits reconciliation to objects labelled
 	// cluster.x-k8s.io/watch-filter with this value.
 	WatchFilterValue string
@@ -89,7 +93,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Client.Get(ctx, req.NamespacedName, km); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Clients.Release(machineUser(req.NamespacedName))
-			r.Machines.Status.Forget(req.NamespacedName)
+			r.StatusPacing.Forget(req.NamespacedName)
 			r.written.Delete(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
@@ -131,7 +135,7 @@ func (r *KubevirtMachineReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	var o outcome.Outcome
 	defer func() {
 		machine.Summarize(km)
-		r.Machines.Status.Track(stored, km, o, time.Now())
+		r.StatusPacing.Track(stored, km, o, time.Now())
 		requeue, err := r.writeBack(ctx, stored, km, o)
 		if err != nil && rerr == nil {
 			rerr = fmt.Errorf("patching KubevirtMachine: %w", err)

@@ -38,7 +38,7 @@ import (
 // machine still provisioning may be held back (statuspacing.Keeper.Hold);
 // the returned duration is when to look again to write it.
 func (r *KubevirtMachineReconciler) writeBack(ctx context.Context, stored, km *infrav1.KubevirtMachine, o outcome.Outcome) (time.Duration, error) {
-	held := r.Machines.Status.Hold(stored, km, o, time.Now())
+	held := r.StatusPacing.Hold(stored, km, o, time.Now())
 	write := held == 0 && !equality.Semantic.DeepEqual(stored.Status, km.Status)
 	key := client.ObjectKeyFromObject(km)
 	var sum writtenStatus

@@ -52,6 +52,16 @@ var Conditions = []string{
 	infrav1.ControlPlaneImageReadyCondition,
 }
 
+// Scope is one KubevirtCluster with the objects around it, as the
+// machine and pool services take theirs.
+type Scope struct {
+	KubevirtCluster *infrav1.KubevirtCluster
+	// Cluster is the owner; a delete needs none.
+	Cluster *clusterv1.Cluster
+	// Access is the cluster's infra cluster and whether it can be used.
+	Access infracluster.Access
+}
+
 // Service does the work of the KubevirtCluster controller.
 type Service struct {
 	// Client reaches the management cluster; Secrets are read uncached.
@@ -82,7 +92,8 @@ const LoadBalancerUnavailableReason = "LoadBalancerUnavailable"
 // of them are in place. Problems the user must fix are reported in
 // conditions only; API errors are also returned, for a retry. Without a
 // reachable infra cluster it does nothing and returns the access outcome.
-func (s *Service) Reconcile(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, access infracluster.Access) (outcome.Outcome, error) {
+func (s *Service) Reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+	kc, cluster, access := sc.KubevirtCluster, sc.Cluster, sc.Access
 	if !access.Reachable() {
 		// Services and NetworkPolicies are core objects: a reachable infra
 		// cluster without KubeVirt can still have them.

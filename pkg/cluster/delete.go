@@ -41,7 +41,8 @@ import (
 // owner annotation are left alone. The outcome is done once everything is
 // gone; an unreachable infra cluster keeps the cluster waiting, since its
 // objects may still be there. The Ready condition says what it waits for.
-func (s *Service) Delete(ctx context.Context, kc *infrav1.KubevirtCluster, access infracluster.Access) (outcome.Outcome, error) {
+func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
+	kc, access := sc.KubevirtCluster, sc.Access
 	var o outcome.Outcome
 	if access.Outcome.Reason == infrav1.NotAllowedByPolicyReason && !createdAnything(kc) {
 		// Refused from the start: nothing was created to delete.

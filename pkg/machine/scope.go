@@ -92,6 +92,6 @@ type Service struct {
 	// before NodeJoined warns; zero is DefaultNodeJoinTimeout.
 	NodeJoinTimeout time.Duration
 	// Status decides when machines' status is written and times their
-	// stages; the controller writes the status through it.
+	// stages; the controller, which writes the status, shares it.
 	Status *statuspacing.Keeper
 }

@@ -74,8 +74,19 @@ type findings struct {
 }
 
 // writeStatus writes what the phases found into the machine's status, with
-// an Event where a condition changes as its setter below says.
+// an Event where a condition changes as its setter below says, in the
+// order of the phases that find them: the instance's (migration,
+// evacuation), the in-place update's, then the report's. Events a phase
+// records itself (a live migration abandoned, Provisioned) come before
+// these.
 func (s *Service) writeStatus(km *infrav1.KubevirtMachine, f *findings) {
+	s.recordMigration(km, f.migration)
+	for _, c := range f.evacuating {
+		s.recordEvacuating(km, c)
+	}
+	if f.inPlace != nil {
+		outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, *f.inPlace)
+	}
 	if f.addresses != nil {
 		km.Status.Addresses = f.addresses
 	}
@@ -96,13 +107,6 @@ func (s *Service) writeStatus(km *infrav1.KubevirtMachine, f *findings) {
 	if f.provisioned {
 		km.Status.Ready = true
 		km.Status.Initialization.Provisioned = ptr.To(true)
-	}
-	s.recordMigration(km, f.migration)
-	for _, c := range f.evacuating {
-		s.recordEvacuating(km, c)
-	}
-	if f.inPlace != nil {
-		outcome.Record(s.Recorder, km, infrav1.InPlaceUpdatedCondition, *f.inPlace)
 	}
 	if f.nodeJoin != nil {
 		// A warning Event when it is one.

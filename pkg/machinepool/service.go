@@ -123,10 +123,7 @@ func (s *Service) reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 	if err != nil || pool == nil {
 		return o, err
 	}
-	p.Status.VirtualMachinePool = key.String()
-	p.Status.Ready = true
-	p.Status.Initialization.Provisioned = ptr.To(true)
-	p.Status.InfrastructureMachineKind = InfrastructureMachineKind
+	recordProvisioned(p, key)
 	// The instances are kept even while the pool's template waits (a new
 	// image importing, bootstrap data missing): released VMs, machines of
 	// new VMs and scale-downs do not wait for it.
@@ -297,7 +294,8 @@ func (s *Service) input(sc *Scope, key types.NamespacedName, data *bootstrapData
 	return poolbuilder.Input{VM: in, Replicas: ptr.Deref(sc.MachinePool.Spec.Replicas, 1)}
 }
 
-// report counts the pool's VMs and lists their providerIDs.
+// report counts the pool's VMs and lists their providerIDs, and says
+// whether they are all there and ready.
 func (s *Service) report(sc *Scope, key types.NamespacedName, vms []kubevirtv1.VirtualMachine, desired int32) outcome.Outcome {
 	var ids []string
 	var ready int32
@@ -312,9 +310,7 @@ func (s *Service) report(sc *Scope, key types.NamespacedName, vms []kubevirtv1.V
 		}
 	}
 	slices.Sort(ids)
-	p := sc.Pool
-	p.Spec.ProviderIDList = ids
-	p.Status.Replicas, p.Status.ReadyReplicas = int32(len(ids)), ready
+	recordInstances(sc.Pool, ids, ready)
 	msg := fmt.Sprintf("%d of %d VMs exist, %d ready, in VirtualMachinePool %s", len(ids), desired, ready, key)
 	if int32(len(ids)) != desired || ready != desired {
 		// The pool's status changes with its VMs: its watch brings the

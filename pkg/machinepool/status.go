@@ -17,12 +17,16 @@ limitations under the License.
 // This file sets every KubevirtMachinePool condition:
 // VirtualMachinePoolReady, which the pool service owns, and
 // InfraClusterAvailable, Paused and the Ready summary, which the
-// controller sets through it (docs/status_test.go holds it).
+// controller sets through it (docs/status_test.go holds it); and the
+// pool's reported fields: provisioned, its VirtualMachinePool, its
+// instances' providerIDs and counts.
 
 package machinepool
 
 import (
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
@@ -55,4 +59,20 @@ func RecordInfraAccess(recorder events.EventRecorder, p *infrav1.KubevirtMachine
 // which writes at once.
 func MarkNotPaused(p *infrav1.KubevirtMachinePool) {
 	outcome.MarkNotPaused(p)
+}
+
+// recordProvisioned reports the pool provisioned once its
+// VirtualMachinePool key exists: Cluster API then reads the instances.
+func recordProvisioned(p *infrav1.KubevirtMachinePool, key types.NamespacedName) {
+	p.Status.VirtualMachinePool = key.String()
+	p.Status.Ready = true
+	p.Status.Initialization.Provisioned = ptr.To(true)
+	p.Status.InfrastructureMachineKind = InfrastructureMachineKind
+}
+
+// recordInstances reports the providerIDs of the pool's VMs, sorted, and
+// how many exist and are ready.
+func recordInstances(p *infrav1.KubevirtMachinePool, ids []string, ready int32) {
+	p.Spec.ProviderIDList = ids
+	p.Status.Replicas, p.Status.ReadyReplicas = int32(len(ids)), ready
 }

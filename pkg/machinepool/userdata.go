@@ -101,7 +101,7 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	want := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			// No cluster-name label, as a machine's user data Secret
-			// (pkg/machine/userdata.go): the owner annotation identifies it.
+			// (pkg/machine/create.go): the owner annotation identifies it.
 			Name: userDataKey(client.ObjectKeyFromObject(pool)).Name, Namespace: pool.Namespace,
 			Annotations: map[string]string{infrav1.PoolOwnerAnnotation: vmbuilder.OwnerOf(p.Namespace, p.Name)},
 		},

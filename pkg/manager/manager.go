@@ -367,17 +367,18 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up KubevirtCluster controller: %w", err)
 	}
 	recorder := mgr.GetEventRecorder("kubevirtmachine-controller")
+	pacing := &statuspacing.Keeper{SettleTime: o.StatusSettleTime}
+	pacing.ReportStageAges()
 	machines := &machine.Service{
 		Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache,
 		Evacuation: &evacuation.Evacuator{Client: mgr.GetClient(), Recorder: recorder, ClusterCache: clusterCache},
 		SSH:        &sshcheck.Prober{Dial: o.InProcess.DialGuest}, RecheckAfter: o.RecheckInterval,
 		InfraNodeLabels: machine.InfraNodeLabelKeys(o.InfraNodeLabels), NodeJoinTimeout: o.NodeJoinTimeout,
-		Status: &statuspacing.Keeper{SettleTime: o.StatusSettleTime},
+		Status: pacing,
 	}
-	machines.Status.ReportStageAges()
 	if err := (&controllers.KubevirtMachineReconciler{
 		Client: mgr.GetClient(), Clients: clients, WatchFilterValue: o.WatchFilterValue,
-		Recorder: recorder, ClusterCache: clusterCache, Machines: machines,
+		Recorder: recorder, ClusterCache: clusterCache, Machines: machines, StatusPacing: pacing,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.KubevirtMachineConcurrency, NewQueue: retryCapped}); err != nil {
 		return fmt.Errorf("setting up KubevirtMachine controller: %w", err)
 	}
