@@ -91,7 +91,8 @@ func (s *Service) writeStatus(km *infrav1.KubevirtMachine, f *findings) {
 		km.Status.Addresses = f.addresses
 	}
 	if f.vm != nil {
-		s.recordVM(km, *f.vm)
+		// An Event only when it fails.
+		outcome.RecordWarning(s.Recorder, km, infrav1.VirtualMachineReadyCondition, *f.vm)
 	}
 	if f.failureDomain != nil {
 		km.Status.FailureDomain = *f.failureDomain
@@ -112,12 +113,6 @@ func (s *Service) writeStatus(km *infrav1.KubevirtMachine, f *findings) {
 		// A warning Event when it is one.
 		outcome.RecordWarning(s.Recorder, km, infrav1.NodeJoinedCondition, *f.nodeJoin)
 	}
-}
-
-// recordVM sets the VirtualMachineReady condition from o, with an Event
-// only when it fails.
-func (s *Service) recordVM(km *infrav1.KubevirtMachine, o outcome.Outcome) {
-	outcome.RecordWarning(s.Recorder, km, infrav1.VirtualMachineReadyCondition, o)
 }
 
 // recordMigration mirrors what KubeVirt says of live migration onto the
