@@ -193,8 +193,8 @@ func (r *KubevirtMachineReconciler) scope(ctx context.Context, km *infrav1.Kubev
 		sc.KubevirtCluster = kc
 	}
 	spec := field.NewPath("spec")
-	sc.Access = r.Clients.Open(ctx, tenancy.MachineSource(&km.Spec, sc.KubevirtCluster, spec), km.Namespace,
-		tenancy.MachineRequest(&km.Spec, spec), machineUser(client.ObjectKeyFromObject(km)))
+	sc.SetAccess(r.Clients.Open(ctx, tenancy.MachineSource(&km.Spec, sc.KubevirtCluster, spec), km.Namespace,
+		tenancy.MachineRequest(&km.Spec, spec), machineUser(client.ObjectKeyFromObject(km))))
 	machine.RecordInfraAccess(r.Recorder, km, sc.Access)
 	return sc, nil
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package machine
 
 import (
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -35,8 +36,13 @@ func interfaceMAC(sc *Scope) func(network string) string {
 	if len(sc.KubevirtMachine.Spec.NetworkAddresses) == 0 {
 		return nil
 	}
-	ns, name := sc.VMNamespace(), sc.VMName()
-	return func(network string) string { return ipam.MAC(ns, name, network) }
+	return providerMACs(sc.VM)
+}
+
+// providerMACs gives each interface of the VM the MAC the provider derives
+// from the VM's key and the interface's network.
+func providerMACs(vm types.NamespacedName) func(network string) string {
+	return func(network string) string { return ipam.MAC(vm.Namespace, vm.Name, network) }
 }
 
 // guestNetwork adds the pool addresses to the bootstrap data, for the
@@ -56,8 +62,7 @@ func guestNetwork(sc *Scope, data *bootstrapData, vm *kubevirtv1.VirtualMachine,
 	}
 	var macOf func(string) string
 	if building {
-		ns, name := sc.VMNamespace(), sc.VMName()
-		macOf = func(network string) string { return ipam.MAC(ns, name, network) }
+		macOf = providerMACs(sc.VM)
 	}
 	files, networkData, err := ipam.GuestNetwork(&vm.Spec.Template.Spec, data.assigned, nodeNetwork, macOf,
 		data.Format == userdata.FormatIgnition, data.NetworkData != nil)

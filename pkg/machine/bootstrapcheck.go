@@ -94,13 +94,13 @@ func (s *Service) checkBootstrap(ctx context.Context, sc *Scope, vmi *kubevirtv1
 // accepting only the host key the provider injected.
 func (s *Service) probeSSH(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
 	secret := &corev1.Secret{}
-	found, err := get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: vmi.Namespace, Name: sc.UserDataSecretName()}, secret)
+	found, err := get(ctx, sc.Access.Infra.APIReader, types.NamespacedName{Namespace: vmi.Namespace, Name: sc.UserData.Name}, secret)
 	if err != nil {
 		return false, err
 	}
 	hostKey := string(secret.Data[bootstrapdata.HostPublicKeyKey])
 	if !found || hostKey == "" {
-		return false, fmt.Errorf("user data Secret %s carries no SSH host key; the VM was not created for the ssh check", sc.UserDataSecretName())
+		return false, fmt.Errorf("user data Secret %s carries no SSH host key; the VM was not created for the ssh check", sc.UserData.Name)
 	}
 	keys, err := s.clusterSSHKeys(ctx, sc)
 	if err != nil {

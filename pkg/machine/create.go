@@ -51,7 +51,7 @@ import (
 // what it waits for.
 func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedName, found *findings) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
-	infra := sc.Infra()
+	infra := sc.Access.Infra
 	if refused, err := s.guestAllowed(ctx, sc, key.Namespace); err != nil || refused.Reason != "" {
 		return refused, err
 	}
@@ -81,7 +81,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 	if err != nil || data == nil {
 		return wait, err
 	}
-	if wait, err := goldenkeeper.CloneAuthorized(ctx, infra, km, sc.VMNamespace(), s.recheck()); err != nil || !wait.IsDone() {
+	if wait, err := goldenkeeper.CloneAuthorized(ctx, infra, km, sc.VM.Namespace, s.recheck()); err != nil || !wait.IsDone() {
 		return wait, err
 	}
 	numa, unsupported, err := s.presetSupport(ctx, sc)
@@ -93,7 +93,7 @@ func (s *Service) create(ctx context.Context, sc *Scope, key types.NamespacedNam
 		ClusterName: sc.Cluster.Name, MachineName: sc.Machine.Name,
 		MachineDeployment: sc.Machine.Labels[clusterv1.MachineDeploymentNameLabel],
 		ControlPlane:      util.IsControlPlaneMachine(sc.Machine), FailureDomain: sc.Machine.Spec.FailureDomain,
-		UserDataSecret: sc.UserDataSecretName(), Format: data.Format,
+		UserDataSecret: sc.UserData.Name, Format: data.Format,
 		HasNetworkData: data.NetworkData != nil || (len(data.assigned) > 0 && data.Format != userdata.FormatIgnition),
 		GoldenVolume:   goldenVolume, NUMAPassthrough: numa, InterfaceMAC: interfaceMAC(sc),
 	}
@@ -157,7 +157,7 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	km := sc.KubevirtMachine
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: sc.UserDataSecretName(), Namespace: sc.VMNamespace(),
+			Name: sc.UserData.Name, Namespace: sc.VM.Namespace,
 			// Not Cluster API's cluster-name label: it marks the cluster's
 			// own Secrets (certificates, kubeconfig, bootstrap data), which a
 			// KubeadmControlPlane takes over when it adopts the control
@@ -181,10 +181,10 @@ func (s *Service) ensureUserDataSecret(ctx context.Context, sc *Scope, data *boo
 	if data.hostPublicKey != "" {
 		secret.Data[bootstrapdata.HostPublicKeyKey] = []byte(data.hostPublicKey)
 	}
-	err := sc.Infra().Client.Create(ctx, secret)
+	err := sc.Access.Infra.Client.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
 		existing := &corev1.Secret{}
-		if err := sc.Infra().APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
+		if err := sc.Access.Infra.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
 			return outcome.Outcome{}, err
 		}
 		if !s.ours(km, existing) {
@@ -221,7 +221,7 @@ func (s *Service) adoptUserData(ctx context.Context, sc *Scope, secret client.Ob
 	secret.SetOwnerReferences(util.EnsureOwnerRef(slices.Clone(secret.GetOwnerReferences()), want))
 	// The copy may come from the cache: a stale one must not replace
 	// owners added since, so the patch carries its resourceVersion.
-	if err := sc.Infra().Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := sc.Access.Infra.Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("making VirtualMachine %s own its user data Secret: %w", vm.Name, err)
 	}
 	return nil
@@ -234,13 +234,13 @@ func (s *Service) adoptUserData(ctx context.Context, sc *Scope, secret client.Ob
 // not be allowed to watch Secrets there.
 func existingUserData(ctx context.Context, sc *Scope) (client.Object, error) {
 	var secret client.Object = &corev1.Secret{}
-	reader := sc.Infra().APIReader
-	if !sc.Infra().External {
+	reader := sc.Access.Infra.APIReader
+	if !sc.Access.Infra.External {
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		secret, reader = meta, sc.Infra().Cache
+		secret, reader = meta, sc.Access.Infra.Cache
 	}
-	found, err := get(ctx, reader, types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.UserDataSecretName()}, secret)
+	found, err := get(ctx, reader, sc.UserData, secret)
 	if err != nil || !found {
 		return nil, err
 	}

@@ -89,17 +89,16 @@ func (s *Service) Delete(ctx context.Context, sc *Scope) (outcome.Outcome, error
 // DataVolumes to delete.
 func (s *Service) deleteObjects(ctx context.Context, sc *Scope, withCDI bool) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
-	ns := sc.VMNamespace()
-	key := types.NamespacedName{Namespace: ns, Name: sc.VMName()}
+	key := sc.VM
 
 	vm := &kubevirtv1.VirtualMachine{}
-	found, err := get(ctx, sc.Infra().APIReader, key, vm)
+	found, err := get(ctx, sc.Access.Infra.APIReader, key, vm)
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
 	if found && s.ours(km, vm) {
 		if vm.DeletionTimestamp.IsZero() {
-			if err := sc.Infra().Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID}); client.IgnoreNotFound(err) != nil {
+			if err := sc.Access.Infra.Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID}); client.IgnoreNotFound(err) != nil {
 				return outcome.Outcome{}, fmt.Errorf("deleting VirtualMachine %s: %w", key, err)
 			}
 			s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineDeleting", "DeleteVirtualMachine", "deleting VirtualMachine %s", key)
@@ -107,7 +106,7 @@ func (s *Service) deleteObjects(ctx context.Context, sc *Scope, withCDI bool) (o
 		return s.waitForInstance(ctx, sc, key, fmt.Sprintf("waiting for VirtualMachine %s to be deleted", key))
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if found, err := get(ctx, sc.Infra().APIReader, key, vmi); err != nil || found && s.ours(km, vmi) {
+	if found, err := get(ctx, sc.Access.Infra.APIReader, key, vmi); err != nil || found && s.ours(km, vmi) {
 		if err != nil {
 			return outcome.Outcome{}, err
 		}
@@ -145,7 +144,7 @@ func (s *Service) deleteLeftovers(ctx context.Context, sc *Scope, key types.Name
 			break
 		}
 		dv := &cdiv1.DataVolume{}
-		found, err := get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: ns, Name: vmbuilder.DataVolumeName(key.Name, name)}, dv)
+		found, err := get(ctx, sc.Access.Infra.APIReader, types.NamespacedName{Namespace: ns, Name: vmbuilder.DataVolumeName(key.Name, name)}, dv)
 		if err != nil {
 			return outcome.Outcome{}, err
 		}
@@ -156,7 +155,7 @@ func (s *Service) deleteLeftovers(ctx context.Context, sc *Scope, key types.Name
 		// Garbage collection would get there too; deleting here means
 		// nothing is left once the machine is gone.
 		if dv.DeletionTimestamp.IsZero() {
-			if err := sc.Infra().Client.Delete(ctx, dv, client.Preconditions{UID: &dv.UID}); client.IgnoreNotFound(err) != nil {
+			if err := sc.Access.Infra.Client.Delete(ctx, dv, client.Preconditions{UID: &dv.UID}); client.IgnoreNotFound(err) != nil {
 				return outcome.Outcome{}, fmt.Errorf("deleting DataVolume %s/%s: %w", ns, dv.Name, err)
 			}
 		}
@@ -165,12 +164,12 @@ func (s *Service) deleteLeftovers(ctx context.Context, sc *Scope, key types.Name
 		return deleting(fmt.Sprintf("waiting for %d DataVolume(s) of VirtualMachine %s to be deleted", pending, key)), nil
 	}
 	secret := &corev1.Secret{}
-	found, err := get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: ns, Name: sc.UserDataSecretName()}, secret)
+	found, err := get(ctx, sc.Access.Infra.APIReader, sc.UserData, secret)
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
 	if found && s.ours(km, secret) {
-		if err := sc.Infra().Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+		if err := sc.Access.Infra.Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
 			return outcome.Outcome{}, fmt.Errorf("deleting user data Secret %s/%s: %w", ns, secret.Name, err)
 		}
 	}
@@ -212,14 +211,14 @@ const strandedRecheck = 30 * time.Second
 // empty when the node is fine or the instance has none.
 func (s *Service) strandedOn(ctx context.Context, sc *Scope, key types.NamespacedName) (string, string, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	found, err := get(ctx, sc.Infra().APIReader, key, vmi)
+	found, err := get(ctx, sc.Access.Infra.APIReader, key, vmi)
 	if err != nil || !found || vmi.Status.NodeName == "" || vmstatus.Finished(vmi) {
 		return "", "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, infraReadTimeout)
 	defer cancel()
 	node := &corev1.Node{}
-	if err := sc.Infra().APIReader.Get(ctx, types.NamespacedName{Name: vmi.Status.NodeName}, node); err != nil {
+	if err := sc.Access.Infra.APIReader.Get(ctx, types.NamespacedName{Name: vmi.Status.NodeName}, node); err != nil {
 		if apierrors.IsNotFound(err) {
 			return vmi.Status.NodeName, "is gone", nil
 		}

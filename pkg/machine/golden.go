@@ -41,13 +41,13 @@ func (s *Service) goldenVolume(ctx context.Context, sc *Scope) (*types.Namespace
 	if !goldenplan.Needed(rd) {
 		return nil, outcome.Outcome{}, nil
 	}
-	ns := sc.VMNamespace()
-	if wait, changed := goldenkeeper.Use(&km.Status.GoldenImage, sc.Infra().Secret, ns, rd); changed && !s.templateUses(ctx, km, km.Status.GoldenImage) {
+	ns := sc.VM.Namespace
+	if wait, changed := goldenkeeper.Use(&km.Status.GoldenImage, sc.Access.Infra.Secret, ns, rd); changed && !s.templateUses(ctx, km, km.Status.GoldenImage) {
 		// The status naming the volume is written at once.
 		s.Status.WriteNow(client.ObjectKeyFromObject(km))
 		return nil, wait, nil
 	}
-	return goldenkeeper.Ensure(ctx, sc.Infra().Client, s.Recorder, km, rd, ns, s.recheck())
+	return goldenkeeper.Ensure(ctx, sc.Access.Infra.Client, s.Recorder, km, rd, ns, s.recheck())
 }
 
 // ClonedFromTemplate is the name of the KubevirtMachineTemplate Cluster

@@ -76,7 +76,7 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 			}
 			return outcome.Outcome{}, false, err
 		}
-		err = sc.Infra().Client.Patch(ctx, r.vm, client.RawPatch(types.MergePatchType, patch))
+		err = sc.Access.Infra.Client.Patch(ctx, r.vm, client.RawPatch(types.MergePatchType, patch))
 		if refused(err) {
 			// virt-api refuses what KubeVirt cannot do, such as growth
 			// beyond a maximum the VM sets; retrying would not change its
@@ -94,7 +94,7 @@ func (s *Service) reconcileInPlace(ctx context.Context, sc *Scope, r *reconcileR
 	for _, g := range grow {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: r.vm.Namespace, Name: g.Claim}}
 		body := fmt.Appendf(nil, `{"spec":{"resources":{"requests":{"storage":%q}}}}`, g.Request.String())
-		err := sc.Infra().Client.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, body))
+		err := sc.Access.Infra.Client.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, body))
 		if refused(err) {
 			// The API server refuses to grow a claim whose storage class
 			// does not allow expansion.

@@ -31,7 +31,7 @@ import (
 // infra node.
 func (s *Service) reconcileInstance(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
 	km := sc.KubevirtMachine
-	infra := sc.Infra()
+	infra := sc.Access.Infra
 	candidate := &kubevirtv1.VirtualMachineInstance{}
 	found, err := get(ctx, infra.Client, client.ObjectKeyFromObject(r.vm), candidate)
 	if err != nil {

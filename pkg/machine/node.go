@@ -157,7 +157,7 @@ func (s *Service) readInfraNode(ctx context.Context, sc *Scope, name string) (*c
 	readCtx, cancel := context.WithTimeout(ctx, infraReadTimeout)
 	defer cancel()
 	n := &corev1.Node{}
-	if err := sc.Infra().APIReader.Get(readCtx, types.NamespacedName{Name: name}, n); err != nil {
+	if err := sc.Access.Infra.APIReader.Get(readCtx, types.NamespacedName{Name: name}, n); err != nil {
 		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 			ctrl.LoggerFrom(ctx).V(2).Info("Cannot read the infra node; the tenant Node gets no placement labels", "infraNode", name, "reason", err.Error())
 			return nil, nil

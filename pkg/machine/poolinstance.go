@@ -47,9 +47,9 @@ func (s *Service) reconcilePoolVM(ctx context.Context, sc *Scope, r *reconcileRu
 		return outcome.Outcome{}, false, nil
 	}
 	km := sc.KubevirtMachine
-	key := types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.VMName()}
+	key := sc.VM
 	vm := &kubevirtv1.VirtualMachine{}
-	found, err := get(ctx, sc.Infra().Client, key, vm)
+	found, err := get(ctx, sc.Access.Infra.Client, key, vm)
 	if err != nil {
 		return outcome.Outcome{}, true, err
 	}
@@ -77,20 +77,20 @@ func (s *Service) reconcilePoolVM(ctx context.Context, sc *Scope, r *reconcileRu
 // join as a Node of that name, before Cluster API deleted the old Node.
 func (s *Service) deletePoolInstance(ctx context.Context, sc *Scope) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
-	key := types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.VMName()}
+	key := sc.VM
 	vm := &kubevirtv1.VirtualMachine{}
-	found, err := get(ctx, sc.Infra().APIReader, key, vm)
+	found, err := get(ctx, sc.Access.Infra.APIReader, key, vm)
 	if err != nil || !found || vm.UID != sc.PoolVMUID() {
 		return outcome.Ready(infrav1.DeletingReason, "the pool's VirtualMachine is gone"), err
 	}
 	if vm.DeletionTimestamp.IsZero() {
-		if err := sc.Infra().Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID}); client.IgnoreNotFound(err) != nil {
+		if err := sc.Access.Infra.Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID}); client.IgnoreNotFound(err) != nil {
 			return outcome.Outcome{}, fmt.Errorf("deleting VirtualMachine %s: %w", key, err)
 		}
 		s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineDeleting", "DeleteVirtualMachine", "deleting VirtualMachine %s of the pool", key)
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	found, err = get(ctx, sc.Infra().APIReader, key, vmi)
+	found, err = get(ctx, sc.Access.Infra.APIReader, key, vmi)
 	if err != nil {
 		return outcome.Outcome{}, err
 	}

@@ -53,7 +53,7 @@ func (s *Service) presetSupport(ctx context.Context, sc *Scope) (numa bool, o ou
 	if p == nil || p.Name != infrav1.PresetPerformance {
 		return false, outcome.Outcome{}, nil
 	}
-	infra := sc.Infra()
+	infra := sc.Access.Infra
 	readCtx, cancel := context.WithTimeout(ctx, infraReadTimeout)
 	defer cancel()
 	nodes := &corev1.NodeList{}

@@ -50,7 +50,7 @@ func (s *Service) reconcileReport(ctx context.Context, sc *Scope, r *reconcileRu
 // says, and runs the bootstrap check once the instance runs.
 func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, found *findings) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
-	infra := sc.Infra()
+	infra := sc.Access.Infra
 	var dvs []*cdiv1.DataVolume
 	for _, t := range vm.Spec.DataVolumeTemplates {
 		dv := &cdiv1.DataVolume{}
@@ -63,11 +63,11 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		}
 	}
 	if goldenplan.Needed(km.Spec.RootDisk) {
-		km.Status.GoldenImage = goldenplan.StatusOf(infra.Secret, sc.VMNamespace(), km.Spec.RootDisk)
+		km.Status.GoldenImage = goldenplan.StatusOf(infra.Secret, sc.VM.Namespace, km.Spec.RootDisk)
 	}
 	// A pool's VMs clone the golden volume their pool keeps.
 	if goldenplan.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) && sc.PoolVMUID() == "" {
-		if err := goldenkeeper.Recreate(ctx, infra.Client, s.Recorder, km, km.Spec.RootDisk, sc.VMNamespace()); err != nil {
+		if err := goldenkeeper.Recreate(ctx, infra.Client, s.Recorder, km, km.Spec.RootDisk, sc.VM.Namespace); err != nil {
 			return outcome.Outcome{}, err
 		}
 	}
@@ -114,7 +114,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 	}
 	if !provisioned(km) && s.Status.FirstProvisioned(km, cloneMethod(vm, dvs), time.Now()) {
 		s.Recorder.Eventf(km, vmi, corev1.EventTypeNormal, "Provisioned", "ProvisionVirtualMachine",
-			"VirtualMachine %s/%s on the %s runs and its bootstrap succeeded", vm.Namespace, vm.Name, sc.Infra().Description())
+			"VirtualMachine %s/%s on the %s runs and its bootstrap succeeded", vm.Namespace, vm.Name, sc.Access.Infra.Description())
 	}
 	found.provisioned = true
 	// The Node is usually there by now (kubeadm join finished before the

@@ -61,7 +61,7 @@ func (s *Service) restartIfRequested(ctx context.Context, sc *Scope, vm *kubevir
 // same name.
 func (s *Service) deleteInstance(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance) error {
 	uid := vmi.UID
-	err := sc.Infra().Client.Delete(ctx, vmi, client.Preconditions{UID: &uid})
+	err := sc.Access.Infra.Client.Delete(ctx, vmi, client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting VM instance %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}

@@ -23,6 +23,7 @@ package machine
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -46,29 +47,33 @@ type Scope struct {
 	KubevirtCluster *infrav1.KubevirtCluster
 	// Access is the machine's infra cluster and whether it can be used.
 	Access infracluster.Access
+	// VM is where the machine's VM goes: the KubevirtMachine's name, in
+	// the template's namespace, else the infra cluster's. SetAccess sets
+	// it; it is empty while the infra cluster's kubeconfig cannot be used.
+	VM types.NamespacedName
+	// UserData is the VM's user data Secret, beside the VM; set with VM.
+	UserData types.NamespacedName
 	// FinalizerStored is false in the reconcile that adds the finalizer:
 	// it reports the machine's state but creates no VM.
 	FinalizerStored bool
 }
 
-// Infra is the machine's infra cluster; only called once Access says it is
-// available.
-func (s *Scope) Infra() *infracluster.Infra { return s.Access.Infra }
-
-// VMName is the name of the VM: the KubevirtMachine's.
-func (s *Scope) VMName() string { return s.KubevirtMachine.Name }
-
-// VMNamespace is where the VM goes: the template's namespace, else the infra
-// cluster's namespace.
-func (s *Scope) VMNamespace() string {
-	if ns := s.KubevirtMachine.Spec.VirtualMachineTemplate.ObjectMeta.Namespace; ns != "" {
-		return ns
+// SetAccess records the machine's infra cluster and, once its kubeconfig
+// can be used, where the VM and its user data go there. The phases read the
+// names, not the rule, so the rule is written once.
+func (s *Scope) SetAccess(access infracluster.Access) {
+	s.Access = access
+	if access.Infra == nil {
+		return
 	}
-	return s.Access.Infra.Namespace
+	ns := s.KubevirtMachine.Spec.VirtualMachineTemplate.ObjectMeta.Namespace
+	if ns == "" {
+		ns = access.Infra.Namespace
+	}
+	name := s.KubevirtMachine.Name
+	s.VM = types.NamespacedName{Namespace: ns, Name: name}
+	s.UserData = types.NamespacedName{Namespace: ns, Name: name + infrav1.UserDataSecretSuffix}
 }
-
-// UserDataSecretName is the name of the VM's user data Secret.
-func (s *Scope) UserDataSecretName() string { return s.VMName() + infrav1.UserDataSecretSuffix }
 
 // Service does the work of the KubevirtMachine controller.
 type Service struct {

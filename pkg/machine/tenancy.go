@@ -31,10 +31,10 @@ import (
 // have changed since. A refusal is a failed outcome naming the rule.
 func (s *Service) guestAllowed(ctx context.Context, sc *Scope, vmNamespace string) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
-	refusal, err := tenancy.CheckVM(ctx, sc.Infra().APIReader, tenancy.VM{
-		Spec: &km.Spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Infra().Guest,
+	refusal, err := tenancy.CheckVM(ctx, sc.Access.Infra.APIReader, tenancy.VM{
+		Spec: &km.Spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Access.Infra.Guest,
 		Namespace: vmNamespace, TenantNamespace: km.Namespace, ClusterName: sc.Cluster.Name, Path: field.NewPath("spec"),
-		Shared: tenancy.Shared(vmNamespace, km.Namespace, sc.Infra().External, sc.Infra().Secret.Namespace),
+		Shared: tenancy.Shared(vmNamespace, km.Namespace, sc.Access.Infra.External, sc.Access.Infra.Secret.Namespace),
 	})
 	return tenancy.Outcome(refusal, err, s.recheck())
 }

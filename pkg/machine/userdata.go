@@ -20,7 +20,6 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -104,7 +103,7 @@ func (s *Service) keepUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.Vi
 	}
 	// The Secret was created right after the VM, and the cache may not
 	// have seen it yet when the VM's event brings the machine here.
-	found, err := get(ctx, sc.Infra().APIReader, types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.UserDataSecretName()}, &metav1.PartialObjectMetadata{
+	found, err := get(ctx, sc.Access.Infra.APIReader, sc.UserData, &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}})
 	if err != nil || found {
 		return outcome.Ready("", ""), err

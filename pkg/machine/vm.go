@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -38,14 +37,14 @@ func (s *Service) reconcileVM(ctx context.Context, sc *Scope, r *reconcileRun) (
 	}
 	km := sc.KubevirtMachine
 	vm := &kubevirtv1.VirtualMachine{}
-	key := types.NamespacedName{Namespace: sc.VMNamespace(), Name: sc.VMName()}
-	found, err := get(ctx, sc.Infra().Client, key, vm)
+	key := sc.VM
+	found, err := get(ctx, sc.Access.Infra.Client, key, vm)
 	if err != nil {
 		return outcome.Outcome{}, true, err
 	}
 	if !found && vmCreated(km) {
 		// The cache may lag behind our own create; ask the API server.
-		if found, err = get(ctx, sc.Infra().APIReader, key, vm); err != nil {
+		if found, err = get(ctx, sc.Access.Infra.APIReader, key, vm); err != nil {
 			return outcome.Outcome{}, true, err
 		}
 		if !found {

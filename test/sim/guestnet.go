@@ -286,7 +286,7 @@ func NodeIPFlag(data *Bootstrap, vmi *kubevirtv1.VirtualMachineInstance) (string
 	return validIP(ip), nil
 }
 
-// nodeIPScriptMark is in the provider's node IP script (pkg/machine/ipam/nodeip.go,
+// nodeIPScriptMark is in the provider's node IP script (pkg/machine/ipam/guestnetwork.go,
 // which runs the script itself against a fake sysfs in its tests).
 const nodeIPScriptMark = "finds the kubelet's --node-ip"
 
