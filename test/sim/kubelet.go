@@ -82,6 +82,13 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 	}
 	before := pod.DeepCopy()
 	if pod.Status.Phase != corev1.PodRunning {
+		// Admission comes before the sandbox and its networks.
+		if short, err := s.devicesShort(ctx, pod); err != nil || short != "" {
+			if err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			return reconcile.Result{}, s.rejectPod(ctx, pod, UnexpectedAdmissionError, short)
+		}
 		if missing, err := s.missingNetwork(ctx, pod); err != nil || missing != "" {
 			if missing != "" {
 				// Multus cannot set up the sandbox; the kubelet retries.

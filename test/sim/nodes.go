@@ -52,6 +52,12 @@ type NodeSpec struct {
 	Taints []corev1.Taint
 	// Hugepages2Mi is the node's hugepages-2Mi capacity, if any.
 	Hugepages2Mi string
+	// Devices are what the node's device plugins advertise beyond
+	// virt-handler's own: a GPU model's or a host device's resource name
+	// (as KubeVirt's permittedHostDevices names it) and how many the node
+	// has. The scheduler fits launcher pods to them and the simulated
+	// kubelet admits a pod only while enough are free (see admitDevices).
+	Devices map[corev1.ResourceName]int64
 	// CPUManager labels the node cpumanager=true, as virt-handler does on
 	// nodes whose kubelet runs the static CPU manager policy: VMs with
 	// dedicated CPUs are scheduled only there.
@@ -120,6 +126,9 @@ func CreateNodes(ctx context.Context, c client.Client, specs ...NodeSpec) error 
 		}
 		if spec.Hugepages2Mi != "" {
 			capacity[hugepages2Mi] = resource.MustParse(spec.Hugepages2Mi)
+		}
+		for device, n := range spec.Devices {
+			capacity[device] = *resource.NewQuantity(n, resource.DecimalSI)
 		}
 		now := metav1.Now()
 		node.Status = corev1.NodeStatus{

@@ -43,11 +43,22 @@ const (
 	// which virt-api refuses the addvolume the tenant's CSI driver calls
 	// (docs/tenant-cloud.md).
 	HotplugVolumesPatch = `{"spec":{"configuration":{"developerConfiguration":{"featureGates":["HotplugVolumes"]}}}}`
+	// PermittedGPUPatch permits the world's GPU model (GPUResource), whose
+	// nodes' device plugin is NVIDIA's rather than virt-handler's
+	// (externalResourceProvider): once the list is set, virt-controller
+	// renders a launcher pod only for a VM whose GPUs it names
+	// (docs/kubevirt-behaviour.md#gpus-and-host-devices).
+	PermittedGPUPatch = `{"spec":{"configuration":{"permittedHostDevices":{"pciHostDevices":[` +
+		`{"pciVendorSelector":"10DE:2236","resourceName":"` + GPUResource + `","externalResourceProvider":true}]}}}}`
 )
 
+// GPUResource is the device plugin resource of the world's GPU model, an
+// NVIDIA A10 as NVIDIA's device plugin names it.
+const GPUResource = "nvidia.com/GA102GL_A10"
+
 // PatchKubeVirt applies the merge patches to every KubeVirt CR c sees and
-// returns what puts back the feature gates and workload update methods
-// each had before.
+// returns what puts back the feature gates, workload update methods and
+// permitted host devices each had before.
 func PatchKubeVirt(ctx context.Context, c client.Client, patches ...string) (restore func(context.Context) error, err error) {
 	kvs := &kubevirtv1.KubeVirtList{}
 	if err := c.List(ctx, kvs); err != nil {
@@ -88,8 +99,9 @@ func PatchKubeVirt(ctx context.Context, c client.Client, patches ...string) (res
 	return restore, nil
 }
 
-// restorePatch is the merge patch that sets kv's feature gates and
-// workload update methods back to what they are now (null removes them).
+// restorePatch is the merge patch that sets kv's feature gates, workload
+// update methods and permitted host devices back to what they are now
+// (null removes them).
 func restorePatch(kv *kubevirtv1.KubeVirt) ([]byte, error) {
 	var gates []string
 	if dc := kv.Spec.Configuration.DeveloperConfiguration; dc != nil {
@@ -102,8 +114,15 @@ func restorePatch(kv *kubevirtv1.KubeVirt) ([]byte, error) {
 		}
 		return v
 	}
+	var permitted any
+	if p := kv.Spec.Configuration.PermittedHostDevices; p != nil {
+		permitted = p
+	}
 	return json.Marshal(map[string]any{"spec": map[string]any{
-		"configuration":          map[string]any{"developerConfiguration": map[string]any{"featureGates": orNull(gates)}},
+		"configuration": map[string]any{
+			"developerConfiguration": map[string]any{"featureGates": orNull(gates)},
+			"permittedHostDevices":   permitted,
+		},
 		"workloadUpdateStrategy": map[string]any{"workloadUpdateMethods": orNull(methodNames(methods))},
 	}})
 }
