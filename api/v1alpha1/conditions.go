@@ -133,6 +133,10 @@ const (
 	DiskFailedReason = "DiskFailed"
 	// UnschedulableReason: no infra node can take the VM.
 	UnschedulableReason = "Unschedulable"
+	// InsufficientDevicesReason: no infra node has free the GPUs or host
+	// devices the VM asks for; the message names the resource, how many
+	// the VM asks for and how many are free (docs/gpus.md).
+	InsufficientDevicesReason = "InsufficientDevices"
 	// QuotaExceededReason: a ResourceQuota of the infra namespace refused
 	// the VM's launcher pod or a claim of its disks; the message names the
 	// quota and the exhausted resources, in the API server's words

@@ -71,7 +71,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 			return outcome.Outcome{}, err
 		}
 	}
-	state := vmstatus.Of(vm, vmi, dvs)
+	state := countFreeDevices(ctx, sc, vmi, vmstatus.Of(vm, vmi, dvs))
 	if err := quotaretry.RetryRefused(ctx, infra, vmi, dvs); err != nil {
 		// The refusal is reported either way; KubeVirt and CDI then retry
 		// on their own backoff (docs/operations.md#quota).

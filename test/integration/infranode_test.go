@@ -181,7 +181,7 @@ func TestCrashedInstanceRestarts(t *testing.T) {
 func TestDeletionDoesNotWaitForADeadInfraNode(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	node := addInfraNode(t, "infra-doomed")
+	node := addInfraNode(t, "infra-doomed", nil)
 	tc := newTenantCluster(t, nil)
 	km := tc.newMachine(t, fixture.MachineOptions{Name: "doomed-0", Mutate: func(km *infrav1.KubevirtMachine) {
 		spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
@@ -221,13 +221,14 @@ func TestDeletionDoesNotWaitForADeadInfraNode(t *testing.T) {
 var doomedTaint = corev1.Taint{Key: "test.capkv.io/doomed", Effect: corev1.TaintEffectNoSchedule}
 
 // addInfraNode adds, for one test, a simulated infra node like the world's
-// first one (so that no failure domain changes), tainted with doomedTaint.
-// It is removed when the test ends, once no launcher pod is left on it.
-func addInfraNode(t *testing.T, name string) string {
+// first one (so that no failure domain changes) with the devices given,
+// tainted with doomedTaint. It is removed when the test ends, once no
+// launcher pod is left on it.
+func addInfraNode(t *testing.T, name string, devices map[corev1.ResourceName]int64) string {
 	t.Helper()
 	ctx := context.Background()
 	spec := world.DefaultNodes()[0]
-	spec.Name, spec.Taints = name, []corev1.Taint{doomedTaint}
+	spec.Name, spec.Taints, spec.Devices = name, []corev1.Taint{doomedTaint}, devices
 	NewWithT(t).Expect(sim.CreateNodes(ctx, w.Env.Client, spec)).To(Succeed())
 	t.Cleanup(func() {
 		eventually(t, func() int {

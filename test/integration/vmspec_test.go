@@ -31,6 +31,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
 
 // TestInstancetype checks a VM whose size comes from an instance type passes
@@ -100,4 +101,43 @@ func TestUnschedulableAndEvents(t *testing.T) {
 
 	eventually(t, func() []string { return machineEvents(t, tc, km) }).Should(ContainElement(infrav1.UnschedulableReason))
 	g.Expect(machineEvents(t, tc, km)).NotTo(ContainElement("VirtualMachineCreated"), "creating the VM is no Event of its own: the condition shows it")
+}
+
+// TestShortOfGPUsIsNamed checks a machine whose VM waits for a GPU no
+// infra node has free says so, naming the resource and how many are free,
+// rather than a generic Unschedulable, and runs once one is freed
+// (docs/gpus.md#when-the-devices-run-out).
+func TestShortOfGPUsIsNamed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := newTenantCluster(t, nil)
+	node := addInfraNode(t, "infra-gpu", map[corev1.ResourceName]int64{testenv.GPUResource: 1})
+	gpuMachine := func(name string) *infrav1.KubevirtMachine {
+		return tc.newMachine(t, fixture.MachineOptions{Name: name, Mutate: func(km *infrav1.KubevirtMachine) {
+			spec := &km.Spec.VirtualMachineTemplate.Spec.Template.Spec
+			spec.Domain.Devices.GPUs = []kubevirtv1.GPU{{Name: "gpu0", DeviceName: testenv.GPUResource}}
+			spec.Tolerations = []corev1.Toleration{{Key: doomedTaint.Key, Operator: corev1.TolerationOpExists}}
+			km.Spec.BootstrapCheckSpec.CheckStrategy = infrav1.CheckStrategyGuestAgent
+		}})
+	}
+	first := gpuMachine("gpu-0")
+	eventually(t, tc.provisioned(first)).Should(Succeed())
+	second := gpuMachine("gpu-1")
+	eventually(t, tc.reason(second, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.InsufficientDevicesReason))
+	g.Expect(condition(get(t, tc.c, second), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring(
+		"1 " + testenv.GPUResource + " (0 of 1 free on 1 infra nodes)"))
+	eventually(t, func() []string { return machineEvents(t, tc, second) }).Should(ContainElement(infrav1.InsufficientDevicesReason))
+	waiting := &kubevirtv1.VirtualMachine{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, second.Name, waiting)).To(Succeed())
+
+	g.Expect(tc.c.Delete(ctx, first)).To(Succeed())
+	eventually(t, tc.provisioned(second)).Should(Succeed())
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, second.Name, vmi)).To(Succeed())
+	g.Expect(vmi.Status.NodeName).To(Equal(node))
+	running := &kubevirtv1.VirtualMachine{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, second.Name, running)).To(Succeed())
+	g.Expect(running.UID).To(Equal(waiting.UID), "the VM that waited for a GPU is the one that runs: the provider did not recreate it")
+	// The node goes when the test ends, once no VM is left on it.
+	g.Expect(tc.c.Delete(ctx, second)).To(Succeed())
 }

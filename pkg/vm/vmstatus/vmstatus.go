@@ -185,6 +185,9 @@ func instance(vmi *kubevirtv1.VirtualMachineInstance) State {
 		return State{Reason: infrav1.BootingReason, Message: "VM instance is scheduled on " + vmi.Status.NodeName + ", starting"}
 	case kubevirtv1.Scheduling:
 		if c := Condition(vmi, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil && c.Status == corev1.ConditionFalse {
+			if msg := DevicesMessage(vmi, nil); msg != "" {
+				return State{Reason: infrav1.InsufficientDevicesReason, Warning: true, Message: msg}
+			}
 			return State{Reason: infrav1.UnschedulableReason, Warning: true, Message: "no infra node can take the VM: " + c.Message}
 		}
 		return State{Reason: infrav1.PendingReason, Message: "VM instance is being scheduled"}
