@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -89,7 +90,7 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 		t.Status.GoldenImage = nil
 	}
 	var src capacity.Sources
-	if keepsGolden || selectsInstancetypeOrPreference(vmSpec) {
+	if keepsGolden || capacity.SelectsSources(vmSpec) {
 		infraSrc, err := r.infraSource(ctx, t)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -102,13 +103,13 @@ func (r *KubevirtMachineTemplateReconciler) Reconcile(ctx context.Context, req c
 			// one: the volume is still there.
 			t.Status.GoldenImage = goldenplan.StatusOf(access.Infra.Secret, access.Infra.Namespace, spec.RootDisk)
 		}
-		if selectsInstancetypeOrPreference(vmSpec) {
+		if capacity.SelectsSources(vmSpec) {
 			if !access.Available() {
 				setCapacity(t, outcome.Fail(infrav1.InstancetypeUnavailableReason,
 					"cannot read the instance type or preference: "+access.Outcome.Message))
 				return access.Outcome.Result(), nil
 			}
-			if src, err = readSources(ctx, access.Infra, vmSpec); err != nil {
+			if src, err = capacity.ReadSources(ctx, access.Infra.Client, access.Infra.Namespace, vmSpec); err != nil {
 				setCapacity(t, outcome.Fail(infrav1.InstancetypeUnavailableReason, err.Error()))
 				return ctrl.Result{}, err
 			}
@@ -188,4 +189,25 @@ func (r *KubevirtMachineTemplateReconciler) SetupWithManager(ctx context.Context
 		return nil
 	})
 	return nil
+}
+
+// instancetypeToTemplates maps an instance type or preference to the
+// templates naming it.
+func (r *KubevirtMachineTemplateReconciler) instancetypeToTemplates(ctx context.Context, obj client.Object) []reconcile.Request {
+	isPreference := false
+	switch obj.(type) {
+	case *instancetypev1beta1.VirtualMachinePreference, *instancetypev1beta1.VirtualMachineClusterPreference:
+		isPreference = true
+	}
+	return listRequestsIf(ctx, r.Client, &infrav1.KubevirtMachineTemplateList{}, func(o client.Object) bool {
+		spec := &o.(*infrav1.KubevirtMachineTemplate).Spec.Template.Spec.VirtualMachineTemplate.Spec
+		name, kind := "", ""
+		switch {
+		case isPreference && spec.Preference != nil:
+			name, kind = spec.Preference.Name, spec.Preference.Kind
+		case !isPreference && spec.Instancetype != nil:
+			name, kind = spec.Instancetype.Name, spec.Instancetype.Kind
+		}
+		return name != "" && name == obj.GetName() && capacity.Namespaced(kind) == (obj.GetNamespace() != "")
+	})
 }

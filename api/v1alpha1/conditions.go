@@ -70,7 +70,8 @@ const (
 	InternalErrorReason = clusterv1.InternalErrorReason
 )
 
-// The CapacityKnown condition of a KubevirtMachineTemplate and its reasons.
+// The CapacityKnown condition of a KubevirtMachineTemplate and a
+// KubevirtMachinePool, and its reasons.
 const (
 	// CapacityKnownCondition is True when status.capacity could be computed
 	// from the template.

@@ -17,6 +17,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -75,6 +76,16 @@ type KubevirtMachinePoolStatus struct {
 	// disk from; the pool keeps it in use.
 	// +optional
 	GoldenImage *GoldenImageStatus `json:"goldenImage,omitempty"`
+
+	// capacity is the resources of one instance of the pool, which the
+	// cluster autoscaler reads to scale a MachinePool up from zero: vCPUs,
+	// memory, GPUs and host devices (docs/machinepools.md#autoscaling).
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+
+	// nodeInfo is the architecture and operating system of the instances.
+	// +optional
+	NodeInfo NodeInfo `json:"nodeInfo,omitempty,omitzero"`
 
 	// conditions report the state of the pool; Ready summarizes them.
 	// +optional

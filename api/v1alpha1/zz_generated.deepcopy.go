@@ -963,6 +963,14 @@ func (in *KubevirtMachinePoolStatus) DeepCopyInto(out *KubevirtMachinePoolStatus
 		*out = new(GoldenImageStatus)
 		**out = **in
 	}
+	if in.Capacity != nil {
+		in, out := &in.Capacity, &out.Capacity
+		*out = make(v1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
+	out.NodeInfo = in.NodeInfo
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]metav1.Condition, len(*in))

@@ -46,6 +46,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/capacity"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/poolbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
@@ -117,6 +118,9 @@ func (s *Service) reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 		o := sc.Access.Outcome
 		return outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,
 			Message: "cannot use the infra cluster: " + o.Message}, nil
+	}
+	if err := s.reconcileCapacity(ctx, sc); err != nil {
+		return outcome.Outcome{}, err
 	}
 	key := sc.Key()
 	pool, o, err := s.ensurePool(ctx, sc, key)
@@ -336,4 +340,23 @@ func (s *Service) guestAllowed(ctx context.Context, sc *Scope, vmNamespace strin
 		Path:   field.NewPath("spec", "template", "spec"),
 	})
 	return tenancy.Outcome(refusal, err, s.recheck())
+}
+
+// reconcileCapacity reports what one instance offers, for the cluster
+// autoscaler to scale the MachinePool up from zero, reading the instance
+// type and preference the template names from the infra cluster's cache.
+// The pool does not watch them: one created later counts at the pool's
+// next reconcile.
+func (s *Service) reconcileCapacity(ctx context.Context, sc *Scope) error {
+	vmSpec := &sc.Pool.Spec.Template.Spec.VirtualMachineTemplate.Spec
+	var src capacity.Sources
+	if capacity.SelectsSources(vmSpec) {
+		infra := sc.Access.Infra
+		var err error
+		if src, err = capacity.ReadSources(ctx, infra.Client, infra.Namespace, vmSpec); err != nil {
+			return err
+		}
+	}
+	recordCapacity(sc.Pool, capacity.FromVirtualMachine(vmSpec, src))
+	return nil
 }

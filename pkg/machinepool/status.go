@@ -15,11 +15,11 @@ limitations under the License.
 */
 
 // This file sets every KubevirtMachinePool condition:
-// VirtualMachinePoolReady, which the pool service owns, and
-// InfraClusterAvailable, Paused and the Ready summary, which the
+// VirtualMachinePoolReady and CapacityKnown, which the pool service owns,
+// and InfraClusterAvailable, Paused and the Ready summary, which the
 // controller sets through it (docs/status_test.go holds it); and the
 // pool's reported fields: provisioned, its VirtualMachinePool, its
-// instances' providerIDs and counts.
+// instances' providerIDs and counts, and one instance's capacity.
 
 package machinepool
 
@@ -31,6 +31,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/capacity"
 )
 
 // record sets VirtualMachinePoolReady from o, with an Event when it
@@ -75,4 +76,17 @@ func recordProvisioned(p *infrav1.KubevirtMachinePool, key types.NamespacedName)
 func recordInstances(p *infrav1.KubevirtMachinePool, ids []string, ready int32) {
 	p.Spec.ProviderIDList = ids
 	p.Status.Replicas, p.Status.ReadyReplicas = int32(len(ids)), ready
+}
+
+// recordCapacity reports what one instance of the pool offers, for the
+// cluster autoscaler, and whether it is known; an unknown capacity is
+// cleared rather than left stale.
+func recordCapacity(p *infrav1.KubevirtMachinePool, res capacity.Result) {
+	p.Status.Capacity, p.Status.NodeInfo = res.Capacity, res.NodeInfo
+	if !res.Known() {
+		p.Status.Capacity = nil
+		outcome.Set(p, infrav1.CapacityKnownCondition, outcome.Fail(res.Reason, res.Message))
+		return
+	}
+	outcome.Set(p, infrav1.CapacityKnownCondition, outcome.Ready(res.Reason, res.Message))
 }

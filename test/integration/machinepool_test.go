@@ -77,6 +77,13 @@ func TestMachinePoolRunsOnAVirtualMachinePool(t *testing.T) {
 	pool := &poolv1.VirtualMachinePool{}
 	g.Expect(infra.Get(ctx, key, pool)).To(Succeed())
 	g.Expect(pool.Spec.ScaleInStrategy.Unmanaged).NotTo(BeNil(), "the provider picks which VMs go")
+	// What the cluster autoscaler reads to scale the MachinePool from zero.
+	scaled := get(t, tc.c, p)
+	g.Expect(scaled.Status.Capacity).To(HaveLen(2))
+	g.Expect(scaled.Status.Capacity.Cpu().String()).To(Equal("1"))
+	g.Expect(scaled.Status.Capacity.Memory().String()).To(Equal("1Gi"))
+	g.Expect(scaled.Status.NodeInfo.Architecture).To(Equal(infrav1.ArchitectureAmd64))
+	g.Expect(conditions.IsTrue(scaled, infrav1.CapacityKnownCondition)).To(BeTrue())
 	secret := &corev1.Secret{}
 	g.Expect(infra.Get(ctx, types.NamespacedName{Namespace: tc.ns, Name: p.Name + infrav1.UserDataSecretSuffix}, secret)).To(Succeed())
 	g.Expect(secret.Data).To(HaveKeyWithValue("userdata", []byte(fixture.ValidCloudConfig)))
