@@ -83,6 +83,7 @@ func TestClusterTemplates(t *testing.T) {
 		"cluster-template-cloud-provider-csi.yaml": withAddons(2),
 		"cluster-template.yaml":                    plain,
 		"cluster-template-external-infra.yaml":     plain,
+		"cluster-template-gpu.yaml":                plain,
 		"cluster-template-ignition.yaml":           plain,
 		"cluster-template-multus.yaml":             plain,
 		"cluster-template-multus-ipam.yaml":        plain,
