@@ -102,6 +102,9 @@ func TestClusterClassPatches(t *testing.T) {
 	maxCPU["machine"] = `{"cpu":3,"memory":"6144Mi","maxCpu":5}`
 	maxMemory := maps.Clone(defaults)
 	maxMemory["machine"] = `{"cpu":2,"memory":"4Gi","maxMemory":"10Gi"}`
+	// Two GPUs of one model and a host device whose count is left out.
+	withDevices := maps.Clone(defaults)
+	withDevices["devices"] = `{"gpus":[{"deviceName":"nvidia.com/GA102GL_A10","count":2}],"hostDevices":[{"deviceName":"intel.com/qat"}]}`
 	everything := map[string]string{
 		"image":                `{"registry":{"url":"docker://registry.example.com/node:v1.34.1"}}`,
 		"rootDisk":             `{"size":"30Gi","storageClass":"fast"}`,
@@ -234,6 +237,29 @@ func TestClusterClassPatches(t *testing.T) {
 				g.Expect(field(u, "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "memory")).To(
 					Equal(map[string]any{"guest": "4Gi", "maxGuest": "10Gi"}))
 			}
+		}},
+		{"devices", withDevices, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
+			var vmi []string
+			switch {
+			case u.GetKind() == "KubevirtMachinePoolTemplate":
+				vmi = []string{"spec", "template", "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec"}
+			case u.GetKind() == "KubevirtMachineTemplate":
+				vmi = []string{"spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec"}
+			default:
+				return
+			}
+			if role.name == "kubevirt-control-plane" {
+				g.Expect(field(u, append(vmi, "domain", "devices")...)).To(Equal(map[string]any{}), "the control plane gets no device")
+				return
+			}
+			g.Expect(field(u, append(vmi, "domain", "devices")...)).To(Equal(map[string]any{
+				"gpus": []any{
+					map[string]any{"name": "gpu-0-0", "deviceName": "nvidia.com/GA102GL_A10"},
+					map[string]any{"name": "gpu-0-1", "deviceName": "nvidia.com/GA102GL_A10"},
+				},
+				"hostDevices": []any{map[string]any{"name": "hostdevice-0-0", "deviceName": "intel.com/qat"}},
+			}), "%s %s", u.GetKind(), role.name)
+			g.Expect(field(u, append(vmi, "tolerations")...)).To(Equal([]any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists"}}))
 		}},
 		{"placement and preset", placed, func(g Gomega, role classTemplate, u *unstructured.Unstructured) {
 			if u.GetKind() != "KubevirtMachineTemplate" {
