@@ -94,10 +94,11 @@ type KubevirtClusterReconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=kubevirtclusteridentities,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
-// The labels of what a VM in a shared infra namespace clones from
-// (pkg/infra/tenancy CheckOwned).
+// The labels of what a VM in a shared infra namespace clones from, and of
+// the DRA claims a VM names (pkg/infra/tenancy CheckOwned).
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datasources,verbs=get
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch;create;update;delete

@@ -51,6 +51,9 @@ const (
 	KindConfigMap  = "ConfigMap"
 	KindClaim      = "PersistentVolumeClaim"
 	KindDataVolume = "DataVolume"
+	// KindResourceClaim is a DRA claim a VM names to share its devices;
+	// one it makes from a ResourceClaimTemplate is its own.
+	KindResourceClaim = "ResourceClaim"
 )
 
 // Named is an infra object a VM names in its namespace: it must carry the
@@ -112,6 +115,13 @@ func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNe
 		r, n := volume(v, allow, own, p)
 		rs = append(rs, r...)
 		named = append(named, n...)
+	}
+	// A claim named outright is shared with every pod naming it: its
+	// devices are another cluster's unless the claim is this one's.
+	for i, c := range vm.Template.Spec.ResourceClaims {
+		if c.ResourceClaimName != nil {
+			named = append(named, Named{KindResourceClaim, *c.ResourceClaimName, vmi.Child("spec", "resourceClaims").Index(i).Child("resourceClaimName")})
+		}
 	}
 	for i, c := range vm.Template.Spec.AccessCredentials {
 		p := vmi.Child("spec", "accessCredentials").Index(i)

@@ -34,12 +34,13 @@ import (
 )
 
 var namedKinds = map[string]schema.GroupVersionKind{
-	KindSecret:     corev1.SchemeGroupVersion.WithKind("Secret"),
-	KindConfigMap:  corev1.SchemeGroupVersion.WithKind("ConfigMap"),
-	KindClaim:      corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
-	KindDataVolume: {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"},
-	KindDataSource: {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataSource"},
-	KindSnapshot:   {Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
+	KindSecret:        corev1.SchemeGroupVersion.WithKind("Secret"),
+	KindConfigMap:     corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+	KindClaim:         corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
+	KindDataVolume:    {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"},
+	KindDataSource:    {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataSource"},
+	KindSnapshot:      {Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
+	KindResourceClaim: {Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaim"},
 }
 
 // CheckOwned refuses a named object of the VM's infra namespace that does

@@ -73,6 +73,12 @@ func TestGuest(t *testing.T) {
 			kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserDataSecretRef: &corev1.LocalObjectReference{Name: "ud"}}},
 			kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "evil.example/disk", ImagePullSecret: "pull"}},
 		)), named: []string{"Secret s", "ConfigMap cm", "PersistentVolumeClaim pvc", "Secret ud", "Secret pull"}},
+		{name: "a DRA claim named outright is named; one from a template is the VM's own", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			s.VirtualMachineTemplate.Spec.Template.Spec.ResourceClaims = []kubevirtv1.VirtualMachineInstanceResourceClaim{
+				{Name: "shared", ResourceClaimName: ptr.To("victim-gpu")},
+				{Name: "own", ResourceClaimTemplateName: ptr.To("one-gpu")},
+			}
+		}), named: []string{"ResourceClaim victim-gpu"}},
 		{name: "unlabelled objects allowed", spec: vmWith(volumes(kubevirtv1.VolumeSource{Secret: &kubevirtv1.SecretVolumeSource{SecretName: "s"}})),
 			allow: infrav1.GuestAllowances{UnlabelledObjects: true}},
 		{name: "own data volume template is not named", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
