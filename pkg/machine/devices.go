@@ -18,10 +18,13 @@ package machine
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
@@ -29,27 +32,42 @@ import (
 
 // countFreeDevices adds to an InsufficientDevices state how many of each
 // short device are free: what the infra nodes advertise, less what the VM
-// instances placed there hold, both read from the infra cluster's cache,
-// which already watches them. An infra cluster whose nodes the provider
-// may not read keeps the scheduler's words alone.
+// instances placed on those nodes hold. Both are read from the API server,
+// bounded in time: the provider's cache of an external infra cluster
+// watches no Nodes (its credential may not list them) and only the VMs'
+// namespace. Only the VM instances of the nodes with the devices are
+// listed, by KubeVirt's node label. An infra cluster whose nodes the
+// provider may not read keeps the scheduler's words alone.
 func countFreeDevices(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, state vmstatus.State) vmstatus.State {
 	if state.Reason != infrav1.InsufficientDevicesReason {
 		return state
 	}
-	reader := sc.Access.Infra.Client
+	short := vmstatus.ShortDevices(vmi)
+	readCtx, cancel := context.WithTimeout(ctx, infraReadTimeout)
+	defer cancel()
+	reader := sc.Access.Infra.APIReader
 	nodes := &corev1.NodeList{}
-	vmis := &kubevirtv1.VirtualMachineInstanceList{}
-	if err := reader.List(ctx, nodes); err != nil {
+	if err := reader.List(readCtx, nodes); err != nil {
 		ctrl.LoggerFrom(ctx).V(2).Info("Cannot list infra nodes; free devices are not counted", "reason", err.Error())
 		return state
 	}
-	if err := reader.List(ctx, vmis); err != nil {
-		ctrl.LoggerFrom(ctx).V(2).Info("Cannot list VM instances; free devices are not counted", "reason", err.Error())
-		return state
+	var vmis []kubevirtv1.VirtualMachineInstance
+	for _, n := range nodes.Items {
+		if !slices.ContainsFunc(short, func(d vmstatus.DeviceShortage) bool {
+			return !n.Status.Allocatable.Name(d.Resource, resource.DecimalSI).IsZero()
+		}) {
+			continue
+		}
+		placed := &kubevirtv1.VirtualMachineInstanceList{}
+		if err := reader.List(readCtx, placed, client.MatchingLabels{kubevirtv1.NodeNameLabel: n.Name}); err != nil {
+			ctrl.LoggerFrom(ctx).V(2).Info("Cannot list the VM instances of an infra node; free devices are not counted", "node", n.Name, "reason", err.Error())
+			return state
+		}
+		vmis = append(vmis, placed.Items...)
 	}
 	counts := map[corev1.ResourceName]vmstatus.DeviceCount{}
-	for _, d := range vmstatus.ShortDevices(vmi) {
-		counts[d.Resource] = vmstatus.CountDevices(nodes.Items, vmis.Items, d.Resource)
+	for _, d := range short {
+		counts[d.Resource] = vmstatus.CountDevices(nodes.Items, vmis, d.Resource)
 	}
 	state.Message = vmstatus.DevicesMessage(vmi, counts)
 	return state

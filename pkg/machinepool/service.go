@@ -119,9 +119,7 @@ func (s *Service) reconcile(ctx context.Context, sc *Scope) (outcome.Outcome, er
 		return outcome.Outcome{State: o.State, Reason: o.Reason, RequeueAfter: o.RequeueAfter,
 			Message: "cannot use the infra cluster: " + o.Message}, nil
 	}
-	if err := s.reconcileCapacity(ctx, sc); err != nil {
-		return outcome.Outcome{}, err
-	}
+	s.reconcileCapacity(ctx, sc)
 	key := sc.Key()
 	pool, o, err := s.ensurePool(ctx, sc, key)
 	if err != nil || pool == nil {
@@ -346,17 +344,18 @@ func (s *Service) guestAllowed(ctx context.Context, sc *Scope, vmNamespace strin
 // autoscaler to scale the MachinePool up from zero, reading the instance
 // type and preference the template names from the infra cluster's cache.
 // The pool does not watch them: one created later counts at the pool's
-// next reconcile.
-func (s *Service) reconcileCapacity(ctx context.Context, sc *Scope) error {
+// next reconcile. One that cannot be read leaves CapacityKnown False, and
+// the pool goes on: its instances need no capacity.
+func (s *Service) reconcileCapacity(ctx context.Context, sc *Scope) {
 	vmSpec := &sc.Pool.Spec.Template.Spec.VirtualMachineTemplate.Spec
 	var src capacity.Sources
 	if capacity.SelectsSources(vmSpec) {
 		infra := sc.Access.Infra
 		var err error
 		if src, err = capacity.ReadSources(ctx, infra.Client, infra.Namespace, vmSpec); err != nil {
-			return err
+			recordCapacity(sc.Pool, capacity.Result{Reason: infrav1.InstancetypeUnavailableReason, Message: err.Error()})
+			return
 		}
 	}
 	recordCapacity(sc.Pool, capacity.FromVirtualMachine(vmSpec, src))
-	return nil
 }

@@ -69,7 +69,7 @@ type InfraChecks struct {
 }
 
 // open opens the machine's infra cluster with the same user and VM
-// namespace as the machine controller (machine.Scope.VMNamespace).
+// namespace as the machine controller (machine.Scope.SetAccess).
 func (t *InfraChecks) open(ctx context.Context, kc *infrav1.KubevirtCluster, km *infrav1.KubevirtMachine) infracluster.Access {
 	spec := field.NewPath("spec")
 	return t.Clients.Open(ctx, tenancy.MachineSource(&km.Spec, kc, spec), km.Namespace, tenancy.MachineRequest(&km.Spec, spec),

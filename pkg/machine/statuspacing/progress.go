@@ -189,7 +189,7 @@ func StageOf(km *infrav1.KubevirtMachine) string {
 		return metrics.StageGoldenImage
 	case infrav1.DiskImportingReason, infrav1.DiskCloningReason, infrav1.DiskPendingReason, infrav1.DiskFailedReason:
 		return metrics.StageRootDisk
-	case infrav1.PendingReason, infrav1.UnschedulableReason:
+	case infrav1.PendingReason, infrav1.UnschedulableReason, infrav1.InsufficientDevicesReason:
 		return metrics.StageScheduling
 	case infrav1.BootingReason, infrav1.StartFailedReason, infrav1.CrashLoopBackOffReason, infrav1.NodeNetworkNotFoundReason:
 		return metrics.StageBoot

@@ -45,7 +45,9 @@ type Result struct {
 }
 
 // Known reports whether the capacity could be computed.
-func (r Result) Known() bool { return r.Reason != infrav1.CapacityUnknownReason }
+func (r Result) Known() bool {
+	return r.Reason == infrav1.FromTemplateReason || r.Reason == infrav1.FromInstancetypeReason
+}
 
 // Sources are the instance type and preference a VM selects, as read from
 // the infra cluster; nil when the VM selects none or it was not found.
