@@ -98,7 +98,7 @@ type KubevirtClusterReconciler struct {
 // the DRA claims a VM names (pkg/infra/tenancy CheckOwned).
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datasources,verbs=get
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get
-// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims;resourceclaimtemplates,verbs=get
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch;create;update;delete

@@ -54,6 +54,10 @@ const (
 	// KindResourceClaim is a DRA claim a VM names to share its devices;
 	// one it makes from a ResourceClaimTemplate is its own.
 	KindResourceClaim = "ResourceClaim"
+	// KindResourceClaimTemplate is what a VM's own DRA claim is made
+	// from; in a shared namespace it must be its cluster's too, as it says
+	// which devices and with what access.
+	KindResourceClaimTemplate = "ResourceClaimTemplate"
 )
 
 // Named is an infra object a VM names in its namespace: it must carry the
@@ -119,8 +123,12 @@ func Guest(spec *infrav1.KubevirtMachineSpec, clusterNetworks []infrav1.MultusNe
 	// A claim named outright is shared with every pod naming it: its
 	// devices are another cluster's unless the claim is this one's.
 	for i, c := range vm.Template.Spec.ResourceClaims {
+		p := vmi.Child("spec", "resourceClaims").Index(i)
 		if c.ResourceClaimName != nil {
-			named = append(named, Named{KindResourceClaim, *c.ResourceClaimName, vmi.Child("spec", "resourceClaims").Index(i).Child("resourceClaimName")})
+			named = append(named, Named{KindResourceClaim, *c.ResourceClaimName, p.Child("resourceClaimName")})
+		}
+		if c.ResourceClaimTemplateName != nil && shared {
+			named = append(named, Named{KindResourceClaimTemplate, *c.ResourceClaimTemplateName, p.Child("resourceClaimTemplateName")})
 		}
 	}
 	for i, c := range vm.Template.Spec.AccessCredentials {

@@ -34,13 +34,14 @@ import (
 )
 
 var namedKinds = map[string]schema.GroupVersionKind{
-	KindSecret:        corev1.SchemeGroupVersion.WithKind("Secret"),
-	KindConfigMap:     corev1.SchemeGroupVersion.WithKind("ConfigMap"),
-	KindClaim:         corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
-	KindDataVolume:    {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"},
-	KindDataSource:    {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataSource"},
-	KindSnapshot:      {Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
-	KindResourceClaim: {Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaim"},
+	KindSecret:                corev1.SchemeGroupVersion.WithKind("Secret"),
+	KindConfigMap:             corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+	KindClaim:                 corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
+	KindDataVolume:            {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"},
+	KindDataSource:            {Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataSource"},
+	KindSnapshot:              {Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
+	KindResourceClaim:         {Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaim"},
+	KindResourceClaimTemplate: {Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaimTemplate"},
 }
 
 // CheckOwned refuses a named object of the VM's infra namespace that does

@@ -79,6 +79,11 @@ func TestGuest(t *testing.T) {
 				{Name: "own", ResourceClaimTemplateName: ptr.To("one-gpu")},
 			}
 		}), named: []string{"ResourceClaim victim-gpu"}},
+		{name: "in a shared namespace, a DRA claim template is named too", vmNamespace: "shared", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
+			s.VirtualMachineTemplate.Spec.Template.Spec.ResourceClaims = []kubevirtv1.VirtualMachineInstanceResourceClaim{
+				{Name: "own", ResourceClaimTemplateName: ptr.To("one-gpu")},
+			}
+		}), named: []string{"ResourceClaimTemplate one-gpu"}},
 		{name: "unlabelled objects allowed", spec: vmWith(volumes(kubevirtv1.VolumeSource{Secret: &kubevirtv1.SecretVolumeSource{SecretName: "s"}})),
 			allow: infrav1.GuestAllowances{UnlabelledObjects: true}},
 		{name: "own data volume template is not named", spec: vmWith(func(s *infrav1.KubevirtMachineSpec) {
