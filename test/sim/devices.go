@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -38,19 +39,26 @@ const UnexpectedAdmissionError = "UnexpectedAdmissionError"
 // that raced another onto the node; a real kubelet then fails the pod with
 // UnexpectedAdmissionError and the message returned here
 // (docs/kubevirt-behaviour.md#gpus-and-host-devices). Empty means the pod
-// fits.
-func (s *Simulator) devicesShort(ctx context.Context, pod *corev1.Pod) (string, error) {
+// fits. unseen is true when the simulator's cache does not show the node,
+// or not the resource on it, yet: a real kubelet knows its own node, so
+// the pod is looked at again rather than refused.
+func (s *Simulator) devicesShort(ctx context.Context, pod *corev1.Pod) (short string, unseen bool, err error) {
 	want := deviceRequests(pod)
 	if len(want) == 0 {
-		return "", nil
+		return "", false, nil
 	}
 	node := &corev1.Node{}
 	if err := s.client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
-		return "", err
+		return "", apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}
+	for name := range want {
+		if _, ok := node.Status.Allocatable[name]; !ok {
+			return "", true, nil
+		}
 	}
 	pods := &corev1.PodList{}
 	if err := s.client.List(ctx, pods); err != nil {
-		return "", err
+		return "", false, err
 	}
 	held := map[corev1.ResourceName]int64{}
 	for i := range pods.Items {
@@ -75,10 +83,10 @@ func (s *Simulator) devicesShort(ctx context.Context, pod *corev1.Pod) (string, 
 		free := max(q.Value()-held[name], 0)
 		if want[name] > free {
 			return fmt.Sprintf("Allocate failed due to requested number of devices unavailable for %s. Requested: %d, Available: %d, which is unexpected",
-				name, want[name], free), nil
+				name, want[name], free), false, nil
 		}
 	}
-	return "", nil
+	return "", false, nil
 }
 
 // deviceRequests sums what the pod's containers ask of device plugin

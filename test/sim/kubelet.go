@@ -83,10 +83,13 @@ func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request
 	before := pod.DeepCopy()
 	if pod.Status.Phase != corev1.PodRunning {
 		// Admission comes before the sandbox and its networks.
-		if short, err := s.devicesShort(ctx, pod); err != nil || short != "" {
-			if err != nil {
-				return reconcile.Result{}, client.IgnoreNotFound(err)
-			}
+		short, unseen, err := s.devicesShort(ctx, pod)
+		switch {
+		case err != nil:
+			return reconcile.Result{}, err
+		case unseen:
+			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+		case short != "":
 			return reconcile.Result{}, s.rejectPod(ctx, pod, UnexpectedAdmissionError, short)
 		}
 		if missing, err := s.missingNetwork(ctx, pod); err != nil || missing != "" {

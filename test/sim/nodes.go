@@ -56,7 +56,7 @@ type NodeSpec struct {
 	// virt-handler's own: a GPU model's or a host device's resource name
 	// (as KubeVirt's permittedHostDevices names it) and how many the node
 	// has. The scheduler fits launcher pods to them and the simulated
-	// kubelet admits a pod only while enough are free (see admitDevices).
+	// kubelet admits a pod only while enough are free (see devicesShort).
 	Devices map[corev1.ResourceName]int64
 	// CPUManager labels the node cpumanager=true, as virt-handler does on
 	// nodes whose kubelet runs the static CPU manager policy: VMs with

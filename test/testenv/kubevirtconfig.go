@@ -114,9 +114,21 @@ func restorePatch(kv *kubevirtv1.KubeVirt) ([]byte, error) {
 		}
 		return v
 	}
+	// A merge patch merges objects: each list is written, null where it
+	// was not, so that what a patch added goes.
 	var permitted any
 	if p := kv.Spec.Configuration.PermittedHostDevices; p != nil {
-		permitted = p
+		orNone := func(v any, empty bool) any {
+			if empty {
+				return nil
+			}
+			return v
+		}
+		permitted = map[string]any{
+			"pciHostDevices":  orNone(p.PciHostDevices, p.PciHostDevices == nil),
+			"mediatedDevices": orNone(p.MediatedDevices, p.MediatedDevices == nil),
+			"usb":             orNone(p.USB, p.USB == nil),
+		}
 	}
 	return json.Marshal(map[string]any{"spec": map[string]any{
 		"configuration": map[string]any{

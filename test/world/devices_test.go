@@ -48,6 +48,18 @@ func addGPUNode(t *testing.T, name string) {
 		Devices: map[corev1.ResourceName]int64{testenv.GPUResource: 1},
 	})).To(Succeed())
 	t.Cleanup(func() {
+		// Once no launcher pod runs there, as a node is drained first.
+		g.Eventually(func() []string {
+			pods := &corev1.PodList{}
+			g.Expect(w.Env.Client.List(ctx, pods, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"})).To(Succeed())
+			var left []string
+			for _, p := range pods.Items {
+				if p.Spec.NodeName == name && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
+					left = append(left, p.Name)
+				}
+			}
+			return left
+		}, 60*time.Second).Should(BeEmpty(), "launcher pods left on %s", name)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := w.Env.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 			t.Error(err)
@@ -76,14 +88,16 @@ func TestGPUsPlacedByTheSchedulerAndAdmittedByTheKubelet(t *testing.T) {
 	patchKubeVirt(t, w.Env.Client, testenv.PermittedGPUPatch)
 	addGPUNode(t, "infra-gpu")
 
-	first := gpuVM(ns, "gpu-first")
+	first, second := gpuVM(ns, "gpu-first"), gpuVM(ns, "gpu-second")
+	t.Cleanup(func() {
+		for _, v := range []*kubevirtv1.VirtualMachine{first, second} {
+			_ = w.Env.Client.Delete(ctx, v)
+		}
+	})
 	vmi := runVM(g, first)
 	g.Expect(vmi.Status.NodeName).To(Equal("infra-gpu"))
-	t.Cleanup(func() { _ = w.Env.Client.Delete(ctx, first) })
 
-	second := gpuVM(ns, "gpu-second")
 	g.Expect(w.Env.Client.Create(ctx, second)).To(Succeed())
-	t.Cleanup(func() { _ = w.Env.Client.Delete(ctx, second) })
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(w.Env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"})).To(Succeed())
@@ -99,7 +113,8 @@ func TestGPUsPlacedByTheSchedulerAndAdmittedByTheKubelet(t *testing.T) {
 	}, 60*time.Second).Should(Succeed(), "the second GPU VM's launcher pod was not left unschedulable")
 
 	// A pod bound straight to the node, as a racing binder would, is
-	// refused at admission: the node's one GPU is held.
+	// refused at admission: the node's one GPU is held. It ends Failed, so
+	// it holds no device and leaves the node.
 	limits := corev1.ResourceList{testenv.GPUResource: resource.MustParse("1")}
 	bound := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bound-past-the-scheduler", Labels: map[string]string{kubevirtv1.AppLabel: "virt-launcher"}},
