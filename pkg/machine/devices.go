@@ -22,6 +22,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,8 +38,8 @@ import (
 // bounded in time: the provider's cache of an external infra cluster
 // watches no Nodes (its credential may not list them) and only the VMs'
 // namespace. Only the VM instances of the nodes with the devices are
-// listed, by KubeVirt's node label. An infra cluster whose nodes the
-// provider may not read keeps the scheduler's words alone.
+// listed, in one call by KubeVirt's node label. An infra cluster whose
+// nodes the provider may not read keeps the scheduler's words alone.
 func countFreeDevices(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, state vmstatus.State) vmstatus.State {
 	if state.Reason != infrav1.InsufficientDevicesReason {
 		return state
@@ -51,23 +53,28 @@ func countFreeDevices(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMac
 		ctrl.LoggerFrom(ctx).V(2).Info("Cannot list infra nodes; free devices are not counted", "reason", err.Error())
 		return state
 	}
-	var vmis []kubevirtv1.VirtualMachineInstance
+	var withDevices []string
 	for _, n := range nodes.Items {
-		if !slices.ContainsFunc(short, func(d vmstatus.DeviceShortage) bool {
+		if slices.ContainsFunc(short, func(d vmstatus.DeviceShortage) bool {
 			return !n.Status.Allocatable.Name(d.Resource, resource.DecimalSI).IsZero()
 		}) {
-			continue
+			withDevices = append(withDevices, n.Name)
 		}
-		placed := &kubevirtv1.VirtualMachineInstanceList{}
-		if err := reader.List(readCtx, placed, client.MatchingLabels{kubevirtv1.NodeNameLabel: n.Name}); err != nil {
-			ctrl.LoggerFrom(ctx).V(2).Info("Cannot list the VM instances of an infra node; free devices are not counted", "node", n.Name, "reason", err.Error())
+	}
+	placed := &kubevirtv1.VirtualMachineInstanceList{}
+	if len(withDevices) > 0 {
+		onNodes, err := labels.NewRequirement(kubevirtv1.NodeNameLabel, selection.In, withDevices)
+		if err == nil {
+			err = reader.List(readCtx, placed, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*onNodes)})
+		}
+		if err != nil {
+			ctrl.LoggerFrom(ctx).V(2).Info("Cannot list the VM instances of the device nodes; free devices are not counted", "reason", err.Error())
 			return state
 		}
-		vmis = append(vmis, placed.Items...)
 	}
 	counts := map[corev1.ResourceName]vmstatus.DeviceCount{}
 	for _, d := range short {
-		counts[d.Resource] = vmstatus.CountDevices(nodes.Items, vmis, d.Resource)
+		counts[d.Resource] = vmstatus.CountDevices(nodes.Items, placed.Items, d.Resource)
 	}
 	state.Message = vmstatus.DevicesMessage(vmi, counts)
 	return state
