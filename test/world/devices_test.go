@@ -18,6 +18,7 @@ package world_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -29,6 +30,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/testenv"
 )
@@ -142,4 +145,35 @@ func TestGPUsPlacedByTheSchedulerAndAdmittedByTheKubelet(t *testing.T) {
 	g.Eventually(func() error {
 		return w.Env.Client.Get(ctx, client.ObjectKeyFromObject(first), &kubevirtv1.VirtualMachine{})
 	}, 30*time.Second).Should(Satisfy(apierrors.IsNotFound))
+}
+
+// TestHardSpreadLeavesTaintedDeviceNodesOut checks the provider's spread
+// constraint against the real scheduler with a tainted GPU node beside
+// the three plain ones: the GPU node, which the VMs do not tolerate, is no
+// domain of the spread, so six VMs spread hard over hosts run two to a
+// node. Counted as a domain, as the scheduler counts every node unless
+// told to honour taints, the empty GPU node would leave every VM after the
+// third Pending.
+func TestHardSpreadLeavesTaintedDeviceNodesOut(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	addGPUNode(t, "infra-gpu")
+	group := &metav1.LabelSelector{MatchLabels: map[string]string{"spread": "hard"}}
+	spread, ok := vmbuilder.SpreadConstraint(infrav1.TopologySpreadSpec{Policy: infrav1.SpreadHard}, group)
+	g.Expect(ok).To(BeTrue())
+	var names []string
+	for i := range 6 {
+		name := fmt.Sprintf("spread-%d", i)
+		names = append(names, name)
+		g.Expect(w.Env.Client.Create(context.Background(), vm(ns, name, func(v *kubevirtv1.VirtualMachine) {
+			v.Spec.Template.ObjectMeta.Labels = group.MatchLabels
+			v.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{spread}
+		}))).To(Succeed())
+	}
+	g.Eventually(nodesOf(g, ns, names...), 60*time.Second).Should(HaveLen(6))
+	perNode := map[string]int{}
+	for _, n := range nodesOf(g, ns, names...)() {
+		perNode[n]++
+	}
+	g.Expect(perNode).To(Equal(map[string]int{"infra-a": 2, "infra-b": 2, "infra-c": 2}))
 }

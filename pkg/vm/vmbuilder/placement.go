@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -88,9 +89,13 @@ func SpreadConstraint(s infrav1.TopologySpreadSpec, group *metav1.LabelSelector)
 	if s.Policy == infrav1.SpreadNone {
 		return corev1.TopologySpreadConstraint{}, false
 	}
+	// A node the VM does not tolerate is no domain to spread over: the
+	// scheduler counts every node by default (nodeTaintsPolicy Ignore), so
+	// a tainted GPU node, or a cordoned one, would hold none of the group
+	// and leave every other node "too full" for a hard spread.
 	c := corev1.TopologySpreadConstraint{
 		MaxSkew: 1, TopologyKey: DefaultTopologyKey, WhenUnsatisfiable: corev1.ScheduleAnyway,
-		LabelSelector: group.DeepCopy(),
+		LabelSelector: group.DeepCopy(), NodeTaintsPolicy: ptr.To(corev1.NodeInclusionPolicyHonor),
 	}
 	if s.MaxSkew > 0 {
 		c.MaxSkew = s.MaxSkew

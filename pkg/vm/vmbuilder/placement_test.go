@@ -32,6 +32,9 @@ import (
 )
 
 func TestPlacement(t *testing.T) {
+	// Tainted nodes (a GPU node, a cordoned one) are no domains of the
+	// provider's spread; the template's own spread is kept as written.
+	honor := corev1.NodeInclusionPolicyHonor
 	mdGroup := &metav1.LabelSelector{MatchLabels: map[string]string{
 		infrav1.ClusterNameLabel: "c1", infrav1.KubevirtMachineNamespaceLabel: "tenant", infrav1.MachineDeploymentLabel: "md-0"}}
 	cpGroup := &metav1.LabelSelector{MatchLabels: map[string]string{
@@ -40,7 +43,7 @@ func TestPlacement(t *testing.T) {
 		return corev1.PodAffinityTerm{LabelSelector: g, TopologyKey: corev1.LabelHostname}
 	}
 	defaultSpread := func(g *metav1.LabelSelector) []corev1.TopologySpreadConstraint {
-		return []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: g}}
+		return []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: g, NodeTaintsPolicy: &honor}}
 	}
 	userNode := corev1.NodeSelectorRequirement{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}
 	tests := []struct {
@@ -87,7 +90,7 @@ func TestPlacement(t *testing.T) {
 		}}, defaultSpread(mdGroup)},
 		{"hard spread over zones with skew 2", func(in *Input) {
 			in.Spec.Placement.TopologySpread = infrav1.TopologySpreadSpec{Policy: infrav1.SpreadHard, TopologyKey: corev1.LabelTopologyZone, MaxSkew: 2}
-		}, nil, []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: mdGroup}}},
+		}, nil, []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: mdGroup, NodeTaintsPolicy: &honor}}},
 		{"policy None adds no spread", func(in *Input) { in.Spec.Placement.TopologySpread.Policy = infrav1.SpreadNone }, nil, nil},
 		{"the template's own spread wins", func(in *Input) {
 			in.Spec.VirtualMachineTemplate.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{
