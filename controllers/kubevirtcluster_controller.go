@@ -256,8 +256,8 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 			return err
 		}
 		// Zones come and go with infra nodes, and a zone whose nodes are all
-		// down takes no new control-plane machine: only label and
-		// usability changes matter, not status heartbeats. A kubeconfig
+		// down, or all tainted, takes no new control-plane machine: only
+		// label, usability and taint changes matter, not status heartbeats. A kubeconfig
 		// that may not list nodes gets no watch (the cache would never
 		// sync); its clusters must list failure domains explicitly.
 		if !mayListNodes(infra) {
@@ -266,7 +266,8 @@ func (r *KubevirtClusterReconciler) SetupWithManager(ctx context.Context, mgr ct
 		usabilityChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			oldNode, okOld := e.ObjectOld.(*corev1.Node)
 			newNode, okNew := e.ObjectNew.(*corev1.Node)
-			return okOld && okNew && failuredomains.Usable(oldNode) != failuredomains.Usable(newNode)
+			return okOld && okNew && (failuredomains.Usable(oldNode) != failuredomains.Usable(newNode) ||
+				failuredomains.Tainted(oldNode) != failuredomains.Tainted(newNode))
 		}}
 		return r.controller.Watch(source.Kind(infra.Cache, client.Object(&corev1.Node{}), handler.EnqueueRequestsFromMapFunc(allClusters),
 			predicate.Or[client.Object](predicate.LabelChangedPredicate{}, usabilityChanged)))

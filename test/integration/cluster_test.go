@@ -37,6 +37,7 @@ import (
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/sim"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/world"
 )
 
 // endpoint polls the KubevirtCluster's endpoint once provisioned.
@@ -171,14 +172,31 @@ func TestFailureDomains(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	discovered := ownedCluster(t, nil)
-	eventually(t, func() []string {
+	domains := func() []string {
 		kc := get(t, discovered.c, discovered.kc)
 		var names []string
 		for _, fd := range kc.Status.FailureDomains {
 			names = append(names, fmt.Sprintf("%s/%v", fd.Name, ptr.Deref(fd.ControlPlane, false)))
 		}
 		return names
-	}).Should(Equal([]string{"zone-a/true", "zone-b/true", "zone-c/true"}))
+	}
+	eventually(t, domains).Should(Equal([]string{"zone-a/true", "zone-b/true", "zone-c/true"}))
+
+	// A zone of tainted GPU nodes only takes no control-plane machine,
+	// which would wait there unscheduled; untainted, it takes them again.
+	gpuNode := world.DefaultNodes()[0]
+	gpuNode.Name, gpuNode.Zone = "infra-gpu-zone", "zone-gpu"
+	gpuNode.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+	g.Expect(sim.CreateNodes(ctx, w.Env.Client, gpuNode)).To(Succeed())
+	t.Cleanup(func() {
+		g.Expect(w.Env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: gpuNode.Name}})).To(Succeed())
+	})
+	eventually(t, domains).Should(Equal([]string{"zone-a/true", "zone-b/true", "zone-c/true", "zone-gpu/false"}))
+	node := &corev1.Node{}
+	g.Expect(w.Env.Client.Get(ctx, client.ObjectKey{Name: gpuNode.Name}, node)).To(Succeed())
+	node.Spec.Taints = nil
+	g.Expect(w.Env.Client.Update(ctx, node)).To(Succeed())
+	eventually(t, domains).Should(Equal([]string{"zone-a/true", "zone-b/true", "zone-c/true", "zone-gpu/true"}))
 
 	explicit := ownedCluster(t, func(kc *infrav1.KubevirtCluster) {
 		kc.Spec.FailureDomains = []infrav1.FailureDomainSpec{

@@ -38,8 +38,9 @@ func Status(spec []infrav1.FailureDomainSpec, nodes []corev1.Node) []clusterv1.F
 			out = append(out, clusterv1.FailureDomain{Name: fd.Name, ControlPlane: ptr.To(ptr.Deref(fd.ControlPlane, true))})
 		}
 	} else {
-		usable := map[string]bool{}
+		usable, open := map[string]bool{}, map[string]bool{}
 		var zones []string
+		anyOpen := false
 		for i := range nodes {
 			z := nodes[i].Labels[corev1.LabelTopologyZone]
 			if z == "" {
@@ -48,13 +49,24 @@ func Status(spec []infrav1.FailureDomainSpec, nodes []corev1.Node) []clusterv1.F
 			if _, seen := usable[z]; !seen {
 				zones = append(zones, z)
 			}
-			usable[z] = usable[z] || Usable(&nodes[i])
+			u := Usable(&nodes[i])
+			usable[z] = usable[z] || u
+			o := u && !Tainted(&nodes[i])
+			open[z] = open[z] || o
+			anyOpen = anyOpen || o
 		}
 		for _, z := range zones {
 			// A zone whose nodes are all down or cordoned stays listed, but
 			// Cluster API must not place a new control-plane machine there:
 			// it would wait unscheduled while the control plane runs short.
-			out = append(out, clusterv1.FailureDomain{Name: z, ControlPlane: ptr.To(usable[z])})
+			// So for a zone of tainted nodes only (GPU nodes kept for the
+			// VMs that tolerate them), unless every zone is tainted: then
+			// the control plane's VMs must tolerate the taints anyway.
+			cp := usable[z]
+			if anyOpen {
+				cp = open[z]
+			}
+			out = append(out, clusterv1.FailureDomain{Name: z, ControlPlane: ptr.To(cp)})
 		}
 	}
 	slices.SortFunc(out, func(a, b clusterv1.FailureDomain) int {
@@ -94,6 +106,17 @@ func Usable(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Tainted says whether a node keeps off the VMs that tolerate nothing: a
+// NoSchedule or NoExecute taint.
+func Tainted(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return true
 		}
 	}
 	return false
