@@ -122,10 +122,14 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 	// The ClusterIP cluster's tenant has an administrator's grant: an
 	// identity that places its VMs and Service in infraNS.
 	var infraNS, identity string
+	// The GPU cluster's other tenant holds one of the device nodes' GPUs
+	// with this VM (gpu_test.go).
+	var otherGPUVM *kubevirtv1.VirtualMachine
 	BeforeAll(func() {
 		if w == nil {
 			Skip("needs the sandbox world's clusterctl configuration")
 		}
+		namespaces["nolb"] = applyWithoutLoadBalancer(ctx)
 		for _, flavor := range runnableFlavors() {
 			ns := newNamespace(ctx, "e2e-flavor-")
 			prepareFlavor(ctx, flavor, ns)
@@ -145,6 +149,8 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 		Expect(out).To(ContainSubstring("type: ClusterIP"))
 		Expect(world.ApplyYAMLWith(ctx, c, []byte(out), withIdentity(identity, false))).To(Succeed())
 		namespaces["clusterip"] = ns
+		// Last: it waits for the other tenant's VM to take its GPU first.
+		namespaces["gpu"], otherGPUVM = applyGPUCluster(ctx)
 	})
 
 	It("lists, for every flavor, only variables docs/flavors.md documents, with the same defaults", func() {
@@ -178,6 +184,14 @@ var _ = Describe("clusterctl generate cluster", Ordered, ContinueOnFailure, func
 			deleteClusterLater(ctx, ns, "defaults")
 		})
 	}
+
+	It("falls back, on an infra namespace no load balancer serves, to the control-plane Service's cluster IP and reaches Running with defaults alone", func() {
+		expectLoadBalancerFallback(ctx, namespaces["nolb"])
+	})
+
+	It("runs the gpu flavor's workers on the device nodes; one more waits for a freed GPU, and a rollout needs none to spare", func() {
+		expectGPUWorkers(ctx, namespaces["gpu"], otherGPUVM)
+	})
 
 	It("renders a cluster whose control-plane endpoint is a ClusterIP Service, which reaches Running in the infra namespace its identity grants", func() {
 		ns := namespaces["clusterip"]
@@ -387,10 +401,12 @@ func expectRunningDescribed(ctx context.Context, ns, name string) (*infrav1.Kube
 // and topology flavors' clusters are Cluster API's quick starts'
 // (clusterapi_test.go), which check the same of them (the topology one
 // from an image repository of its own; the upgrade and scale specs run
-// that flavor's defaults alone).
+// that flavor's defaults alone). The gpu flavor's cluster runs with two
+// workers on device nodes (gpu_test.go): with its default of none, it
+// would show nothing of the flavor.
 func runnableFlavors() []string {
 	return slices.DeleteFunc(flavors(), func(flavor string) bool {
-		return flavor == "machinepool" || flavor == "multus-ipam" || flavor == "default" || flavor == "topology"
+		return flavor == "machinepool" || flavor == "multus-ipam" || flavor == "default" || flavor == "topology" || flavor == "gpu"
 	})
 }
 

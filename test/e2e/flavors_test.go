@@ -127,15 +127,6 @@ func checkFlavor(ctx context.Context, flavor string, kc *infrav1.KubevirtCluster
 		Expect(vm.Spec.Template.Spec.Domain.IOThreadsPolicy).To(HaveValue(Equal(kubevirtv1.IOThreadsPolicyAuto)))
 	case "cloud-provider", "cloud-provider-csi":
 		checkTenantCloud(ctx, flavor, kc)
-	case "gpu":
-		// Its workers wait at zero; their template tells the cluster
-		// autoscaler what one would offer, GPU included (docs/gpus.md).
-		kmt := &infrav1.KubevirtMachineTemplate{}
-		Eventually(func(g Gomega) string {
-			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: kc.Name + "-md-0"}, kmt)).To(Succeed())
-			gpus := kmt.Status.Capacity[corev1.ResourceName("nvidia.com/gpu")]
-			return gpus.String()
-		}).Should(Equal("1"), "the GPU workers' template counts their GPU")
 	case "persistent-storage":
 		Expect(km.Status.GoldenImage).To(BeNil(), "no golden image")
 		dv := &cdiv1.DataVolume{}

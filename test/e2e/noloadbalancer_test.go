@@ -29,42 +29,44 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/test/suite"
 )
 
-// An infra cluster without a load-balancer implementation (bare metal
-// without MetalLB): the world gives no LoadBalancer Service an address
-// while the spec runs, and the default flavor still comes up, its endpoint
-// fallen back to the control-plane Service's cluster IP
-// (docs/clusters.md#without-a-load-balancer).
-var _ = Describe("the default flavor on an infra cluster without a load balancer", func() {
-	ctx := context.Background()
+// applyWithoutLoadBalancer applies the default flavor with one worker in a
+// namespace of its own whose Services no load balancer serves, as on an
+// infra cluster without MetalLB or the like (a MetalLB pool can serve some
+// namespaces only), and returns the namespace. The flavors' container
+// applies it beside its other clusters.
+func applyWithoutLoadBalancer(ctx context.Context) string {
+	GinkgoHelper()
+	ns := newNamespace(ctx, "e2e-no-lb-")
+	w.Sim.SetLoadBalancerIn(ns, false)
+	DeferCleanup(func() { w.Sim.SetLoadBalancerIn(ns, true) })
+	applyGenerated(ctx, ns, nil, "generate", "cluster", "nolb", "--infrastructure", "kubevirt:"+suite.ReleaseVersion,
+		"--worker-machine-count", "1")
+	return ns
+}
 
-	It("falls back to the control-plane Service's cluster IP and reaches Running with defaults alone", func() {
-		if w == nil {
-			Skip("needs the sandbox world's load balancer")
+// expectLoadBalancerFallback checks that the cluster applyWithoutLoadBalancer
+// applied still comes up with defaults alone, its endpoint fallen back to
+// the control-plane Service's cluster IP
+// (docs/clusters.md#without-a-load-balancer), and says so in an Event.
+func expectLoadBalancerFallback(ctx context.Context, ns string) {
+	expectRunning(ctx, ns, "nolb")
+	expectMachinesWithNodes(ctx, ns, 2)
+
+	kc := kubevirtClusterOf(ctx, ns, "nolb")
+	svc := &corev1.Service{}
+	Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: kc.Name + "-lb"}, svc)).To(Succeed())
+	Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+	Expect(svc.Status.LoadBalancer.Ingress).To(BeEmpty(), "no load balancer gave the Service an address")
+	Expect(kc.Spec.ControlPlaneEndpoint.Host).To(Equal(svc.Spec.ClusterIP), "the endpoint fell back to the Service's cluster IP")
+
+	events := &eventsv1.EventList{}
+	Expect(c.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	var notes []string
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "KubevirtCluster" && e.Regarding.Name == kc.Name && e.Reason == cluster.LoadBalancerUnavailableReason {
+			notes = append(notes, e.Note)
 		}
-		w.Sim.SetLoadBalancer(false)
-		DeferCleanup(func() { w.Sim.SetLoadBalancer(true) })
-		ns := newNamespace(ctx, "e2e-no-lb-")
-		applyGenerated(ctx, ns, nil, "generate", "cluster", "nolb", "--infrastructure", "kubevirt:"+suite.ReleaseVersion,
-			"--worker-machine-count", "1")
-		expectRunning(ctx, ns, "nolb")
-		expectMachinesWithNodes(ctx, ns, 2)
-
-		kc := kubevirtClusterOf(ctx, ns, "nolb")
-		svc := &corev1.Service{}
-		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: kc.Name + "-lb"}, svc)).To(Succeed())
-		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
-		Expect(svc.Status.LoadBalancer.Ingress).To(BeEmpty(), "no load balancer gave the Service an address")
-		Expect(kc.Spec.ControlPlaneEndpoint.Host).To(Equal(svc.Spec.ClusterIP), "the endpoint fell back to the Service's cluster IP")
-
-		events := &eventsv1.EventList{}
-		Expect(c.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-		var notes []string
-		for _, e := range events.Items {
-			if e.Regarding.Kind == "KubevirtCluster" && e.Regarding.Name == kc.Name && e.Reason == cluster.LoadBalancerUnavailableReason {
-				notes = append(notes, e.Note)
-			}
-		}
-		Expect(notes).To(ConsistOf(ContainSubstring("the endpoint is its cluster IP")))
-		deleteCluster(ctx, ns, "nolb")
-	})
-})
+	}
+	Expect(notes).To(ConsistOf(ContainSubstring("the endpoint is its cluster IP")))
+	deleteClusterLater(ctx, ns, "nolb")
+}

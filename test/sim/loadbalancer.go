@@ -76,6 +76,26 @@ func newLoadBalancer() *loadBalancer {
 // off gets one only when it next changes.
 func (s *Simulator) SetLoadBalancer(on bool) { s.lbOff.Store(!on) }
 
+// SetLoadBalancerIn turns the load-balancer implementation on or off for
+// the Services of one namespace, as SetLoadBalancer does for all: as a
+// MetalLB address pool limited to some namespaces
+// (IPAddressPool.spec.serviceAllocation.namespaces) serves no other. A
+// spec checks a cluster without a load balancer beside clusters that have
+// one.
+func (s *Simulator) SetLoadBalancerIn(namespace string, on bool) {
+	if on {
+		s.lbOffIn.Delete(namespace)
+		return
+	}
+	s.lbOffIn.Store(namespace, true)
+}
+
+// loadBalancerOff tells whether Services of the namespace get no address.
+func (s *Simulator) loadBalancerOff(namespace string) bool {
+	_, off := s.lbOffIn.Load(namespace)
+	return off || s.lbOff.Load()
+}
+
 func (s *Simulator) setupLoadBalancer(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-loadbalancer").
 		For(&corev1.Service{}).
@@ -104,7 +124,7 @@ func (s *Simulator) reconcileService(ctx context.Context, req reconcile.Request)
 	if err := s.serveClusterIP(ctx, svc); err != nil {
 		return reconcile.Result{}, err
 	}
-	if s.lbOff.Load() {
+	if s.loadBalancerOff(svc.Namespace) {
 		// A bare-metal cluster without a load-balancer implementation:
 		// the Service waits for an address forever; kube-proxy serves its
 		// node ports.

@@ -92,6 +92,9 @@ type Simulator struct {
 	lb        *loadBalancer
 	// lbOff leaves LoadBalancer Services without an address.
 	lbOff atomic.Bool
+	// lbOffIn holds the namespaces whose LoadBalancer Services get no
+	// address (SetLoadBalancerIn).
+	lbOffIn sync.Map
 	// importTimes holds, by namespace, how long image imports take there
 	// (SetImportTime).
 	importTimes sync.Map
