@@ -116,6 +116,10 @@ const (
 	// NameConflictReason: a VM, user data Secret or golden DataVolume of that
 	// name exists and was not created by the provider for this machine.
 	NameConflictReason = "NameConflict"
+	// AdoptedReason: the VM was made by the community KubeVirt provider
+	// for this machine and adopted in place (docs/migrating-from-capk.md);
+	// VirtualMachineReady keeps it as its ready reason for the VM's life.
+	AdoptedReason = "Adopted"
 	// WaitingForGoldenImageReason: the golden volume of the root disk is
 	// being imported; the message carries CDI's progress or retry error.
 	WaitingForGoldenImageReason = "WaitingForGoldenImage"

@@ -34,6 +34,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenkeeper"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/quotaretry"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
@@ -92,6 +93,11 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		if state.Running {
 			found.addresses = toMachineAddresses(vmstatus.Addresses(vmi, nodeNetwork))
 		}
+	}
+	if state.Ready && adoption.Adopted(vm) {
+		// Said for as long as the VM lives: what runs here was made by
+		// another provider (docs/migrating-from-capk.md).
+		state.Reason = infrav1.AdoptedReason
 	}
 	vmOutcome := fromState(state)
 	found.vm = &vmOutcome

@@ -21,6 +21,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 )
@@ -30,10 +31,17 @@ import (
 // policy, as admission did: a webhook can be off, and the identity can
 // have changed since. A refusal is a failed outcome naming the rule.
 func (s *Service) guestAllowed(ctx context.Context, sc *Scope, vmNamespace string) (outcome.Outcome, error) {
+	return s.vmAllowed(ctx, sc, &sc.KubevirtMachine.Spec, vmNamespace, field.NewPath("spec"))
+}
+
+// vmAllowed checks spec, a machine's or one made from a VM found on the
+// infra cluster (adopt.go), against the multi-tenancy policy for a VM in
+// vmNamespace; path prefixes the refused field.
+func (s *Service) vmAllowed(ctx context.Context, sc *Scope, spec *infrav1.KubevirtMachineSpec, vmNamespace string, path *field.Path) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	refusal, err := tenancy.CheckVM(ctx, sc.Access.Infra.APIReader, tenancy.VM{
-		Spec: &km.Spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Access.Infra.Guest,
-		Namespace: vmNamespace, TenantNamespace: km.Namespace, ClusterName: sc.Cluster.Name, Path: field.NewPath("spec"),
+		Spec: spec, ClusterNetworks: tenancy.NetworksOf(sc.KubevirtCluster), Allow: sc.Access.Infra.Guest,
+		Namespace: vmNamespace, TenantNamespace: km.Namespace, ClusterName: sc.Cluster.Name, Path: path,
 		Shared: tenancy.Shared(vmNamespace, km.Namespace, sc.Access.Infra.External, sc.Access.Infra.Secret.Namespace),
 	})
 	return tenancy.Outcome(refusal, err, s.recheck())

@@ -26,11 +26,13 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
 )
 
 // reconcileVM finds the machine's VM, or creates it. The reconcile ends
-// with the create, with a VM deleted outside the provider, and with a VM
-// of the same name that is someone else's. A pool's VM was found already.
+// with the create, with a VM deleted outside the provider, with the
+// adoption of the VM the community provider made for this machine
+// (adopt.go), and with a VM of the same name that is someone else's. A pool's VM was found already.
 func (s *Service) reconcileVM(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
 	if r.vm != nil {
 		return outcome.Outcome{}, false, nil
@@ -62,6 +64,13 @@ func (s *Service) reconcileVM(ctx context.Context, sc *Scope, r *reconcileRun) (
 		}
 		r.found.vm = &o
 		return o, true, nil
+	}
+	if !s.ours(km, vm) && adoption.CommunityVM(vm, communityMachine(sc)) {
+		o, err := s.adopt(ctx, sc, vm)
+		if o.Reason != "" {
+			r.found.vm = &o
+		}
+		return o, true, err
 	}
 	if !s.ours(km, vm) {
 		o := outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(

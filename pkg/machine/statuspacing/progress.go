@@ -193,7 +193,7 @@ func StageOf(km *infrav1.KubevirtMachine) string {
 		return metrics.StageScheduling
 	case infrav1.BootingReason, infrav1.StartFailedReason, infrav1.CrashLoopBackOffReason, infrav1.NodeNetworkNotFoundReason:
 		return metrics.StageBoot
-	case infrav1.ReadyReason:
+	case infrav1.ReadyReason, infrav1.AdoptedReason:
 		return metrics.StageBootstrapCheck
 	}
 	return metrics.StageOther

@@ -267,6 +267,11 @@ func ProviderKey(key string) bool {
 	return false
 }
 
+// IdentityLabels are the labels that tie a VM of in and its pods to the
+// Cluster API objects (ProviderKey lists their keys): what Build sets, and
+// what an adopted VM is given.
+func IdentityLabels(in Input) map[string]string { return identity(in) }
+
 // identity are the labels that tie a VM and its pods to the CAPI objects;
 // ProviderKey lists their keys.
 func identity(in Input) map[string]string {

@@ -1,0 +1,123 @@
+/*
+Copyright 2026 The CAPKV Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
+	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
+)
+
+// TestCommunityVMAdoptedInPlace runs a machine whose VM the community
+// provider made, as it leaves it (fixture.CommunityMachine), with the real
+// virt-controller running its instance: the provider adopts the VM, the
+// instance and the user data Secret in place, with an Event and the
+// Adopted reason, and KubeVirt asks for no restart. A VM that only shares
+// a machine's name, or whose community labels name another machine, stays
+// refused with NameConflict and untouched; one the multi-tenancy policy
+// refuses is not adopted either.
+func TestCommunityVMAdoptedInPlace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tc := ownedCluster(t, nil)
+	vm, secret := fixture.CommunityMachine(tc.ns, "community-0", fixture.ClusterName, "community-0", false, []byte(fixture.ValidCloudConfig))
+	g.Expect(w.Env.Client.Create(ctx, secret)).To(Succeed())
+	g.Expect(w.Env.Client.Create(ctx, vm)).To(Succeed())
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	eventually(t, func() kubevirtv1.VirtualMachineInstancePhase {
+		_ = infraGet(t, w.Env.Client, tc.ns, vm.Name, vmi)
+		return vmi.Status.Phase
+	}).Should(Equal(kubevirtv1.Running))
+	instance := vmi.UID
+
+	// Same name, no community labels; and community labels of another
+	// machine.
+	nameOnly := fixture.SmallVM()
+	stranger := &kubevirtv1.VirtualMachine{}
+	stranger.Namespace, stranger.Name, stranger.Spec = tc.ns, "stranger-0", nameOnly
+	elsewhere, _ := fixture.CommunityMachine(tc.ns, "elsewhere-0", fixture.ClusterName, "elsewhere-0", false, nil)
+	elsewhere.Labels[adoption.CommunityMachineNameLabel] = "another-machine"
+	for _, v := range []*kubevirtv1.VirtualMachine{stranger, elsewhere} {
+		v.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted)
+		g.Expect(w.Env.Client.Create(ctx, v)).To(Succeed())
+	}
+
+	km := tc.newMachine(t, fixture.MachineOptions{Name: "community-0"})
+	eventually(t, tc.reason(km, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.AdoptedReason))
+	eventually(t, tc.provisioned(km)).Should(Succeed())
+	g.Expect(machineEvents(t, tc, km)).To(ContainElement(infrav1.AdoptedReason))
+
+	adopted := &kubevirtv1.VirtualMachine{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, vm.Name, adopted)).To(Succeed())
+	g.Expect(adopted.UID).To(Equal(vm.UID), "the same VM")
+	g.Expect(adopted.Annotations).To(HaveKeyWithValue(infrav1.OwnerAnnotation, tc.ns+"/community-0"))
+	g.Expect(adopted.Labels).To(HaveKeyWithValue(infrav1.KubevirtMachineNamespaceLabel, tc.ns))
+	g.Expect(adopted.Spec.Template.ObjectMeta.Labels).To(HaveKeyWithValue(infrav1.KubevirtMachineLabel, "community-0"),
+		"the next instance carries the provider's labels")
+	g.Expect(adopted.OwnerReferences).To(ContainElement(HaveField("UID", km.UID)))
+	for _, c := range adopted.Status.Conditions {
+		g.Expect(c.Type).NotTo(Equal(kubevirtv1.VirtualMachineRestartRequired), "template labels restart nothing")
+	}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, vm.Name, vmi)).To(Succeed())
+	g.Expect(vmi.UID).To(Equal(instance), "the same instance, never restarted")
+	userData := &corev1.Secret{}
+	g.Expect(infraGet(t, w.Env.Client, tc.ns, secret.Name, userData)).To(Succeed())
+	g.Expect(userData.OwnerReferences).To(ContainElement(HaveField("UID", vm.UID)), "the user data Secret goes with the VM")
+
+	// A VM with the community marks that the policy refuses (a service
+	// account token in the guest) is not adopted: the provider would act
+	// on it with its own rights.
+	forged, _ := fixture.CommunityMachine(tc.ns, "forged-0", fixture.ClusterName, "forged-0", false, nil)
+	forged.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted)
+	forged.Spec.Template.Spec.Domain.Devices.Disks = append(forged.Spec.Template.Spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "token"})
+	forged.Spec.Template.Spec.Volumes = append(forged.Spec.Template.Spec.Volumes, kubevirtv1.Volume{Name: "token",
+		VolumeSource: kubevirtv1.VolumeSource{ServiceAccount: &kubevirtv1.ServiceAccountVolumeSource{ServiceAccountName: "default"}}})
+	g.Expect(w.Env.Client.Create(ctx, forged)).To(Succeed())
+	refused := tc.newMachine(t, fixture.MachineOptions{Name: "forged-0"})
+	eventually(t, tc.reason(refused, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.NotAllowedByPolicyReason))
+	g.Expect(condition(get(t, tc.c, refused), infrav1.VirtualMachineReadyCondition)).To(ContainSubstring("is not adopted"))
+
+	for _, name := range []string{"stranger-0", "elsewhere-0"} {
+		other := tc.newMachine(t, fixture.MachineOptions{Name: name})
+		eventually(t, tc.reason(other, infrav1.VirtualMachineReadyCondition)).Should(Equal(infrav1.NameConflictReason))
+	}
+	for _, name := range []string{"stranger-0", "elsewhere-0", "forged-0"} {
+		untouched := &kubevirtv1.VirtualMachine{}
+		g.Expect(w.Env.Client.Get(ctx, types.NamespacedName{Namespace: tc.ns, Name: name}, untouched)).To(Succeed())
+		g.Expect(untouched.Annotations).NotTo(HaveKey(infrav1.OwnerAnnotation), name)
+		g.Expect(untouched.OwnerReferences).To(BeEmpty(), name)
+	}
+
+	// Deleting the machine takes the adopted VM and its Secret with it.
+	g.Expect(tc.c.Delete(ctx, km)).To(Succeed())
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, vm.Name, &kubevirtv1.VirtualMachine{}))
+	}).Should(BeTrue(), "the adopted VM is deleted with its machine")
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, secret.Name, &corev1.Secret{}))
+	}).Should(BeTrue(), "the community user data Secret goes with its VM")
+}
