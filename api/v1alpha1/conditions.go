@@ -117,8 +117,9 @@ const (
 	// name exists and was not created by the provider for this machine.
 	NameConflictReason = "NameConflict"
 	// AdoptedReason: the VM was made by the community KubeVirt provider
-	// for this machine and adopted in place (docs/migrating-from-capk.md);
-	// VirtualMachineReady keeps it as its ready reason for the VM's life.
+	// for this machine and adopted in place (docs/migrating-from-capk.md):
+	// VirtualMachineReady's ready reason while its first instance runs,
+	// and BootstrapSucceeded's, which the community provider checked.
 	AdoptedReason = "Adopted"
 	// WaitingForGoldenImageReason: the golden volume of the root disk is
 	// being imported; the message carries CDI's progress or retry error.

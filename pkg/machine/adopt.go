@@ -24,13 +24,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/ownedobject"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 )
@@ -46,16 +50,24 @@ func communityMachine(sc *Scope) adoption.Machine {
 // they are, and only metadata is written. The VM is first checked against
 // the multi-tenancy policy as one this provider would build: a VM the
 // provider will act on with its own rights must be one it would have been
-// allowed to make. Its user data Secret goes with it from then on. The
-// reconcile ends; the VM's update brings the machine back.
+// allowed to make. The user data Secret, the running instance and the
+// disks are marked before the VM, whose mark ends the adoption: a write
+// that fails is tried again by the next reconcile. The reconcile ends; the
+// VM's update brings the machine back.
 func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
+	if refused := adoptionRefused(sc, vm); refused != "" {
+		return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+			"VirtualMachine %s/%s was made by the community provider for this machine but is not adopted: %s", vm.Namespace, vm.Name, refused)), nil
+	}
+	if !sc.FinalizerStored {
+		// Nothing is taken over before the machine's finalizer is stored,
+		// as nothing is created: the write of the finalizer brings it back.
+		return outcome.Wait(infrav1.PendingReason, "the community provider's VirtualMachine is adopted once the machine's finalizer is stored"), nil
+	}
 	spec := km.Spec.DeepCopy()
 	spec.VirtualMachineTemplate = infrav1.VirtualMachineTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: vm.Labels, Annotations: vm.Annotations}, Spec: *vm.Spec.DeepCopy()}
-	// The community provider's root disk is the VM's own DataVolume
-	// template, not a clone of a golden image.
-	spec.RootDisk, spec.DataDisks = nil, nil
 	if o, err := s.vmAllowed(ctx, sc, spec, vm.Namespace, field.NewPath("virtualMachine")); err != nil || o.Reason != "" {
 		if o.Reason != "" {
 			o.Message = fmt.Sprintf("VirtualMachine %s/%s, made by the community provider, is not adopted: %s", vm.Namespace, vm.Name, o.Message)
@@ -63,8 +75,16 @@ func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMa
 		return o, err
 	}
 
+	owner := vmbuilder.OwnerOf(km.Namespace, km.Name)
+	secrets, err := s.adoptCommunityUserData(ctx, sc, vm, owner)
+	if err != nil {
+		return outcome.Outcome{}, err
+	}
+	if err := s.markInstanceAndDisks(ctx, sc, vm, owner); err != nil {
+		return outcome.Outcome{}, err
+	}
 	before := vm.DeepCopy()
-	marks := adoption.Marks{Owner: vmbuilder.OwnerOf(km.Namespace, km.Name), Labels: adoptedLabels(sc, vm.Name)}
+	marks := adoption.Marks{Owner: owner, Labels: adoptedLabels(sc, vm.Name)}
 	if !sc.Access.Infra.External && vm.Namespace == km.Namespace {
 		marks.Controller = metav1.NewControllerRef(km, infrav1.GroupVersion.WithKind("KubevirtMachine"))
 	}
@@ -73,16 +93,60 @@ func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMa
 	if err := sc.Access.Infra.Client.Patch(ctx, vm, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return outcome.Outcome{}, fmt.Errorf("adopting VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
-	secrets, err := s.adoptCommunityUserData(ctx, sc, vm)
-	if err != nil {
-		return outcome.Outcome{}, err
-	}
 	message := fmt.Sprintf("adopted VirtualMachine %s/%s, which the community KubeVirt provider made for this machine, with its running instance and disks", vm.Namespace, vm.Name)
 	if len(secrets) > 0 {
 		message += fmt.Sprintf(", and its user data Secret %v", secrets)
 	}
 	s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, infrav1.AdoptedReason, "Adopt", "%s", message)
 	return outcome.Wait(infrav1.AdoptedReason, message), nil
+}
+
+// adoptionRefused says why a VM with the community provider's marks for
+// this machine is still not adopted, or "" when nothing stands against it.
+func adoptionRefused(sc *Scope, vm *kubevirtv1.VirtualMachine) string {
+	km := sc.KubevirtMachine
+	want := infrav1.ProviderIDPrefix + vm.Name
+	switch {
+	case tenancy.Shared(vm.Namespace, km.Namespace, sc.Access.Infra.External, sc.Access.Infra.Secret.Namespace):
+		// Labels are all that tells the community provider's VM apart, and
+		// in a namespace several tenants' clusters share, the objects it
+		// names cannot be told to be this cluster's.
+		return "its namespace is shared by tenants' clusters (an identity's or an external infra cluster's), where labels alone do not prove whose it is"
+	case km.Spec.RootDisk != nil || len(km.Spec.DataDisks) > 0:
+		return "this machine asks for rootDisk or dataDisks, which the community provider never made; its VM's disks are its own dataVolumeTemplates"
+	case sc.Machine.Spec.ProviderID != "" && sc.Machine.Spec.ProviderID != want:
+		return fmt.Sprintf("the Machine's providerID is %s, not %s", sc.Machine.Spec.ProviderID, want)
+	case km.Spec.ProviderID != nil && *km.Spec.ProviderID != want:
+		return fmt.Sprintf("the KubevirtMachine's providerID is %s, not %s", *km.Spec.ProviderID, want)
+	}
+	return ""
+}
+
+// markInstanceAndDisks gives the adopted VM's running instance and its
+// DataVolumes the owner annotation, as the provider's own VMs' have it
+// from their templates: their events then reach the machine, and its
+// deletion waits for the instance.
+func (s *Service) markInstanceAndDisks(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, owner string) error {
+	objs := []client.Object{&kubevirtv1.VirtualMachineInstance{}}
+	names := []string{vm.Name}
+	for _, t := range vm.Spec.DataVolumeTemplates {
+		objs, names = append(objs, &cdiv1.DataVolume{}), append(names, t.Name)
+	}
+	for i, obj := range objs {
+		found, err := get(ctx, sc.Access.Infra.APIReader, types.NamespacedName{Namespace: vm.Namespace, Name: names[i]}, obj)
+		if err != nil || !found || ownedobject.IsOwnedBy(obj, owner) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		before := obj.DeepCopyObject().(client.Object)
+		ownedobject.Mark(obj, owner)
+		if err := sc.Access.Infra.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("marking %T %s/%s of the adopted VM: %w", obj, vm.Namespace, names[i], err)
+		}
+	}
+	return nil
 }
 
 // adoptedLabels are the identity labels the provider's own VM of this
@@ -97,9 +161,10 @@ func adoptedLabels(sc *Scope, vmName string) map[string]string {
 }
 
 // adoptCommunityUserData makes the adopted VM own the community provider's
-// user data Secret it boots from, so that it goes with the VM, and returns
-// the names of the Secrets adopted.
-func (s *Service) adoptCommunityUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) ([]string, error) {
+// user data Secret of this machine it boots from, so that it goes with the
+// VM, and returns the names of the Secrets adopted.
+func (s *Service) adoptCommunityUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, owner string) ([]string, error) {
+	bootstrap := ptr.Deref(sc.Machine.Spec.Bootstrap.DataSecretName, "")
 	var adopted []string
 	for _, name := range adoption.UserDataSecrets(vm) {
 		secret := &corev1.Secret{}
@@ -107,14 +172,13 @@ func (s *Service) adoptCommunityUserData(ctx context.Context, sc *Scope, vm *kub
 		if err != nil {
 			return nil, err
 		}
-		if !found || !adoption.CommunityUserData(secret, secret.Type, sc.Cluster.Name) {
+		if !found || !adoption.CommunityUserData(secret, secret.Type, sc.Cluster.Name, bootstrap) {
 			continue
 		}
 		before := secret.DeepCopy()
-		if secret.Annotations == nil {
-			secret.Annotations = map[string]string{}
-		}
-		secret.Annotations[infrav1.OwnerAnnotation] = vmbuilder.OwnerOf(sc.KubevirtMachine.Namespace, sc.KubevirtMachine.Name)
+		ownedobject.Mark(secret, owner)
+		// The VM's UID is known before its own patch: the Secret goes with
+		// it whether or not that patch succeeds now.
 		secret.OwnerReferences = append(secret.OwnerReferences, vmOwnerReference(vm))
 		if err := sc.Access.Infra.Client.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return nil, fmt.Errorf("adopting user data Secret %s/%s: %w", secret.Namespace, name, err)

@@ -34,6 +34,7 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/ownedobject"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/bootstrapdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"
@@ -53,11 +54,17 @@ const (
 // and records what BootstrapSucceeded says. The outcome is done once bootstrap is known
 // to have succeeded; an SSH check that has not passed looks again after
 // the recheck interval, since nothing announces it.
-func (s *Service) checkBootstrap(ctx context.Context, sc *Scope, vmi *kubevirtv1.VirtualMachineInstance, state vmstatus.State, found *findings) outcome.Outcome {
+func (s *Service) checkBootstrap(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, state vmstatus.State, found *findings) outcome.Outcome {
 	km := sc.KubevirtMachine
 	result := func(o outcome.Outcome) outcome.Outcome {
 		found.bootstrap = &o
 		return o
+	}
+	if adoption.Adopted(vm) && state.Ready {
+		// The community provider ran the guest's bootstrap and checked it;
+		// its user data holds no host key this provider could check over
+		// SSH. The tenant Node is what shows the machine joined.
+		return result(outcome.Ready(infrav1.AdoptedReason, "checked by the community provider, which made the VM; not checked again"))
 	}
 	switch km.Spec.BootstrapCheckSpec.CheckStrategy {
 	case infrav1.CheckStrategyGuestAgent:

@@ -63,11 +63,14 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 			dvs = append(dvs, dv)
 		}
 	}
-	if goldenplan.Needed(km.Spec.RootDisk) {
+	// An adopted VM has no root disk from a golden image (adopt.go
+	// refuses a machine that asks for one).
+	golden := goldenplan.Needed(km.Spec.RootDisk) && !adoption.Adopted(vm)
+	if golden {
 		km.Status.GoldenImage = goldenplan.StatusOf(infra.Secret, sc.VM.Namespace, km.Spec.RootDisk)
 	}
 	// A pool's VMs clone the golden volume their pool keeps.
-	if goldenplan.Needed(km.Spec.RootDisk) && !rootDiskCloned(vm, dvs) && sc.PoolVMUID() == "" {
+	if golden && !rootDiskCloned(vm, dvs) && sc.PoolVMUID() == "" {
 		if err := goldenkeeper.Recreate(ctx, infra.Client, s.Recorder, km, km.Spec.RootDisk, sc.VM.Namespace); err != nil {
 			return outcome.Outcome{}, err
 		}
@@ -94,9 +97,10 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 			found.addresses = toMachineAddresses(vmstatus.Addresses(vmi, nodeNetwork))
 		}
 	}
-	if state.Ready && adoption.Adopted(vm) {
-		// Said for as long as the VM lives: what runs here was made by
-		// another provider (docs/migrating-from-capk.md).
+	if state.Ready && adoption.Adopted(vm) && vmi != nil && adoption.CommunityInstance(vmi) {
+		// Said while the instance the community provider started runs:
+		// its pods lack the provider's labels until the next instance
+		// (docs/migrating-from-capk.md).
 		state.Reason = infrav1.AdoptedReason
 	}
 	vmOutcome := fromState(state)
@@ -109,7 +113,7 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		found.waitForInstance()
 		return vmOutcome, nil
 	}
-	check := s.checkBootstrap(ctx, sc, vmi, state, found)
+	check := s.checkBootstrap(ctx, sc, vm, vmi, state, found)
 	if !check.IsDone() || !state.Ready {
 		check = check.After(outcome.Sooner(check.RequeueAfter, s.reportNodeJoin(sc, vmi, "", found).RequeueAfter))
 		found.notReady = true

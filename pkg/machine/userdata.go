@@ -24,6 +24,7 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/ipam"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/bootstrapdata"
@@ -121,7 +122,9 @@ func (s *Service) keepUserData(ctx context.Context, sc *Scope, vm *kubevirtv1.Vi
 // reconcileUserData keeps the VM's user data Secret (keepUserData); a
 // pool's VMs share their pool's.
 func (s *Service) reconcileUserData(ctx context.Context, sc *Scope, r *reconcileRun) (outcome.Outcome, bool, error) {
-	if sc.PoolVMUID() != "" {
+	// An adopted VM boots from the community provider's Secret, which it
+	// owns since the adoption (adopt.go).
+	if sc.PoolVMUID() != "" || adoption.Adopted(r.vm) {
 		return outcome.Outcome{}, false, nil
 	}
 	if o, err := s.keepUserData(ctx, sc, r.vm); err != nil || !o.IsDone() {

@@ -26,7 +26,6 @@ package adoption
 import (
 	"maps"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,8 +72,10 @@ func CommunityVM(vm metav1.Object, m Machine) bool {
 	if _, pool := a[infrav1.PoolOwnerAnnotation]; pool {
 		return false
 	}
+	// The community provider sets no owner: a VM owned by anything (a
+	// VirtualMachinePool, another controller) is someone else's.
 	return l[CommunityMachineNameLabel] == m.Name && l[CommunityMachineNamespaceLabel] == m.Namespace &&
-		l[infrav1.ClusterNameLabel] == m.Cluster && m.Name != "" && m.Cluster != ""
+		l[infrav1.ClusterNameLabel] == m.Cluster && m.Name != "" && m.Cluster != "" && len(vm.GetOwnerReferences()) == 0
 }
 
 // Marks are what adoption adds to a VM's metadata and its instance
@@ -90,12 +91,12 @@ type Marks struct {
 }
 
 // MarkVM adds the marks to the VM's metadata and to its instance
-// template's labels and annotations, which the next instance takes. A
-// label the community provider set is kept: the running instance's pods
-// carry it. The template's labels are metadata: KubeVirt restarts nothing
-// for them (docs/kubevirt-behaviour.md#what-the-community-provider-leaves-behind).
+// template's labels and annotations, which the next instance takes; the
+// identity labels replace what the community provider set under the same
+// keys. The template's labels are metadata: KubeVirt restarts nothing for
+// them (docs/migrating-from-capk.md).
 func MarkVM(vm *kubevirtv1.VirtualMachine, marks Marks) {
-	vm.Labels = withAll(vm.Labels, marks.Labels)
+	vm.Labels = withAll(marks.Labels, vm.Labels)
 	vm.Annotations = withAll(vm.Annotations, map[string]string{
 		infrav1.OwnerAnnotation: marks.Owner, AdoptedFromAnnotation: CommunityProvider})
 	if marks.Controller != nil && !slices.ContainsFunc(vm.OwnerReferences, func(r metav1.OwnerReference) bool {
@@ -104,7 +105,7 @@ func MarkVM(vm *kubevirtv1.VirtualMachine, marks Marks) {
 		vm.OwnerReferences = append(vm.OwnerReferences, *marks.Controller)
 	}
 	if t := vm.Spec.Template; t != nil {
-		t.ObjectMeta.Labels = withAll(t.ObjectMeta.Labels, marks.Labels)
+		t.ObjectMeta.Labels = withAll(marks.Labels, t.ObjectMeta.Labels)
 		t.ObjectMeta.Annotations = withAll(t.ObjectMeta.Annotations, map[string]string{infrav1.OwnerAnnotation: marks.Owner})
 	}
 }
@@ -112,7 +113,15 @@ func MarkVM(vm *kubevirtv1.VirtualMachine, marks Marks) {
 // Adopted reports whether the provider adopted the VM from the community
 // provider.
 func Adopted(vm metav1.Object) bool {
-	return vm.GetAnnotations()[AdoptedFromAnnotation] == CommunityProvider
+	return vm != nil && vm.GetAnnotations()[AdoptedFromAnnotation] == CommunityProvider
+}
+
+// CommunityInstance reports whether a VM instance still runs as the
+// community provider started it, without this provider's identity labels,
+// which only a new instance takes from the adopted template.
+func CommunityInstance(vmi metav1.Object) bool {
+	_, ours := vmi.GetLabels()[infrav1.KubevirtMachineNamespaceLabel]
+	return !ours
 }
 
 // UserDataSecrets are the names of the Secrets the VM's cloud-init volumes
@@ -134,14 +143,19 @@ func UserDataSecrets(vm *kubevirtv1.VirtualMachine) []string {
 	return names
 }
 
+// CommunityUserDataName is the name the community provider gives the user
+// data Secret of a machine whose bootstrap Secret is bootstrap.
+func CommunityUserDataName(bootstrap string) string { return bootstrap + "-userdata" }
+
 // CommunityUserData reports whether a Secret the VM reads is the community
-// provider's user data Secret of the cluster: its type, its `-userdata`
-// name, the cluster's label, no owner and none of this provider's marks. A
-// Secret of the cluster's own (its kubeconfig, its certificates) is none:
+// provider's user data Secret of the machine: named after the machine's
+// bootstrap Secret (CommunityUserDataName), its type, the cluster's label,
+// no owner and none of this provider's marks. A Secret of the cluster's
+// own (its kubeconfig, its certificates) or another machine's is none:
 // adopting it would have it deleted with the VM.
-func CommunityUserData(secret metav1.Object, secretType corev1.SecretType, cluster string) bool {
+func CommunityUserData(secret metav1.Object, secretType corev1.SecretType, cluster, bootstrap string) bool {
 	_, ours := secret.GetAnnotations()[infrav1.OwnerAnnotation]
-	return secretType == communitySecretType && strings.HasSuffix(secret.GetName(), "-userdata") &&
+	return secretType == communitySecretType && bootstrap != "" && secret.GetName() == CommunityUserDataName(bootstrap) &&
 		secret.GetLabels()[infrav1.ClusterNameLabel] == cluster && len(secret.GetOwnerReferences()) == 0 && !ours
 }
 

@@ -52,6 +52,9 @@ func TestCommunityVM(t *testing.T) {
 		{"a pool of this provider owns it", func(o *metav1.ObjectMeta) {
 			o.Annotations = map[string]string{infrav1.PoolOwnerAnnotation: "tenant/pool"}
 		}, false},
+		{"something owns it (the community provider sets no owner)", func(o *metav1.ObjectMeta) {
+			o.OwnerReferences = []metav1.OwnerReference{{Kind: "VirtualMachinePool", Name: "pool", Controller: ptr.To(true)}}
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "m-0", Namespace: "tenant", Labels: communityLabels()}}
@@ -83,8 +86,8 @@ func TestMarkVMChangesMetadataOnly(t *testing.T) {
 	if vm.Labels[infrav1.KubevirtMachineNamespaceLabel] != "tenant" || vm.Spec.Template.ObjectMeta.Labels[infrav1.KubevirtMachineNamespaceLabel] != "tenant" {
 		t.Errorf("the identity label is missing: %v / %v", vm.Labels, vm.Spec.Template.ObjectMeta.Labels)
 	}
-	if vm.Labels[infrav1.ClusterNameLabel] != "c1" {
-		t.Errorf("a label the running instance's pods carry was changed: %v", vm.Labels)
+	if vm.Labels[infrav1.ClusterNameLabel] != "not-this" || vm.Labels["name"] != "m-0" {
+		t.Errorf("the identity labels replace the community provider's, and keep its others: %v", vm.Labels)
 	}
 	if len(vm.OwnerReferences) != 1 || vm.OwnerReferences[0].UID != "uid" {
 		t.Errorf("owner references %v", vm.OwnerReferences)
@@ -100,13 +103,13 @@ func TestMarkVMChangesMetadataOnly(t *testing.T) {
 
 func TestCommunityUserData(t *testing.T) {
 	secret := func(mutate func(*metav1.ObjectMeta)) metav1.Object {
-		o := &metav1.ObjectMeta{Name: "m-0-userdata", Labels: map[string]string{infrav1.ClusterNameLabel: "c1"}}
+		o := &metav1.ObjectMeta{Name: "m-0-bootstrap-userdata", Labels: map[string]string{infrav1.ClusterNameLabel: "c1"}}
 		if mutate != nil {
 			mutate(o)
 		}
 		return o
 	}
-	if !CommunityUserData(secret(nil), communitySecretType, "c1") {
+	if !CommunityUserData(secret(nil), communitySecretType, "c1", "m-0-bootstrap") {
 		t.Error("the community provider's user data Secret is not recognised")
 	}
 	for name, tc := range map[string]struct {
@@ -119,9 +122,18 @@ func TestCommunityUserData(t *testing.T) {
 		"one owned already":        {secret(func(o *metav1.ObjectMeta) { o.OwnerReferences = []metav1.OwnerReference{{Name: "x"}} }), communitySecretType},
 		"one this provider marked": {secret(func(o *metav1.ObjectMeta) { o.Annotations = map[string]string{infrav1.OwnerAnnotation: "t/m"} }), communitySecretType},
 	} {
-		if CommunityUserData(tc.obj, tc.typ, "c1") {
+		if CommunityUserData(tc.obj, tc.typ, "c1", "m-0-bootstrap") {
 			t.Errorf("%s is taken for the community user data", name)
 		}
+	}
+}
+
+func TestCommunityInstance(t *testing.T) {
+	if !CommunityInstance(&metav1.ObjectMeta{Labels: communityLabels()}) {
+		t.Error("the community provider's instance is taken for the provider's")
+	}
+	if CommunityInstance(&metav1.ObjectMeta{Labels: map[string]string{infrav1.KubevirtMachineNamespaceLabel: "tenant"}}) {
+		t.Error("an instance with the provider's labels is taken for the community provider's")
 	}
 }
 
