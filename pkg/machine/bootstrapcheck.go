@@ -32,9 +32,9 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/ownedobject"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/bootstrapdata"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"

@@ -31,10 +31,10 @@ import (
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenkeeper"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/quotaretry"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmbuilder"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/vmstatus"

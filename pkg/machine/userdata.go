@@ -23,8 +23,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/ipam"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/sshcheck"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/vm/bootstrapdata"

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
 )
 
 // reconcileVM finds the machine's VM, or creates it. The reconcile ends

@@ -27,9 +27,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/adoption"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/test/fixture"
 )
 
@@ -134,4 +135,31 @@ func TestCommunityVMAdoptedInPlace(t *testing.T) {
 	eventually(t, func() bool {
 		return apierrors.IsNotFound(infraGet(t, w.Env.Client, tc.ns, secret.Name, &corev1.Secret{}))
 	}).Should(BeTrue(), "the community user data Secret goes with its VM")
+}
+
+// TestCommunityServiceAdoptedInPlace runs a KubevirtCluster whose
+// control-plane Service the community provider made: the provider adopts
+// the same Service and keeps its selector, which still selects the
+// control-plane VMs the community provider started (they lack the
+// provider's labels until they restart).
+func TestCommunityServiceAdoptedInPlace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{}
+	ns.GenerateName = "tenant-"
+	g.Expect(w.Env.Client.Create(ctx, ns)).To(Succeed())
+	svc := fixture.CommunityService(ns.Name, fixture.ClusterName)
+	g.Expect(w.Env.Client.Create(ctx, svc)).To(Succeed())
+
+	tc := newTenantClusterOn(t, w.Env.Client, fixture.TenantOptions{Namespace: ns.Name, Owned: true})
+	eventually(t, func() string {
+		return conditions.GetReason(get(t, w.Env.Client, tc.kc), infrav1.ControlPlaneEndpointReadyCondition)
+	}).Should(Equal(infrav1.EndpointReadyReason))
+	adopted := get(t, w.Env.Client, &corev1.Service{ObjectMeta: svc.ObjectMeta})
+	g.Expect(adopted.UID).To(Equal(svc.UID), "the same Service")
+	g.Expect(adopted.Annotations).To(HaveKeyWithValue(infrav1.OwnerAnnotation, ns.Name+"/"+fixture.ClusterName))
+	g.Expect(adopted.Annotations).To(HaveKeyWithValue(adoption.AdoptedFromAnnotation, adoption.CommunityProvider))
+	g.Expect(adopted.Spec.Selector).To(Equal(adoption.CommunitySelector(fixture.ClusterName)),
+		"the selector still selects the community provider's control-plane VMs")
+	g.Expect(adopted.OwnerReferences).To(ContainElement(HaveField("UID", tc.kc.UID)))
 }

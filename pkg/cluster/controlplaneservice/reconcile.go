@@ -18,12 +18,14 @@ package controlplaneservice
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/ownedobject"
 )
 
@@ -31,7 +33,13 @@ import (
 // returns the live Service; nil when the cluster wants none (its Service,
 // if one was created before, is deleted). Objects of
 // the same name without the owner annotation are never taken over.
-func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, clusterName, ns string, ref *metav1.OwnerReference) (*corev1.Service, error) {
+//
+// The community provider's Service of the cluster (adoption.CommunityService)
+// is adopted instead when mayAdopt (a namespace no other tenant's clusters
+// share): it is marked as this cluster's and keeps the community selector,
+// which selects the control-plane VMs it started as well as the
+// provider's own, so the endpoint never loses its backends.
+func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, clusterName, ns string, ref *metav1.OwnerReference, mayAdopt bool) (*corev1.Service, error) {
 	want := Desired(kc, clusterName, ns)
 	if !Wanted(kc) {
 		// Switched to None: a Service left behind would keep exposing the
@@ -42,8 +50,16 @@ func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, c
 	if want.Namespace != kc.Namespace {
 		ref = nil
 	}
+	if mayAdopt {
+		if err := adoptCommunity(ctx, c, client.ObjectKeyFromObject(want), clusterName, ownedobject.Key(kc), ref); err != nil {
+			return nil, err
+		}
+	}
 	live, _, err := ownedobject.Ensure(ctx, c, want, &corev1.Service{}, ownedobject.Key(kc), ref, "control-plane Service",
 		func(live, want *corev1.Service) bool {
+			if adoption.Adopted(live) {
+				want.Spec.Selector = adoption.CommunitySelector(clusterName)
+			}
 			if !Drifted(live, want) {
 				return false
 			}
@@ -51,6 +67,28 @@ func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, c
 			return true
 		})
 	return live, err
+}
+
+// adoptCommunity marks the community provider's Service of the cluster,
+// if that is what the Service named key is, as owner's.
+func adoptCommunity(ctx context.Context, c client.Client, key client.ObjectKey, clusterName, owner string, ref *metav1.OwnerReference) error {
+	live := &corev1.Service{}
+	if err := c.Get(ctx, key, live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !adoption.CommunityService(live, clusterName) {
+		return nil
+	}
+	before := live.DeepCopy()
+	ownedobject.Mark(live, owner)
+	live.Annotations[adoption.AdoptedFromAnnotation] = adoption.CommunityProvider
+	if ref != nil {
+		live.OwnerReferences = append(live.OwnerReferences, *ref)
+	}
+	if err := c.Patch(ctx, live, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adopting the community provider's control-plane Service %s: %w", key, err)
+	}
+	return nil
 }
 
 // Delete deletes the control-plane Service if it is this cluster's, and

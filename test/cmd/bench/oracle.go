@@ -116,7 +116,7 @@ func (o *oracle) reconcileCluster(ctx context.Context, req reconcile.Request) (r
 	if err != nil || cluster == nil {
 		return reconcile.Result{}, err
 	}
-	svc, err := controlplaneservice.Ensure(ctx, o.c, kc, cluster.Name, kc.Namespace, metav1.NewControllerRef(kc, infrav1.GroupVersion.WithKind("KubevirtCluster")))
+	svc, err := controlplaneservice.Ensure(ctx, o.c, kc, cluster.Name, kc.Namespace, metav1.NewControllerRef(kc, infrav1.GroupVersion.WithKind("KubevirtCluster")), false)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

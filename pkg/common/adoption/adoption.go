@@ -187,3 +187,18 @@ func withAll(base, extra map[string]string) map[string]string {
 	}
 	return out
 }
+
+// CommunitySelector is the selector of the community provider's
+// control-plane Service of cluster: the cluster's control-plane VMs.
+func CommunitySelector(cluster string) map[string]string {
+	return map[string]string{infrav1.ClusterNameLabel: cluster, infrav1.RoleLabel: infrav1.RoleControlPlane}
+}
+
+// CommunityService reports whether a Service is the community provider's
+// control-plane Service of cluster: the cluster's label, exactly its
+// selector, no owner and none of this provider's marks.
+func CommunityService(svc *corev1.Service, cluster string) bool {
+	_, ours := svc.Annotations[infrav1.OwnerAnnotation]
+	return cluster != "" && svc.Labels[infrav1.ClusterNameLabel] == cluster && maps.Equal(svc.Spec.Selector, CommunitySelector(cluster)) &&
+		len(svc.OwnerReferences) == 0 && !ours
+}

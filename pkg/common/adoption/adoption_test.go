@@ -151,3 +151,30 @@ func TestUserDataSecrets(t *testing.T) {
 		t.Errorf("UserDataSecrets = %v", got)
 	}
 }
+
+func TestCommunityService(t *testing.T) {
+	svc := func(mutate func(*corev1.Service)) *corev1.Service {
+		s := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "c1-lb", Labels: map[string]string{infrav1.ClusterNameLabel: "c1"}},
+			Spec:       corev1.ServiceSpec{Selector: CommunitySelector("c1")},
+		}
+		if mutate != nil {
+			mutate(s)
+		}
+		return s
+	}
+	if !CommunityService(svc(nil), "c1") {
+		t.Error("the community provider's Service is not recognised")
+	}
+	for name, s := range map[string]*corev1.Service{
+		"another cluster's":   svc(func(s *corev1.Service) { s.Labels[infrav1.ClusterNameLabel] = "c2" }),
+		"another selector":    svc(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "db"} }),
+		"a wider selector":    svc(func(s *corev1.Service) { s.Spec.Selector = map[string]string{infrav1.ClusterNameLabel: "c1"} }),
+		"one owned already":   svc(func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{{Name: "x"}} }),
+		"this provider's own": svc(func(s *corev1.Service) { s.Annotations = map[string]string{infrav1.OwnerAnnotation: "t/c1"} }),
+	} {
+		if CommunityService(s, "c1") {
+			t.Errorf("%s is taken for the community provider's Service", name)
+		}
+	}
+}
