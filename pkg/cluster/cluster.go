@@ -43,7 +43,6 @@ import (
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/cluster/tenantnet"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/infracluster"
-	"github.com/capkv/cluster-api-provider-kubevirt/pkg/infra/tenancy"
 )
 
 // Conditions lists the conditions the cluster Service sets; Ready
@@ -243,11 +242,11 @@ func (s *Service) reconcileNetworks(ctx context.Context, kc *infrav1.KubevirtClu
 // reconcileEndpoint keeps the control-plane Service and fills in the
 // endpoint parts the user left empty.
 func (s *Service) reconcileEndpoint(ctx context.Context, kc *infrav1.KubevirtCluster, cluster *clusterv1.Cluster, infra *infracluster.Infra, ref *metav1.OwnerReference, nodes []corev1.Node) (outcome.Outcome, error) {
-	// The community provider's Service is adopted only where this
-	// tenant's clusters alone live: labels cannot tell whose it is in a
-	// shared namespace (docs/migrating-from-capk.md).
-	svcNS := controlplaneservice.Desired(kc, cluster.Name, infra.Namespace).Namespace
-	mayAdopt := !tenancy.Shared(svcNS, kc.Namespace, infra.External, infra.Secret.Namespace)
+	// The community provider's Service is adopted only in the
+	// KubevirtCluster's own namespace on the management cluster, where
+	// no other cluster of its name can be: its selector, kept, names the
+	// cluster alone (docs/migrating-from-capk.md).
+	mayAdopt := !infra.External && controlplaneservice.Desired(kc, cluster.Name, infra.Namespace).Namespace == kc.Namespace
 	svc, err := controlplaneservice.Ensure(ctx, infra.Client, kc, cluster.Name, infra.Namespace, ref, mayAdopt)
 	if err != nil {
 		return outcome.Fail(infrav1.ServiceFailedReason, err.Error()), err

@@ -18,6 +18,7 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,9 +51,10 @@ func communityMachine(sc *Scope) adoption.Machine {
 // they are, and only metadata is written. The VM is first checked against
 // the multi-tenancy policy as one this provider would build: a VM the
 // provider will act on with its own rights must be one it would have been
-// allowed to make. The user data Secret, the running instance and the
-// disks are marked before the VM, whose mark ends the adoption: a write
-// that fails is tried again by the next reconcile. The reconcile ends; the
+// allowed to make. The running instance, the disks and the user data
+// Secret are marked before the VM, whose mark ends the adoption: a write
+// that fails is tried again by the next reconcile, and a machine deleted
+// meanwhile leaves the VM and what it owns alone (delete.go). The reconcile ends; the
 // VM's update brings the machine back.
 func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
@@ -76,11 +78,16 @@ func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMa
 	}
 
 	owner := vmbuilder.OwnerOf(km.Namespace, km.Name)
-	secrets, err := s.adoptCommunityUserData(ctx, sc, vm, owner)
-	if err != nil {
+	if err := s.markInstanceAndDisks(ctx, sc, vm, owner); err != nil {
+		var notOwn errNotTheVMs
+		if errors.As(err, &notOwn) {
+			return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
+				"VirtualMachine %s/%s was made by the community provider for this machine but is not adopted: %s", vm.Namespace, vm.Name, notOwn.what)), nil
+		}
 		return outcome.Outcome{}, err
 	}
-	if err := s.markInstanceAndDisks(ctx, sc, vm, owner); err != nil {
+	secrets, err := s.adoptCommunityUserData(ctx, sc, vm, owner)
+	if err != nil {
 		return outcome.Outcome{}, err
 	}
 	before := vm.DeepCopy()
@@ -125,25 +132,33 @@ func adoptionRefused(sc *Scope, vm *kubevirtv1.VirtualMachine) string {
 // markInstanceAndDisks gives the adopted VM's running instance and its
 // DataVolumes the owner annotation, as the provider's own VMs' have it
 // from their templates: their events then reach the machine, and its
-// deletion waits for the instance.
+// deletion waits for the instance. All are read and checked before any is
+// written: only what the VM itself controls and no one has marked, since
+// a name in a template can be another machine's disk or a golden image.
 func (s *Service) markInstanceAndDisks(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, owner string) error {
-	objs := []client.Object{&kubevirtv1.VirtualMachineInstance{}}
 	names := []string{vm.Name}
+	objs := []client.Object{&kubevirtv1.VirtualMachineInstance{}}
 	for _, t := range vm.Spec.DataVolumeTemplates {
-		objs, names = append(objs, &cdiv1.DataVolume{}), append(names, t.Name)
+		names, objs = append(names, t.Name), append(objs, &cdiv1.DataVolume{})
 	}
+	var unmarked []client.Object
 	for i, obj := range objs {
 		found, err := get(ctx, sc.Access.Infra.APIReader, types.NamespacedName{Namespace: vm.Namespace, Name: names[i]}, obj)
-		if err != nil || !found || ownedobject.IsOwnedBy(obj, owner) {
-			if err != nil {
-				return err
-			}
-			continue
+		switch {
+		case err != nil:
+			return err
+		case !found || ownedobject.IsOwnedBy(obj, owner):
+		case !metav1.IsControlledBy(obj, vm) || obj.GetAnnotations()[infrav1.OwnerAnnotation] != "":
+			return errNotTheVMs{fmt.Sprintf("%T %s/%s is not the VM's own", obj, vm.Namespace, names[i])}
+		default:
+			unmarked = append(unmarked, obj)
 		}
+	}
+	for _, obj := range unmarked {
 		before := obj.DeepCopyObject().(client.Object)
 		ownedobject.Mark(obj, owner)
 		if err := sc.Access.Infra.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-			return fmt.Errorf("marking %T %s/%s of the adopted VM: %w", obj, vm.Namespace, names[i], err)
+			return fmt.Errorf("marking %T %s/%s of the adopted VM: %w", obj, vm.Namespace, obj.GetName(), err)
 		}
 	}
 	return nil
@@ -187,3 +202,9 @@ func (s *Service) adoptCommunityUserData(ctx context.Context, sc *Scope, vm *kub
 	}
 	return adopted, nil
 }
+
+// errNotTheVMs is an object an adopted VM names that the VM does not
+// control: the adoption is refused.
+type errNotTheVMs struct{ what string }
+
+func (e errNotTheVMs) Error() string { return e.what }

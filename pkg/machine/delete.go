@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/golden/goldenplan"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/machine/ipam"
@@ -104,6 +105,12 @@ func (s *Service) deleteObjects(ctx context.Context, sc *Scope, withCDI bool) (o
 			s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, "VirtualMachineDeleting", "DeleteVirtualMachine", "deleting VirtualMachine %s", key)
 		}
 		return s.waitForInstance(ctx, sc, key, fmt.Sprintf("waiting for VirtualMachine %s to be deleted", key))
+	}
+	if found && adoption.CommunityVM(vm, communityMachine(sc)) {
+		// The community provider's VM, never adopted (adopt.go marks it
+		// last): its instance, disks and Secret may carry this machine's
+		// marks, but they are that VM's, which lives on.
+		return outcome.Ready(infrav1.DeletingReason, fmt.Sprintf("VirtualMachine %s, the community provider's, was never adopted and is left as it is", key)), nil
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if found, err := get(ctx, sc.Access.Infra.APIReader, key, vmi); err != nil || found && s.ours(km, vmi) {

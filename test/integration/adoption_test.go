@@ -162,4 +162,18 @@ func TestCommunityServiceAdoptedInPlace(t *testing.T) {
 	g.Expect(adopted.Spec.Selector).To(Equal(adoption.CommunitySelector(fixture.ClusterName)),
 		"the selector still selects the community provider's control-plane VMs")
 	g.Expect(adopted.OwnerReferences).To(ContainElement(HaveField("UID", tc.kc.UID)))
+
+	// One on another port is not adopted: correcting it would move the
+	// endpoint the tenant's certificates name.
+	other := &corev1.Namespace{}
+	other.GenerateName = "tenant-"
+	g.Expect(w.Env.Client.Create(ctx, other)).To(Succeed())
+	moved := fixture.CommunityService(other.Name, fixture.ClusterName)
+	moved.Spec.Ports[0].Port = 7443
+	g.Expect(w.Env.Client.Create(ctx, moved)).To(Succeed())
+	refused := newTenantClusterOn(t, w.Env.Client, fixture.TenantOptions{Namespace: other.Name, Owned: true})
+	eventually(t, func() string {
+		return conditions.GetReason(get(t, w.Env.Client, refused.kc), infrav1.ControlPlaneEndpointReadyCondition)
+	}).Should(Equal(infrav1.ServiceFailedReason))
+	g.Expect(get(t, w.Env.Client, moved).Annotations).NotTo(HaveKey(infrav1.OwnerAnnotation))
 }

@@ -35,8 +35,8 @@ import (
 // the same name without the owner annotation are never taken over.
 //
 // The community provider's Service of the cluster (adoption.CommunityService)
-// is adopted instead when mayAdopt (a namespace no other tenant's clusters
-// share): it is marked as this cluster's and keeps the community selector,
+// is adopted instead when mayAdopt (the KubevirtCluster's own namespace on
+// the management cluster): it is marked as this cluster's and keeps the community selector,
 // which selects the control-plane VMs it started as well as the
 // provider's own, so the endpoint never loses its backends.
 func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, clusterName, ns string, ref *metav1.OwnerReference, mayAdopt bool) (*corev1.Service, error) {
@@ -51,7 +51,7 @@ func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, c
 		ref = nil
 	}
 	if mayAdopt {
-		if err := adoptCommunity(ctx, c, client.ObjectKeyFromObject(want), clusterName, ownedobject.Key(kc), ref); err != nil {
+		if err := adoptCommunity(ctx, c, want, clusterName, ownedobject.Key(kc), ref); err != nil {
 			return nil, err
 		}
 	}
@@ -70,13 +70,17 @@ func Ensure(ctx context.Context, c client.Client, kc *infrav1.KubevirtCluster, c
 }
 
 // adoptCommunity marks the community provider's Service of the cluster,
-// if that is what the Service named key is, as owner's.
-func adoptCommunity(ctx context.Context, c client.Client, key client.ObjectKey, clusterName, owner string, ref *metav1.OwnerReference) error {
+// if that is what the Service of want's name is, as owner's. One of
+// another type or port is not adopted: correcting it would move the
+// endpoint the tenant's certificates name.
+func adoptCommunity(ctx context.Context, c client.Client, want *corev1.Service, clusterName, owner string, ref *metav1.OwnerReference) error {
+	key := client.ObjectKeyFromObject(want)
 	live := &corev1.Service{}
 	if err := c.Get(ctx, key, live); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !adoption.CommunityService(live, clusterName) {
+	if !adoption.CommunityService(live, clusterName) || live.Spec.Type != want.Spec.Type ||
+		len(live.Spec.Ports) != 1 || live.Spec.Ports[0].Port != want.Spec.Ports[0].Port {
 		return nil
 	}
 	before := live.DeepCopy()
