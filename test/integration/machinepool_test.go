@@ -26,6 +26,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -84,6 +85,18 @@ func TestMachinePoolRunsOnAVirtualMachinePool(t *testing.T) {
 	g.Expect(scaled.Status.Capacity.Memory().String()).To(Equal("1Gi"))
 	g.Expect(scaled.Status.NodeInfo.Architecture).To(Equal(infrav1.ArchitectureAmd64))
 	g.Expect(conditions.IsTrue(scaled, infrav1.CapacityKnownCondition)).To(BeTrue())
+	// The capacity is the provider's report, never an instruction: nothing
+	// in the provider reads it, and a status written by someone else (to
+	// make the autoscaler expect GPUs, say) is put back from the spec by
+	// the reconcile the write itself triggers.
+	forged := scaled.DeepCopy()
+	forged.Status.Capacity[corev1.ResourceName("nvidia.com/gpu")] = resource.MustParse("8")
+	forged.Status.NodeInfo.Architecture = "arm64"
+	g.Expect(tc.c.Status().Patch(ctx, forged, client.MergeFrom(scaled))).To(Succeed())
+	eventually(t, func() string {
+		cur := get(t, tc.c, p)
+		return fmt.Sprintf("%d resources, %s", len(cur.Status.Capacity), cur.Status.NodeInfo.Architecture)
+	}).Should(Equal("2 resources, " + string(infrav1.ArchitectureAmd64)))
 	secret := &corev1.Secret{}
 	g.Expect(infra.Get(ctx, types.NamespacedName{Namespace: tc.ns, Name: p.Name + infrav1.UserDataSecretSuffix}, secret)).To(Succeed())
 	g.Expect(secret.Data).To(HaveKeyWithValue("userdata", []byte(fixture.ValidCloudConfig)))
