@@ -18,7 +18,6 @@ package machine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,8 +58,7 @@ func communityMachine(sc *Scope) adoption.Machine {
 func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine) (outcome.Outcome, error) {
 	km := sc.KubevirtMachine
 	if refused := adoptionRefused(sc, vm); refused != "" {
-		return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-			"VirtualMachine %s/%s was made by the community provider for this machine but is not adopted: %s", vm.Namespace, vm.Name, refused)), nil
+		return outcome.Fail(infrav1.NameConflictReason, notAdopted(vm, refused)), nil
 	}
 	if !sc.FinalizerStored {
 		// Nothing is taken over before the machine's finalizer is stored,
@@ -72,19 +70,16 @@ func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMa
 		ObjectMeta: metav1.ObjectMeta{Labels: vm.Labels, Annotations: vm.Annotations}, Spec: *vm.Spec.DeepCopy()}
 	if o, err := s.vmAllowed(ctx, sc, spec, vm.Namespace, field.NewPath("virtualMachine")); err != nil || o.Reason != "" {
 		if o.Reason != "" {
-			o.Message = fmt.Sprintf("VirtualMachine %s/%s, made by the community provider, is not adopted: %s", vm.Namespace, vm.Name, o.Message)
+			o.Message = notAdopted(vm, o.Message)
 		}
 		return o, err
 	}
 
 	owner := vmbuilder.OwnerOf(km.Namespace, km.Name)
-	if err := s.markInstanceAndDisks(ctx, sc, vm, owner); err != nil {
-		var notOwn errNotTheVMs
-		if errors.As(err, &notOwn) {
-			return outcome.Fail(infrav1.NameConflictReason, fmt.Sprintf(
-				"VirtualMachine %s/%s was made by the community provider for this machine but is not adopted: %s", vm.Namespace, vm.Name, notOwn.what)), nil
-		}
+	if refused, err := s.markInstanceAndDisks(ctx, sc, vm, owner); err != nil {
 		return outcome.Outcome{}, err
+	} else if refused != "" {
+		return outcome.Fail(infrav1.NameConflictReason, notAdopted(vm, refused)), nil
 	}
 	secrets, err := s.adoptCommunityUserData(ctx, sc, vm, owner)
 	if err != nil {
@@ -106,6 +101,11 @@ func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMa
 	}
 	s.Recorder.Eventf(km, vm, corev1.EventTypeNormal, infrav1.AdoptedReason, "Adopt", "%s", message)
 	return outcome.Wait(infrav1.AdoptedReason, message), nil
+}
+
+// notAdopted says that the community provider's VM is not adopted, and why.
+func notAdopted(vm *kubevirtv1.VirtualMachine, why string) string {
+	return fmt.Sprintf("VirtualMachine %s/%s was made by the community provider for this machine but is not adopted: %s", vm.Namespace, vm.Name, why)
 }
 
 // adoptionRefused says why a VM with the community provider's marks for
@@ -135,7 +135,8 @@ func adoptionRefused(sc *Scope, vm *kubevirtv1.VirtualMachine) string {
 // deletion waits for the instance. All are read and checked before any is
 // written: only what the VM itself controls and no one has marked, since
 // a name in a template can be another machine's disk or a golden image.
-func (s *Service) markInstanceAndDisks(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, owner string) error {
+// It returns why the VM is not adopted when one is not the VM's own.
+func (s *Service) markInstanceAndDisks(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, owner string) (string, error) {
 	names := []string{vm.Name}
 	objs := []client.Object{&kubevirtv1.VirtualMachineInstance{}}
 	for _, t := range vm.Spec.DataVolumeTemplates {
@@ -146,10 +147,10 @@ func (s *Service) markInstanceAndDisks(ctx context.Context, sc *Scope, vm *kubev
 		found, err := get(ctx, sc.Access.Infra.APIReader, types.NamespacedName{Namespace: vm.Namespace, Name: names[i]}, obj)
 		switch {
 		case err != nil:
-			return err
+			return "", err
 		case !found || ownedobject.IsOwnedBy(obj, owner):
 		case !metav1.IsControlledBy(obj, vm) || obj.GetAnnotations()[infrav1.OwnerAnnotation] != "":
-			return errNotTheVMs{fmt.Sprintf("%T %s/%s is not the VM's own", obj, vm.Namespace, names[i])}
+			return fmt.Sprintf("%T %s/%s is not the VM's own", obj, vm.Namespace, names[i]), nil
 		default:
 			unmarked = append(unmarked, obj)
 		}
@@ -158,10 +159,10 @@ func (s *Service) markInstanceAndDisks(ctx context.Context, sc *Scope, vm *kubev
 		before := obj.DeepCopyObject().(client.Object)
 		ownedobject.Mark(obj, owner)
 		if err := sc.Access.Infra.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-			return fmt.Errorf("marking %T %s/%s of the adopted VM: %w", obj, vm.Namespace, obj.GetName(), err)
+			return "", fmt.Errorf("marking %T %s/%s of the adopted VM: %w", obj, vm.Namespace, obj.GetName(), err)
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // adoptedLabels are the identity labels the provider's own VM of this
@@ -202,9 +203,3 @@ func (s *Service) adoptCommunityUserData(ctx context.Context, sc *Scope, vm *kub
 	}
 	return adopted, nil
 }
-
-// errNotTheVMs is an object an adopted VM names that the VM does not
-// control: the adoption is refused.
-type errNotTheVMs struct{ what string }
-
-func (e errNotTheVMs) Error() string { return e.what }

@@ -107,7 +107,7 @@ func Build(in Input) (*kubevirtv1.VirtualMachine, error) {
 	if tmplSpec.Template == nil {
 		return nil, errors.New("virtualMachineTemplate.spec.template is required: it is the VM's instance spec")
 	}
-	labels := identity(in)
+	labels := IdentityLabels(in)
 	vm := &kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        in.Name,
@@ -270,11 +270,7 @@ func ProviderKey(key string) bool {
 // IdentityLabels are the labels that tie a VM of in and its pods to the
 // Cluster API objects (ProviderKey lists their keys): what Build sets, and
 // what an adopted VM is given.
-func IdentityLabels(in Input) map[string]string { return identity(in) }
-
-// identity are the labels that tie a VM and its pods to the CAPI objects;
-// ProviderKey lists their keys.
-func identity(in Input) map[string]string {
+func IdentityLabels(in Input) map[string]string {
 	role := infrav1.RoleWorker
 	if in.ControlPlane {
 		role = infrav1.RoleControlPlane

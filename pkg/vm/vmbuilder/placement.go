@@ -39,7 +39,7 @@ const DefaultTopologyKey = corev1.LabelHostname
 // those of its MachineDeployment or MachinePool, else of its role (control
 // plane or other workers), in one tenant cluster.
 func GroupSelector(in Input) *metav1.LabelSelector {
-	id := identity(in)
+	id := IdentityLabels(in)
 	sel := ClusterSelector(in.ClusterName, in.KubevirtMachineNamespace)
 	if md, ok := id[infrav1.MachineDeploymentLabel]; ok && !in.ControlPlane {
 		sel[infrav1.MachineDeploymentLabel] = md
