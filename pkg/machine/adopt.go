@@ -19,6 +19,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,12 +82,16 @@ func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMa
 	} else if refused != "" {
 		return outcome.Fail(infrav1.NameConflictReason, notAdopted(vm, refused)), nil
 	}
+	labels := adoptedLabels(sc, vm.Name)
+	if err := s.labelInstance(ctx, sc, vm, labels); err != nil {
+		return outcome.Outcome{}, err
+	}
 	secrets, err := s.adoptCommunityUserData(ctx, sc, vm, owner)
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
 	before := vm.DeepCopy()
-	marks := adoption.Marks{Owner: owner, Labels: adoptedLabels(sc, vm.Name)}
+	marks := adoption.Marks{Owner: owner, Labels: labels}
 	if !sc.Access.Infra.External && vm.Namespace == km.Namespace {
 		marks.Controller = metav1.NewControllerRef(km, infrav1.GroupVersion.WithKind("KubevirtMachine"))
 	}
@@ -163,6 +168,69 @@ func (s *Service) markInstanceAndDisks(ctx context.Context, sc *Scope, vm *kubev
 		}
 	}
 	return "", nil
+}
+
+// labelInstance gives the adopted VM's running instance and its
+// virt-launcher pods the identity labels, and the instance the
+// adopted-from annotation, the provider's own instances have
+// from their template. The cluster's NetworkPolicies, spreads and
+// anti-affinity select launcher pods by them: without them, the instance
+// the community provider started is cut off from the cluster's new VMs by
+// its isolation policies (docs/isolation.md). KubeVirt gives template
+// labels only to the next instance, renders a launcher pod's labels from
+// its instance's, and afterwards syncs only its own keys from an instance
+// to its pod (syncDynamicAnnotationsAndLabelsToPod in
+// pkg/virt-controller/watch/vmi/lifecycle.go, KubeVirt v1.7.0), so the
+// running instance and its pods are labelled here. Only pods the instance
+// controls are written.
+func (s *Service) labelInstance(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, labels map[string]string) error {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	found, err := get(ctx, sc.Access.Infra.APIReader, client.ObjectKeyFromObject(vm), vmi)
+	if err != nil || !found || !metav1.IsControlledBy(vmi, vm) {
+		return err
+	}
+	// The annotation tells the instance the community provider started
+	// from the next, which the adopted template makes.
+	if err := addMetadata(ctx, sc.Access.Infra.Client, vmi, labels,
+		map[string]string{adoption.AdoptedFromAnnotation: adoption.CommunityProvider}); err != nil {
+		return err
+	}
+	pods := &corev1.PodList{}
+	if err := sc.Access.Infra.APIReader.List(ctx, pods, client.InNamespace(vm.Namespace),
+		client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)}); err != nil {
+		return fmt.Errorf("listing the launcher pods of adopted VirtualMachineInstance %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	for i := range pods.Items {
+		if pod := &pods.Items[i]; metav1.IsControlledBy(pod, vmi) {
+			if err := addMetadata(ctx, sc.Access.Infra.Client, pod, labels, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addMetadata merges labels and annotations into obj's, writing only when
+// one differs.
+func addMetadata(ctx context.Context, c client.Client, obj client.Object, labels, annotations map[string]string) error {
+	before := obj.DeepCopyObject().(client.Object)
+	obj.SetLabels(withAll(obj.GetLabels(), labels))
+	obj.SetAnnotations(withAll(obj.GetAnnotations(), annotations))
+	if maps.Equal(before.GetLabels(), obj.GetLabels()) && maps.Equal(before.GetAnnotations(), obj.GetAnnotations()) {
+		return nil
+	}
+	if err := c.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("labelling %T %s/%s of the adopted VM: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// withAll is base with extra on top, as a new map.
+func withAll(base, extra map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(extra))
+	maps.Copy(out, base)
+	maps.Copy(out, extra)
+	return out
 }
 
 // adoptedLabels are the identity labels the provider's own VM of this

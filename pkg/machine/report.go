@@ -98,9 +98,8 @@ func (s *Service) report(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualM
 		}
 	}
 	if state.Ready && adoption.Adopted(vm) && vmi != nil && adoption.CommunityInstance(vmi) {
-		// Said while the instance the community provider started runs:
-		// its pods lack the provider's labels until the next instance
-		// (docs/migrating-from-capk.md).
+		// Said while the instance the community provider started runs, as
+		// it booted then (docs/migrating-from-capk.md).
 		state.Reason = infrav1.AdoptedReason
 	}
 	vmOutcome := fromState(state)

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/adoption"
@@ -99,6 +100,14 @@ func TestCommunityVMAdoptedInPlace(t *testing.T) {
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, vm.Name, vmi)).To(Succeed())
 	g.Expect(vmi.UID).To(Equal(instance), "the same instance, never restarted")
 	g.Expect(vmi.Annotations).To(HaveKeyWithValue(infrav1.OwnerAnnotation, tc.ns+"/community-0"), "the instance's events reach the machine")
+	g.Expect(vmi.Labels).To(HaveKeyWithValue(infrav1.KubevirtMachineNamespaceLabel, tc.ns), "the running instance carries the identity labels")
+	launchers := &corev1.PodList{}
+	g.Expect(w.Env.Client.List(ctx, launchers, client.InNamespace(tc.ns), client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)})).To(Succeed())
+	g.Expect(launchers.Items).NotTo(BeEmpty())
+	for _, pod := range launchers.Items {
+		g.Expect(pod.Labels).To(HaveKeyWithValue(infrav1.KubevirtMachineNamespaceLabel, tc.ns),
+			"its launcher pod is selected by the cluster's NetworkPolicies")
+	}
 	userData := &corev1.Secret{}
 	g.Expect(infraGet(t, w.Env.Client, tc.ns, secret.Name, userData)).To(Succeed())
 	g.Expect(userData.OwnerReferences).To(ContainElement(HaveField("UID", vm.UID)), "the user data Secret goes with the VM")

@@ -83,13 +83,14 @@ func adoptCommunity(ctx context.Context, c client.Client, want *corev1.Service, 
 		len(live.Spec.Ports) != 1 || live.Spec.Ports[0].Port != want.Spec.Ports[0].Port {
 		return nil
 	}
-	before := live.DeepCopy()
 	ownedobject.Mark(live, owner)
 	live.Annotations[adoption.AdoptedFromAnnotation] = adoption.CommunityProvider
 	if ref != nil {
 		live.OwnerReferences = append(live.OwnerReferences, *ref)
 	}
-	if err := c.Patch(ctx, live, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	// An update, at the resourceVersion read: the provider's role may
+	// update Services, not patch them.
+	if err := c.Update(ctx, live); err != nil {
 		return fmt.Errorf("adopting the community provider's control-plane Service %s: %w", key, err)
 	}
 	return nil

@@ -116,12 +116,11 @@ func Adopted(vm metav1.Object) bool {
 	return vm != nil && vm.GetAnnotations()[AdoptedFromAnnotation] == CommunityProvider
 }
 
-// CommunityInstance reports whether a VM instance still runs as the
-// community provider started it, without this provider's identity labels,
-// which only a new instance takes from the adopted template.
+// CommunityInstance reports whether a VM instance is the one the community
+// provider started, which the adoption marked with AdoptedFromAnnotation;
+// the next instance comes from the adopted template, without it.
 func CommunityInstance(vmi metav1.Object) bool {
-	_, ours := vmi.GetLabels()[infrav1.KubevirtMachineNamespaceLabel]
-	return !ours
+	return vmi.GetAnnotations()[AdoptedFromAnnotation] == CommunityProvider
 }
 
 // UserDataSecrets are the names of the Secrets the VM's cloud-init volumes

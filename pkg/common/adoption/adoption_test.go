@@ -129,11 +129,15 @@ func TestCommunityUserData(t *testing.T) {
 }
 
 func TestCommunityInstance(t *testing.T) {
-	if !CommunityInstance(&metav1.ObjectMeta{Labels: communityLabels()}) {
-		t.Error("the community provider's instance is taken for the provider's")
+	if !CommunityInstance(&metav1.ObjectMeta{Labels: communityLabels(), Annotations: map[string]string{AdoptedFromAnnotation: CommunityProvider}}) {
+		t.Error("the community provider's instance, marked at adoption, is taken for the provider's")
 	}
-	if CommunityInstance(&metav1.ObjectMeta{Labels: map[string]string{infrav1.KubevirtMachineNamespaceLabel: "tenant"}}) {
-		t.Error("an instance with the provider's labels is taken for the community provider's")
+	// The next instance carries the community labels the template kept,
+	// and the provider's, but not the mark.
+	next := communityLabels()
+	next[infrav1.KubevirtMachineNamespaceLabel] = "tenant"
+	if CommunityInstance(&metav1.ObjectMeta{Labels: next}) {
+		t.Error("an instance from the adopted template is taken for the community provider's")
 	}
 }
 
