@@ -35,7 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -43,7 +42,6 @@ import (
 	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	ctrlkubeconfig "sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capkv/cluster-api-provider-kubevirt/api/v1alpha1"
@@ -156,16 +154,7 @@ func writeNotTrue(b *strings.Builder, kind, name string, conds []metav1.Conditio
 // tenantClient reaches a tenant cluster with the kubeconfig Cluster API
 // wrote for it, as its users do; it also returns the server's address.
 func tenantClient(ctx context.Context, ns, cluster string) (client.Client, string, error) {
-	kubeconfig, err := ctrlkubeconfig.FromSecret(ctx, c, client.ObjectKey{Namespace: ns, Name: cluster})
-	if err != nil {
-		return nil, "", err
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, "", err
-	}
-	wc, err := client.New(cfg, client.Options{})
-	return wc, cfg.Host, err
+	return world.TenantClient(ctx, c, ns, cluster)
 }
 
 // servingCertInjected checks that cert-manager issued the provider's

@@ -69,6 +69,38 @@ func isBoundLauncher(o client.Object) bool {
 		(!pod.DeletionTimestamp.IsZero() || pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed)
 }
 
+// setupUnrunPods acts for the kubelet on the other pods bound to a node
+// that nothing in the world runs (a Deployment whose image the world has
+// no binary for, such as the community provider's before the switch): they
+// stay Pending, as a pod whose image never starts, and a deleted one is
+// removed at once, as a real kubelet removes a pod with no running
+// container. Launcher and CDI pods have their own rules; pods the world
+// runs (world.PodRunner) are Running and remove themselves.
+func (s *Simulator) setupUnrunPods(mgr ctrl.Manager) error {
+	deleted := predicate.NewPredicateFuncs(isDeletedUnrunPod)
+	return ctrl.NewControllerManagedBy(mgr).Named("sim-kubelet-unrun").
+		For(&corev1.Pod{}, builder.WithPredicates(deleted)).
+		WithOptions(concurrency()).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			pod := &corev1.Pod{}
+			if err := s.client.Get(ctx, req.NamespacedName, pod); err != nil || !isDeletedUnrunPod(pod) || s.nodeFailed(pod.Spec.NodeName) {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			err := s.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, err
+		}))
+}
+
+func isDeletedUnrunPod(o client.Object) bool {
+	pod, ok := o.(*corev1.Pod)
+	return ok && pod.Spec.NodeName != "" && !pod.DeletionTimestamp.IsZero() &&
+		(pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending) &&
+		pod.Labels[kubevirtv1.AppLabel] != "virt-launcher" && !isBoundCDIPod(pod)
+}
+
 func (s *Simulator) reconcileLauncher(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
 	if err := s.client.Get(ctx, req.NamespacedName, pod); err != nil {

@@ -145,7 +145,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager, handler client.Client) er
 	s.handler = handler
 	s.log = mgr.GetLogger().WithName("sim")
 	for _, setup := range []func(ctrl.Manager) error{
-		s.setupHandler, s.setupKubelet, s.setupCDIPods, s.setupStorageAdmin,
+		s.setupHandler, s.setupKubelet, s.setupUnrunPods, s.setupCDIPods, s.setupStorageAdmin,
 		s.setupProvisioner, s.setupResizer, s.setupVolumeReclaimer, s.setupSnapshotter, s.setupLoadBalancer,
 	} {
 		if err := setup(mgr); err != nil {

@@ -23,9 +23,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrlkubeconfig "sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -67,4 +69,20 @@ func MachinesWithNodes(ctx context.Context, mgmt client.Reader, ns string) (stri
 		}
 	}
 	return fmt.Sprintf("%d machines, %d with a Node", len(machines.Items), withNode), nil
+}
+
+// TenantClient reaches a tenant cluster with the kubeconfig Cluster API
+// wrote for it on the management cluster, as its users do; it also returns
+// the server's address.
+func TenantClient(ctx context.Context, mgmt client.Reader, ns, cluster string) (client.Client, string, error) {
+	kubeconfig, err := ctrlkubeconfig.FromSecret(ctx, mgmt, client.ObjectKey{Namespace: ns, Name: cluster})
+	if err != nil {
+		return nil, "", err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, "", err
+	}
+	wc, err := client.New(cfg, client.Options{})
+	return wc, cfg.Host, err
 }
