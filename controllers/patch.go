@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/adoption"
 	"github.com/capkv/cluster-api-provider-kubevirt/pkg/common/outcome"
 )
 
@@ -36,6 +37,9 @@ import (
 // condition included), so a merge patch of the status loses nobody's
 // change. obj must be a pointer to a struct with a Status field.
 func patchOnce(ctx context.Context, c client.Client, stored, obj outcome.Object, writeStatus bool) error {
+	// What the community provider left in its conditions cannot be written
+	// back under this schema (docs/migrating-from-capk.md).
+	obj.SetConditions(adoption.WithoutCommunityConditions(obj.GetConditions()))
 	status := reflect.ValueOf(obj.DeepCopyObject()).Elem().FieldByName("Status")
 
 	// The spec patch sends no status, and its answer carries the stored

@@ -26,7 +26,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root/test"
 long=(integration e2e)
 # Longest first, so that no long package starts last and runs alone.
-tail=(migrate move world upgrade monitoring controllers testenv webhooks release cmd/bench sim)
+tail=(migrate move world monitoring upgrade controllers testenv webhooks release cmd/bench sim)
 # A package added to the module and not to the lists above runs last.
 while read -r pkg; do
   [[ " ${long[*]} ${tail[*]} " == *" $pkg "* ]] || tail+=("$pkg")

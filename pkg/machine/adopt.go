@@ -22,6 +22,7 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -82,16 +83,12 @@ func (s *Service) adopt(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMa
 	} else if refused != "" {
 		return outcome.Fail(infrav1.NameConflictReason, notAdopted(vm, refused)), nil
 	}
-	labels := adoptedLabels(sc, vm.Name)
-	if err := s.labelInstance(ctx, sc, vm, labels); err != nil {
-		return outcome.Outcome{}, err
-	}
 	secrets, err := s.adoptCommunityUserData(ctx, sc, vm, owner)
 	if err != nil {
 		return outcome.Outcome{}, err
 	}
 	before := vm.DeepCopy()
-	marks := adoption.Marks{Owner: owner, Labels: labels}
+	marks := adoption.Marks{Owner: owner, Labels: adoptedLabels(sc, vm.Name)}
 	if !sc.Access.Infra.External && vm.Namespace == km.Namespace {
 		marks.Controller = metav1.NewControllerRef(km, infrav1.GroupVersion.WithKind("KubevirtMachine"))
 	}
@@ -170,45 +167,55 @@ func (s *Service) markInstanceAndDisks(ctx context.Context, sc *Scope, vm *kubev
 	return "", nil
 }
 
-// labelInstance gives the adopted VM's running instance and its
-// virt-launcher pods the identity labels, and the instance the
-// adopted-from annotation, the provider's own instances have
-// from their template. The cluster's NetworkPolicies, spreads and
-// anti-affinity select launcher pods by them: without them, the instance
-// the community provider started is cut off from the cluster's new VMs by
-// its isolation policies (docs/isolation.md). KubeVirt gives template
-// labels only to the next instance, renders a launcher pod's labels from
-// its instance's, and afterwards syncs only its own keys from an instance
-// to its pod (syncDynamicAnnotationsAndLabelsToPod in
-// pkg/virt-controller/watch/vmi/lifecycle.go, KubeVirt v1.7.0), so the
-// running instance and its pods are labelled here. Only pods the instance
-// controls are written.
-func (s *Service) labelInstance(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, labels map[string]string) error {
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	found, err := get(ctx, sc.Access.Infra.APIReader, client.ObjectKeyFromObject(vm), vmi)
-	if err != nil || !found || !metav1.IsControlledBy(vmi, vm) {
-		return err
+// labelInstance gives the running instance of an adopted VM, started by
+// the community provider, and its virt-launcher pods the identity labels,
+// and the instance the adopted-from annotation; it runs once the VM is
+// adopted, until the instance carries the labels. The cluster's
+// NetworkPolicies, spreads and anti-affinity select launcher pods by them:
+// without them, the instance the community provider started is cut off
+// from the cluster's new VMs by its isolation policies (docs/isolation.md).
+// KubeVirt gives template labels only to the next instance, renders a
+// launcher pod's labels from its instance's, and afterwards syncs only its
+// own keys from an instance to its pod (syncDynamicAnnotationsAndLabelsToPod
+// in pkg/virt-controller/watch/vmi/lifecycle.go, KubeVirt v1.7.0), so the
+// running instance and its pods are labelled here. Only the instance the
+// VM controls, and the pods that instance controls, are written; the
+// instance last, as the sign that all its pods are done.
+//
+// An infra cluster that does not let the provider list or patch pods (an
+// external one whose kubeconfig lacks the rights) gets a Warning Event
+// instead: the machine works on, and the next instance has the labels.
+func (s *Service) labelInstance(ctx context.Context, sc *Scope, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) error {
+	if !adoption.Adopted(vm) || vmi == nil || !metav1.IsControlledBy(vmi, vm) || vmi.Labels[infrav1.KubevirtMachineNamespaceLabel] != "" {
+		return nil
 	}
-	// The annotation tells the instance the community provider started
-	// from the next, which the adopted template makes.
-	if err := addMetadata(ctx, sc.Access.Infra.Client, vmi, labels,
-		map[string]string{adoption.AdoptedFromAnnotation: adoption.CommunityProvider}); err != nil {
-		return err
-	}
+	labels := adoptedLabels(sc, vm.Name)
 	pods := &corev1.PodList{}
-	if err := sc.Access.Infra.APIReader.List(ctx, pods, client.InNamespace(vm.Namespace),
-		client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)}); err != nil {
-		return fmt.Errorf("listing the launcher pods of adopted VirtualMachineInstance %s/%s: %w", vmi.Namespace, vmi.Name, err)
-	}
+	err := sc.Access.Infra.APIReader.List(ctx, pods, client.InNamespace(vm.Namespace),
+		client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)})
 	for i := range pods.Items {
-		if pod := &pods.Items[i]; metav1.IsControlledBy(pod, vmi) {
-			if err := addMetadata(ctx, sc.Access.Infra.Client, pod, labels, nil); err != nil {
-				return err
-			}
+		if pod := &pods.Items[i]; err == nil && metav1.IsControlledBy(pod, vmi) {
+			err = client.IgnoreNotFound(addMetadata(ctx, sc.Access.Infra.Client, pod, labels, nil))
 		}
+	}
+	if err == nil {
+		vmi = vmi.DeepCopy()
+		err = addMetadata(ctx, sc.Access.Infra.Client, vmi, labels, map[string]string{adoption.AdoptedFromAnnotation: adoption.CommunityProvider})
+	}
+	if apierrors.IsForbidden(err) {
+		s.Recorder.Eventf(sc.KubevirtMachine, vm, corev1.EventTypeWarning, instanceNotLabelledReason, "Label",
+			"the running instance of adopted VirtualMachine %s/%s and its launcher pods keep the community provider's labels until it restarts, so the cluster's NetworkPolicies do not select them: %v", vm.Namespace, vm.Name, err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("labelling the running instance of adopted VirtualMachine %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
 	return nil
 }
+
+// instanceNotLabelledReason is the Warning Event of an adopted instance the
+// provider may not label.
+const instanceNotLabelledReason = "AdoptedInstanceNotLabelled"
 
 // addMetadata merges labels and annotations into obj's, writing only when
 // one differs.
@@ -220,7 +227,7 @@ func addMetadata(ctx context.Context, c client.Client, obj client.Object, labels
 		return nil
 	}
 	if err := c.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("labelling %T %s/%s of the adopted VM: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("labelling %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }

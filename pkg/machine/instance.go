@@ -40,6 +40,9 @@ func (s *Service) reconcileInstance(ctx context.Context, sc *Scope, r *reconcile
 	if found {
 		r.vmi = candidate
 	}
+	if err := s.labelInstance(ctx, sc, r.vm, r.vmi); err != nil {
+		return outcome.Outcome{}, true, err
+	}
 	if _, err := s.restartIfRequested(ctx, sc, r.vm, r.vmi); err != nil {
 		return outcome.Outcome{}, true, err
 	}

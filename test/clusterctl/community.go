@@ -60,10 +60,12 @@ var communityKinds = []string{"kubevirtclusters", "kubevirtclustertemplates", "k
 // its config/default installs, not built from it: the namespace, the
 // ServiceAccount, ClusterRole and binding, the leader-election Role and the
 // Deployment, named as it names them, and its four CRDs with its labels.
-// Two differences, both documented in docs/migrating-from-capk.md: the
-// CRDs' schema is this provider's v1alpha1 (a superset of the community's,
-// under the same group, version and kinds), and its two validating webhooks
-// for templates are left out, as no community webhook server runs to answer
+// Three differences, all documented in docs/migrating-from-capk.md: the
+// CRDs' schema is this provider's v1alpha1 (a superset of the
+// community's, under the same group, version and kinds) but for the
+// conditions, which take the community's form (communityStatus), and they
+// carry the v1beta2 contract label; its two validating webhooks for
+// templates are left out, as no community webhook server runs to answer
 // them. Nothing runs the Deployment's pods: no image of the community
 // provider exists in the world (world.CommunityProvider acts for it).
 func (cc *Clusterctl) AddCommunityRelease() error {
@@ -86,9 +88,16 @@ func (cc *Clusterctl) AddCommunityRelease() error {
 		if err := yaml.Unmarshal(data, crd); err != nil {
 			return err
 		}
-		crd.Labels = map[string]string{"cluster.x-k8s.io/provider": "kubevirt",
-			"cluster.x-k8s.io/v1beta1": "v1alpha1", "cluster.x-k8s.io/v1beta2": "v1alpha1"}
+		// Its contract labels, up to Cluster API's v1beta1 contract, and
+		// v1beta2's, which its release lacks: Cluster API v1.14, which the
+		// world runs, converts a v1beta1 Cluster's references only to CRDs
+		// that have it.
+		crd.Labels = map[string]string{"cluster.x-k8s.io/provider": "kubevirt"}
+		for _, contract := range []string{"v1alpha1", "v1alpha2", "v1alpha3", "v1alpha4", "v1beta1", "v1beta2"} {
+			crd.Labels["cluster.x-k8s.io/"+contract] = "v1alpha1"
+		}
 		crd.Annotations = nil
+		communityStatus(crd)
 		if err := appendYAML(&components, crd); err != nil {
 			return err
 		}
@@ -109,6 +118,32 @@ func (cc *Clusterctl) InitCommunity(ctx context.Context, m Management) (string, 
 		return "", err
 	}
 	return cc.Run(ctx, "init", "--infrastructure", "kubevirt:"+CommunityVersion, "--kubeconfig", m.Kubeconfig)
+}
+
+// communityStatus gives the CRD's conditions the community provider's
+// form: Cluster API v1beta1 conditions (a reason and message are optional,
+// a severity is added).
+func communityStatus(crd *apiextensionsv1.CustomResourceDefinition) {
+	for i := range crd.Spec.Versions {
+		schema := crd.Spec.Versions[i].Schema
+		if schema == nil || schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		status, ok := schema.OpenAPIV3Schema.Properties["status"]
+		if !ok {
+			continue
+		}
+		if _, ok := status.Properties["conditions"]; ok {
+			str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+			status.Properties["conditions"] = apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{
+				Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", Required: []string{"lastTransitionTime", "status", "type"},
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"lastTransitionTime": {Type: "string", Format: "date-time"},
+						"message":            str, "reason": str, "severity": str, "status": str, "type": str,
+					}}}}
+		}
+		schema.OpenAPIV3Schema.Properties["status"] = status
+	}
 }
 
 func communityInstallation() []any {

@@ -32,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -92,10 +93,11 @@ var _ = Describe("switching from the community provider", Ordered, func() {
 	})
 
 	It("replaces the community provider with clusterctl delete and init, and adopts every VM in place", func() {
-		By("clusterctl upgrade refuses: this provider's versions are below the community's")
+		By("clusterctl upgrade refuses: the two providers' release series are not one line")
 		_, err := cc.Run(ctx, "upgrade", "apply", "--infrastructure", clusterctl.CommunityNamespace+"/kubevirt:"+suite.ReleaseVersion,
 			"--kubeconfig", mgmt.Kubeconfig)
-		Expect(err).To(HaveOccurred())
+		Expect(err).To(MatchError(ContainSubstring("version " + suite.ReleaseVersion + " for the provider " +
+			clusterctl.CommunityNamespace + "/" + clusterctl.ProviderLabel + " does not match any release series")))
 
 		By("clusterctl delete removes the community provider and keeps its CRDs and every object")
 		_, err = cc.Run(ctx, "delete", "--infrastructure", "kubevirt", "--include-namespace", "--kubeconfig", mgmt.Kubeconfig)
@@ -150,9 +152,19 @@ var _ = Describe("switching from the community provider", Ordered, func() {
 				if c := meta.FindStatusCondition(km.Status.Conditions, infrav1.VirtualMachineReadyCondition); c != nil {
 					reasons = append(reasons, c.Reason)
 				}
+				if meta.FindStatusCondition(km.Status.Conditions, "VMProvisioned") != nil {
+					reasons = append(reasons, "the community provider's VMProvisioned")
+				}
 			}
 			return reasons
-		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(SatisfyAll(HaveLen(5), HaveEach(infrav1.AdoptedReason)))
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(SatisfyAll(HaveLen(5), HaveEach(infrav1.AdoptedReason)), providerLogs)
+		Eventually(func(g Gomega) []metav1.Condition {
+			kc := &infrav1.KubevirtCluster{}
+			g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kc)).To(Succeed())
+			return kc.Status.Conditions
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(SatisfyAll(
+			Not(ContainElement(HaveField("Type", "LoadBalancerAvailable"))), HaveEach(HaveField("Reason", Not(BeEmpty())))),
+			"the community provider's conditions are gone", providerLogs)
 		Expect(infraUIDs(ctx, ns)).To(Equal(before), "the same VMs, instances, DataVolumes, Services and Secrets")
 		expectMachinesWithNodes(ctx, ns, 5, runner.Logs)
 	})
@@ -184,6 +196,9 @@ var _ = Describe("switching from the community provider", Ordered, func() {
 			}
 			md.Spec.Template.Spec.Version = to
 			md.Spec.Template.Spec.InfrastructureRef.Name = mdTemplate
+			// Both workers at once, as a team with room for them rolls.
+			md.Spec.Rollout.Strategy.Type = clusterv1.RollingUpdateMachineDeploymentStrategyType
+			md.Spec.Rollout.Strategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromInt32(2))
 			return mgmt.Client.Update(ctx, md)
 		})).To(Succeed())
 		expectVersion(ctx, ns, to, 2, false)

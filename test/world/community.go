@@ -18,6 +18,7 @@ package world
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -50,13 +51,17 @@ import (
 //   - KubevirtCluster: its finalizer, the SSH key Secret <name>-ssh-keys
 //     owned by it, the Service <Cluster>-lb (fixture.CommunityService), the
 //     Service's ClusterIP and port 6443 as the control-plane endpoint, then
-//     ready (and initialization.provisioned, which Cluster API's v1beta2
-//     contract reads).
+//     ready.
 //   - KubevirtMachine, once its Machine has bootstrap data: its finalizer,
 //     the user data Secret and the VM (fixture.CommunityMachineFrom, from
 //     the machine's template); once the instance is ready, the providerID
 //     kubevirt://<name>, the addresses and ready; once the tenant Node
 //     exists, its providerID, then nodeupdated.
+//   - Status as it writes it: ready, and Cluster API v1beta1 conditions
+//     (Ready and its own types, True with no reason), which
+//     clusterctl.AddCommunityRelease's CRDs take. It also writes
+//     initialization.provisioned, which it does not: Cluster API v1.14
+//     reads that under the v1beta2 contract label those CRDs need there.
 //
 // One difference: the community provider adds the cluster's SSH key to the
 // user data; this passes the bootstrap data through unchanged.
@@ -171,9 +176,8 @@ func (p *CommunityProvider) reconcileCluster(ctx context.Context, kc *infrav1.Ku
 		kc.Spec.ControlPlaneEndpoint.Host, kc.Spec.ControlPlaneEndpoint.Port = svc.Spec.ClusterIP, 6443
 		return p.c.Update(ctx, kc)
 	}
-	kc.Status.Ready = true
-	kc.Status.Initialization.Provisioned = ptr.To(true)
-	return p.c.Status().Update(ctx, kc)
+	return p.patchStatus(ctx, kc, map[string]any{"ready": true, "initialization": map[string]any{"provisioned": true},
+		"conditions": communityConditions("LoadBalancerAvailable")})
 }
 
 func (p *CommunityProvider) reconcileMachine(ctx context.Context, km *infrav1.KubevirtMachine) error {
@@ -203,17 +207,16 @@ func (p *CommunityProvider) reconcileMachine(ctx context.Context, km *infrav1.Ku
 			km.Spec.ProviderID = ptr.To(infrav1.ProviderIDPrefix + km.Name)
 			return p.c.Update(ctx, km)
 		}
-		km.Status.Addresses = nil
+		var addresses []clusterv1.MachineAddress
 		for _, iface := range vmi.Status.Interfaces {
 			for _, ip := range iface.IPs {
-				km.Status.Addresses = append(km.Status.Addresses,
+				addresses = append(addresses,
 					clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: ip},
 					clusterv1.MachineAddress{Type: clusterv1.MachineExternalIP, Address: ip})
 			}
 		}
-		km.Status.Ready = true
-		km.Status.Initialization.Provisioned = ptr.To(true)
-		return p.c.Status().Update(ctx, km)
+		return p.patchStatus(ctx, km, map[string]any{"ready": true, "initialization": map[string]any{"provisioned": true}, "addresses": addresses,
+			"conditions": communityConditions("VMProvisioned", "BootstrapExecSucceeded")})
 	}
 	tenant := p.tenants[machine.Spec.ClusterName]
 	if tenant == nil {
@@ -230,8 +233,29 @@ func (p *CommunityProvider) reconcileMachine(ctx context.Context, km *infrav1.Ku
 		node.Spec.ProviderID = *km.Spec.ProviderID
 		return tenant.Update(ctx, node)
 	}
-	km.Status.NodeUpdated = true
-	return p.c.Status().Update(ctx, km)
+	return p.patchStatus(ctx, km, map[string]any{"nodeupdated": true})
+}
+
+// patchStatus merges status into obj's, as the community provider's
+// patch helper writes it.
+func (p *CommunityProvider) patchStatus(ctx context.Context, obj client.Object, status map[string]any) error {
+	data, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	return p.c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data))
+}
+
+// communityConditions are True conditions of types and Ready as the
+// community provider writes them: Cluster API v1beta1 conditions, with no
+// reason or message when True.
+func communityConditions(types ...string) []map[string]any {
+	now := time.Now().UTC().Format(time.RFC3339)
+	out := []map[string]any{{"type": "Ready", "status": "True", "lastTransitionTime": now}}
+	for _, t := range types {
+		out = append(out, map[string]any{"type": t, "status": "True", "lastTransitionTime": now})
+	}
+	return out
 }
 
 func (p *CommunityProvider) createVM(ctx context.Context, km *infrav1.KubevirtMachine, machine *clusterv1.Machine) error {

@@ -117,10 +117,13 @@ func Adopted(vm metav1.Object) bool {
 }
 
 // CommunityInstance reports whether a VM instance is the one the community
-// provider started, which the adoption marked with AdoptedFromAnnotation;
-// the next instance comes from the adopted template, without it.
+// provider started: without this provider's identity labels, or marked
+// with AdoptedFromAnnotation once the provider labelled it. The next
+// instance comes from the adopted template, with the labels and without
+// the mark.
 func CommunityInstance(vmi metav1.Object) bool {
-	return vmi.GetAnnotations()[AdoptedFromAnnotation] == CommunityProvider
+	_, ours := vmi.GetLabels()[infrav1.KubevirtMachineNamespaceLabel]
+	return !ours || vmi.GetAnnotations()[AdoptedFromAnnotation] == CommunityProvider
 }
 
 // UserDataSecrets are the names of the Secrets the VM's cloud-init volumes
@@ -200,4 +203,26 @@ func CommunityService(svc *corev1.Service, cluster string) bool {
 	_, ours := svc.Annotations[infrav1.OwnerAnnotation]
 	return cluster != "" && svc.Labels[infrav1.ClusterNameLabel] == cluster && maps.Equal(svc.Spec.Selector, CommunitySelector(cluster)) &&
 		len(svc.OwnerReferences) == 0 && !ours
+}
+
+// communityConditionTypes are the condition types only the community
+// provider writes (v0.11.2: the KubevirtMachine's and the
+// KubevirtCluster's, besides Ready).
+var communityConditionTypes = []string{"VMProvisioned", "BootstrapExecSucceeded", "VMLiveMigratable", "LoadBalancerAvailable"}
+
+// WithoutCommunityConditions returns conds without the conditions the
+// community provider left on an object this provider now reconciles: its
+// own types, and any condition without a reason. It writes Cluster API
+// v1beta1 conditions, where a reason is optional (a True one has none);
+// this provider's schema requires one, so such a condition, sent back
+// with the rest of the status, would fail every status write. conds is
+// returned as it is when it holds none.
+func WithoutCommunityConditions(conds []metav1.Condition) []metav1.Condition {
+	foreign := func(c metav1.Condition) bool {
+		return c.Reason == "" || slices.Contains(communityConditionTypes, c.Type)
+	}
+	if !slices.ContainsFunc(conds, foreign) {
+		return conds
+	}
+	return slices.DeleteFunc(slices.Clone(conds), foreign)
 }

@@ -129,8 +129,13 @@ func TestCommunityUserData(t *testing.T) {
 }
 
 func TestCommunityInstance(t *testing.T) {
-	if !CommunityInstance(&metav1.ObjectMeta{Labels: communityLabels(), Annotations: map[string]string{AdoptedFromAnnotation: CommunityProvider}}) {
-		t.Error("the community provider's instance, marked at adoption, is taken for the provider's")
+	if !CommunityInstance(&metav1.ObjectMeta{Labels: communityLabels()}) {
+		t.Error("the community provider's instance is taken for the provider's")
+	}
+	labelled := communityLabels()
+	labelled[infrav1.KubevirtMachineNamespaceLabel] = "tenant"
+	if !CommunityInstance(&metav1.ObjectMeta{Labels: labelled, Annotations: map[string]string{AdoptedFromAnnotation: CommunityProvider}}) {
+		t.Error("the community provider's instance, labelled and marked after the adoption, is taken for the provider's")
 	}
 	// The next instance carries the community labels the template kept,
 	// and the provider's, but not the mark.
@@ -179,6 +184,27 @@ func TestCommunityService(t *testing.T) {
 	} {
 		if CommunityService(s, "c1") {
 			t.Errorf("%s is taken for the community provider's Service", name)
+		}
+	}
+}
+
+func TestWithoutCommunityConditions(t *testing.T) {
+	ours := metav1.Condition{Type: infrav1.VirtualMachineReadyCondition, Status: metav1.ConditionTrue, Reason: "Ready"}
+	for name, tc := range map[string]struct {
+		in, want []metav1.Condition
+	}{
+		"none":                       {},
+		"only ours":                  {in: []metav1.Condition{ours}, want: []metav1.Condition{ours}},
+		"a v1beta1 Ready, no reason": {in: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}, ours}, want: []metav1.Condition{ours}},
+		"a community type with a reason": {
+			in:   []metav1.Condition{ours, {Type: "VMProvisioned", Status: metav1.ConditionFalse, Reason: "WaitingForBootstrapData"}},
+			want: []metav1.Condition{ours},
+		},
+		"LoadBalancerAvailable": {in: []metav1.Condition{{Type: "LoadBalancerAvailable", Status: metav1.ConditionTrue}}, want: []metav1.Condition{}},
+	} {
+		got := WithoutCommunityConditions(tc.in)
+		if len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+			t.Errorf("%s: got %v, want %v", name, got, tc.want)
 		}
 	}
 }
