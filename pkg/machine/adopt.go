@@ -199,8 +199,15 @@ func (s *Service) labelInstance(ctx context.Context, sc *Scope, vm *kubevirtv1.V
 		}
 	}
 	if err == nil {
+		// At the resourceVersion read: a cached instance that has since
+		// been replaced under the same name must not mark its successor.
 		vmi = vmi.DeepCopy()
-		err = addMetadata(ctx, sc.Access.Infra.Client, vmi, labels, map[string]string{adoption.AdoptedFromAnnotation: adoption.CommunityProvider})
+		err = addMetadata(ctx, sc.Access.Infra.Client, vmi, labels, map[string]string{adoption.AdoptedFromAnnotation: adoption.CommunityProvider},
+			client.MergeFromWithOptimisticLock{})
+	}
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// The instance changed or went; its watch brings the machine back.
+		return nil
 	}
 	if apierrors.IsForbidden(err) {
 		s.Recorder.Eventf(sc.KubevirtMachine, vm, corev1.EventTypeWarning, instanceNotLabelledReason, "Label",
@@ -219,14 +226,14 @@ const instanceNotLabelledReason = "AdoptedInstanceNotLabelled"
 
 // addMetadata merges labels and annotations into obj's, writing only when
 // one differs.
-func addMetadata(ctx context.Context, c client.Client, obj client.Object, labels, annotations map[string]string) error {
+func addMetadata(ctx context.Context, c client.Client, obj client.Object, labels, annotations map[string]string, opts ...client.MergeFromOption) error {
 	before := obj.DeepCopyObject().(client.Object)
 	obj.SetLabels(withAll(obj.GetLabels(), labels))
 	obj.SetAnnotations(withAll(obj.GetAnnotations(), annotations))
 	if maps.Equal(before.GetLabels(), obj.GetLabels()) && maps.Equal(before.GetAnnotations(), obj.GetAnnotations()) {
 		return nil
 	}
-	if err := c.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(before, opts...)); err != nil {
 		return fmt.Errorf("labelling %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil

@@ -165,6 +165,20 @@ var _ = Describe("switching from the community provider", Ordered, func() {
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(SatisfyAll(
 			Not(ContainElement(HaveField("Type", "LoadBalancerAvailable"))), HaveEach(HaveField("Reason", Not(BeEmpty())))),
 			"the community provider's conditions are gone", providerLogs)
+		Eventually(func(g Gomega) []string {
+			vmis := &kubevirtv1.VirtualMachineInstanceList{}
+			g.Expect(w.Infra.Client.List(ctx, vmis, client.InNamespace(ns), client.HasLabels{infrav1.KubevirtMachineNamespaceLabel})).To(Succeed())
+			pods := &corev1.PodList{}
+			g.Expect(w.Infra.Client.List(ctx, pods, client.InNamespace(ns), client.HasLabels{infrav1.KubevirtMachineNamespaceLabel})).To(Succeed())
+			var labelled []string
+			for _, vmi := range vmis.Items {
+				labelled = append(labelled, "instance "+vmi.Name)
+			}
+			for _, pod := range pods.Items {
+				labelled = append(labelled, "pod "+pod.Labels[kubevirtv1.CreatedByLabel])
+			}
+			return labelled
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(HaveLen(10), "every running instance and its launcher pod carry the identity labels")
 		Expect(infraUIDs(ctx, ns)).To(Equal(before), "the same VMs, instances, DataVolumes, Services and Secrets")
 		expectMachinesWithNodes(ctx, ns, 5, runner.Logs)
 	})

@@ -17,6 +17,7 @@ limitations under the License.
 package adoption
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -203,7 +204,7 @@ func TestWithoutCommunityConditions(t *testing.T) {
 		"LoadBalancerAvailable": {in: []metav1.Condition{{Type: "LoadBalancerAvailable", Status: metav1.ConditionTrue}}, want: []metav1.Condition{}},
 	} {
 		got := WithoutCommunityConditions(tc.in)
-		if len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", name, got, tc.want)
 		}
 	}
