@@ -228,8 +228,8 @@ const instanceNotLabelledReason = "AdoptedInstanceNotLabelled"
 // one differs.
 func addMetadata(ctx context.Context, c client.Client, obj client.Object, labels, annotations map[string]string, opts ...client.MergeFromOption) error {
 	before := obj.DeepCopyObject().(client.Object)
-	obj.SetLabels(withAll(obj.GetLabels(), labels))
-	obj.SetAnnotations(withAll(obj.GetAnnotations(), annotations))
+	obj.SetLabels(overlay(obj.GetLabels(), labels))
+	obj.SetAnnotations(overlay(obj.GetAnnotations(), annotations))
 	if maps.Equal(before.GetLabels(), obj.GetLabels()) && maps.Equal(before.GetAnnotations(), obj.GetAnnotations()) {
 		return nil
 	}
@@ -239,8 +239,9 @@ func addMetadata(ctx context.Context, c client.Client, obj client.Object, labels
 	return nil
 }
 
-// withAll is base with extra on top, as a new map.
-func withAll(base, extra map[string]string) map[string]string {
+// overlay is base with extra on top, as a new map (adoption.withAll keeps
+// base's values instead).
+func overlay(base, extra map[string]string) map[string]string {
 	out := make(map[string]string, len(base)+len(extra))
 	maps.Copy(out, base)
 	maps.Copy(out, extra)
